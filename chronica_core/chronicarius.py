@@ -1,0 +1,167 @@
+"""The object apps talk to: :class:`Chronicarius` and its asyncio twin :class:`AsyncChronicarius`.
+
+Both run the same plans from :mod:`chronica_core.rules`; they differ only in how a store call is
+performed (called, or awaited).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from chronica_core.ids import new_actum_id
+from chronica_core.model import ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.plans import run_plan, run_plan_async
+from chronica_core.rules import DEFAULT_OWNER_CACHE_SIZE, Rules, StoreCall
+from chronica_core.store import AsyncIdempotentStore, AsyncStore, IdempotentStore, Store
+
+__all__ = ["AsyncChronicarius", "Chronicarius"]
+
+class Chronicarius:
+    """Keeps the rules of DESIGN §5 over a blocking :class:`Store`.
+
+    Thread-safe when the store is. Every method names the owner; a chronicum that is not the
+    owner's answers exactly like one that does not exist.
+
+    Args:
+        store: where chronica and acta are kept.
+        id_factory: returns a fresh actum id; defaults to 32 random lowercase hex characters
+            (inject a deterministic one in tests).
+        owner_cache_size: how many ``chronicum id -> owner`` pairs to remember to save a round
+            trip (ownership never changes); ``0`` disables the cache.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        id_factory: Callable[[], str] = new_actum_id,
+        owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
+    ) -> None:
+        self.store = store
+        self._rules = Rules(
+            store_name=type(store).__name__,
+            idempotent=isinstance(store, IdempotentStore),
+            id_factory=id_factory,
+            owner_cache_size=owner_cache_size,
+        )
+
+    def record_actum(
+        self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None
+    ) -> Actum:
+        """Record ``actum`` for ``owner_id``, creating its chronicum on the first write.
+
+        Args:
+            owner_id: the person the chronicum belongs to.
+            actum: what happened; its ``id`` and ``at`` are replaced.
+            idempotency_key: with a key, a retry in the same chronicum returns the actum stored
+                the first time and discards the new one.
+
+        Returns:
+            The stored actum: a fresh 32-hex-character ``id`` and the store's UTC ``at``.
+
+        Raises:
+            InvalidActum: a field is missing or wrong (``.field`` names it); nothing is written.
+            IdempotencyUnsupported: a key was given and the store is not idempotent; nothing is
+                written, not even the chronicum.
+            ChronicumNotFound: the chronicum belongs to another owner.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        return run_plan(self._rules.record_actum(owner_id, actum, idempotency_key), self._perform)
+
+    def get_acta(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        *,
+        actum_kinds: Iterable[ActumKind | str] | None = None,
+        actor_kinds: Iterable[ActorKind | str] | None = None,
+        last_n: int = 0,
+    ) -> list[Actum]:
+        """Return a context window: filter by kinds, then keep the newest ``last_n``, oldest first.
+
+        Args:
+            owner_id: the person asking.
+            chronicum_id: the chronicum to read.
+            actum_kinds: kinds to keep (enums or their string values); ``None`` or empty keeps all.
+            actor_kinds: actor kinds to keep; ``None`` or empty keeps all.
+            last_n: how many of the newest to keep; ``0`` or negative keeps all.
+
+        Returns:
+            The acta in the order they were recorded.
+
+        Raises:
+            ChronicumNotFound: the chronicum does not exist or is not the owner's.
+            InvalidQuery: an unknown kind or a ``last_n`` that is not an int.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n)
+        return run_plan(plan, self._perform)
+
+    def get_chronicum(self, owner_id: str, chronicum_id: str) -> Chronicum:
+        """Return the owner's chronicum as the store has it now.
+
+        Raises:
+            ChronicumNotFound: the chronicum does not exist or is not the owner's.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        return run_plan(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
+
+    def _perform(self, call: StoreCall) -> Any:
+        return getattr(self.store, call.method)(*call.args)
+
+
+class AsyncChronicarius:
+    """The asyncio twin of :class:`Chronicarius` over an :class:`AsyncStore`.
+
+    The same rules, errors and ids, because it runs the same plans; the arguments, returns and
+    errors of each coroutine are those of the :class:`Chronicarius` method of the same name.
+    """
+
+    def __init__(
+        self,
+        store: AsyncStore,
+        *,
+        id_factory: Callable[[], str] = new_actum_id,
+        owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
+    ) -> None:
+        self.store = store
+        self._rules = Rules(
+            store_name=type(store).__name__,
+            idempotent=isinstance(store, AsyncIdempotentStore),
+            id_factory=id_factory,
+            owner_cache_size=owner_cache_size,
+        )
+
+    async def record_actum(
+        self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None
+    ) -> Actum:
+        """See :meth:`Chronicarius.record_actum`."""
+        plan = self._rules.record_actum(owner_id, actum, idempotency_key)
+        return await run_plan_async(plan, self._perform)
+
+    async def get_acta(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        *,
+        actum_kinds: Iterable[ActumKind | str] | None = None,
+        actor_kinds: Iterable[ActorKind | str] | None = None,
+        last_n: int = 0,
+    ) -> list[Actum]:
+        """See :meth:`Chronicarius.get_acta`."""
+        plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n)
+        return await run_plan_async(plan, self._perform)
+
+    async def get_chronicum(self, owner_id: str, chronicum_id: str) -> Chronicum:
+        """See :meth:`Chronicarius.get_chronicum`."""
+        return await run_plan_async(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
+
+    async def _perform(self, call: StoreCall) -> Any:
+        return await getattr(self.store, call.method)(*call.args)

@@ -1,0 +1,143 @@
+"""The one error hierarchy of Chronica: everything raised on purpose is a :class:`ChronicaError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ActumTooLarge",
+    "BackendConflict",
+    "BackendUnavailable",
+    "ChronicaError",
+    "ChronicumExists",
+    "ChronicumNotFound",
+    "EmptyOwnerID",
+    "IdempotencyUnsupported",
+    "InvalidActum",
+    "InvalidOwnerID",
+    "InvalidQuery",
+    "StoreError",
+    "UnknownBackend",
+]
+
+
+class ChronicaError(Exception):
+    """Base of every error Chronica raises on purpose."""
+
+
+class ChronicumNotFound(ChronicaError, LookupError):
+    """The chronicum does not exist, or it is not the caller's (the two are told apart by no one).
+
+    Attributes:
+        chronicum_id: the id that was asked for.
+    """
+
+    def __init__(self, chronicum_id: str) -> None:
+        self.chronicum_id = chronicum_id
+        super().__init__(f"chronicum {chronicum_id!r} not found")
+
+
+class ChronicumExists(ChronicaError):
+    """``Store.create`` was given an id that is already taken.
+
+    Attributes:
+        chronicum_id: the taken id.
+    """
+
+    def __init__(self, chronicum_id: str) -> None:
+        self.chronicum_id = chronicum_id
+        super().__init__(f"chronicum {chronicum_id!r} already exists")
+
+
+class InvalidActum(ChronicaError, ValueError):
+    """``record_actum`` refused an actum (or its idempotency key) before touching the store.
+
+    Attributes:
+        field: the name of the offending field, e.g. ``"content"`` or ``"idempotency_key"``.
+        reason: what was wrong with it.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"invalid actum: {field}: {reason}")
+
+
+class ActumTooLarge(InvalidActum):
+    """A store cannot hold an actum this large; nothing was written.
+
+    Attributes:
+        size: the encoded size of the actum, in bytes.
+        limit: the most the store can hold, in bytes.
+    """
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__("content", f"the actum is {size} bytes, over the store's limit of {limit} bytes")
+
+
+class InvalidQuery(ChronicaError, ValueError):
+    """``get_acta`` was given a filter or limit it cannot use.
+
+    Attributes:
+        field: the offending argument, e.g. ``"actum_kinds"`` or ``"last_n"``.
+        reason: what was wrong with it.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"invalid query: {field}: {reason}")
+
+
+class InvalidOwnerID(ChronicaError, ValueError):
+    """The owner id is not a usable string (it must be non-empty UTF-8 text without NUL)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"invalid owner_id: {reason}")
+
+
+class EmptyOwnerID(InvalidOwnerID):
+    """A call named no owner (an empty string or ``None``); raised before anything else."""
+
+    def __init__(self) -> None:
+        super().__init__("owner_id must be a non-empty string")
+
+
+class IdempotencyUnsupported(ChronicaError):
+    """An idempotency key was given to a store that cannot honour it; nothing was created."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+        super().__init__(
+            f"{store_name} cannot honour idempotency keys; "
+            "record without a key or use an idempotent store"
+        )
+
+
+class StoreError(ChronicaError):
+    """Anything else a backend ran into (a lost connection, a full disk, ...).
+
+    Always raised ``from`` the driver's exception.
+
+    Attributes:
+        where: the backend and operation, e.g. ``"postgres: record actum"``.
+        detail: the driver's message.
+    """
+
+    def __init__(self, where: str, detail: str) -> None:
+        self.where = where
+        self.detail = detail
+        super().__init__(f"{where}: {detail}")
+
+
+class UnknownBackend(ChronicaError, LookupError):
+    """No installed backend handles the URL's scheme. The message lists the installed schemes."""
+
+
+class BackendUnavailable(ChronicaError):
+    """The backend for the URL is known but cannot run here; the message says what to install."""
+
+
+class BackendConflict(ChronicaError):
+    """Two installed backends claim the same URL scheme; the message names both."""

@@ -1,0 +1,143 @@
+"""The in-memory store: one process, for tests and development. Idempotent and thread-safe."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from chronica_core.errors import ChronicumExists, ChronicumNotFound
+from chronica_core.model import ActaQuery, Actum, Chronicum
+from chronica_core.store import AsyncIdempotentStore, IdempotentStore
+
+__all__ = ["AsyncMemoryStore", "MemoryStore"]
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One chronicum's state, guarded by its own lock."""
+
+    chronicum: Chronicum
+    acta: list[Actum] = field(default_factory=list)
+    keyed: dict[str, Actum] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _matches(actum: Actum, query: ActaQuery) -> bool:
+    return (query.actum_kinds is None or actum.kind in query.actum_kinds) and (
+        query.actor_kinds is None or actum.actor_kind in query.actor_kinds
+    )
+
+
+class MemoryStore(IdempotentStore):
+    """Keeps everything in this process's memory; gone when the process ends.
+
+    Each chronicum has its own lock, so writers to different chronica never wait for each other.
+    A context window scans backwards from the newest actum and stops once it has ``last_n``.
+
+    Args:
+        url: accepted for the registry's sake (``memory://``); ignored.
+        options: none are recognised; accepted so ``open_store("memory://")`` takes the same
+            shape as every backend.
+    """
+
+    def __init__(self, url: str = "memory://", **options: Any) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._create_lock = threading.Lock()
+
+    def create(self, chronicum: Chronicum) -> None:
+        """Save ``chronicum``. Raises ``ChronicumExists`` if its id is taken."""
+        with self._create_lock:
+            if chronicum.id in self._entries:
+                raise ChronicumExists(chronicum.id)
+            self._entries[chronicum.id] = _Entry(chronicum)
+
+    def get(self, chronicum_id: str) -> Chronicum:
+        """Return the chronicum. Raises ``ChronicumNotFound``."""
+        return self._entry(chronicum_id).chronicum
+
+    def record(self, actum: Actum) -> Actum:
+        """Append ``actum`` with ``at`` set to now (UTC). Raises ``ChronicumNotFound``."""
+        entry = self._entry(actum.chronicum_id)
+        with entry.lock:
+            return self._append(entry, actum)
+
+    def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """Append ``actum`` unless ``key`` was used in its chronicum; then return the first one."""
+        entry = self._entry(actum.chronicum_id)
+        with entry.lock:
+            stored = entry.keyed.get(key)
+            if stored is None:
+                stored = entry.keyed[key] = self._append(entry, actum)
+            return stored
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """Return the context window, oldest first. Raises ``ChronicumNotFound``."""
+        entry = self._entry(chronicum_id)
+        with entry.lock:
+            acta = entry.acta
+            if query.last_n <= 0:
+                return [actum for actum in acta if _matches(actum, query)]
+            window: list[Actum] = []
+            for index in range(len(acta) - 1, -1, -1):
+                if _matches(acta[index], query):
+                    window.append(acta[index])
+                    if len(window) == query.last_n:
+                        break
+        window.reverse()
+        return window
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def _entry(self, chronicum_id: str) -> _Entry:
+        try:
+            return self._entries[chronicum_id]
+        except KeyError:
+            raise ChronicumNotFound(chronicum_id) from None
+
+    @staticmethod
+    def _append(entry: _Entry, actum: Actum) -> Actum:
+        stored = replace(actum, at=datetime.now(UTC))
+        entry.acta.append(stored)
+        entry.chronicum = replace(entry.chronicum, last_actum_at=stored.at)
+        return stored
+
+
+class AsyncMemoryStore(AsyncIdempotentStore):
+    """The asyncio face of :class:`MemoryStore`.
+
+    Every operation is a few dictionary and list steps under a lock held for microseconds, so
+    it runs on the event loop without blocking it for any noticeable time.
+
+    Args:
+        url: ``memory://``; ignored.
+        store: an existing :class:`MemoryStore` to share (a fresh one when ``None``).
+    """
+
+    def __init__(self, url: str = "memory://", *, store: MemoryStore | None = None, **options: Any) -> None:
+        self.sync_store = store if store is not None else MemoryStore()
+
+    async def create(self, chronicum: Chronicum) -> None:
+        """See :meth:`MemoryStore.create`."""
+        self.sync_store.create(chronicum)
+
+    async def get(self, chronicum_id: str) -> Chronicum:
+        """See :meth:`MemoryStore.get`."""
+        return self.sync_store.get(chronicum_id)
+
+    async def record(self, actum: Actum) -> Actum:
+        """See :meth:`MemoryStore.record`."""
+        return self.sync_store.record(actum)
+
+    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """See :meth:`MemoryStore.record_idempotent`."""
+        return self.sync_store.record_idempotent(actum, key)
+
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`MemoryStore.acta`."""
+        return self.sync_store.acta(chronicum_id, query)
+
+    async def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,25 @@
+"""Registers the in-memory backend through the ``chronica`` entry-point group, like any plugin."""
+
+from __future__ import annotations
+
+from chronica_core.hookspecs import Backend, hookimpl
+from chronica_core.memory import AsyncMemoryStore, MemoryStore
+
+__all__ = ["chronica_backends"]
+
+
+@hookimpl
+def chronica_backends() -> list[Backend]:
+    """Declare ``memory://``: one process, idempotent, no server."""
+    return [
+        Backend(
+            name="memory",
+            schemes=("memory",),
+            idempotent=True,
+            open=MemoryStore,
+            open_async=AsyncMemoryStore,
+            install="chronica",
+            needs_server=False,
+            example_url="memory://",
+        )
+    ]

@@ -1,0 +1,85 @@
+"""The data model: chronica, acta, their kinds and the query for a context window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+__all__ = ["ActaQuery", "ActorKind", "Actum", "ActumKind", "Chronicum"]
+
+
+class ActumKind(StrEnum):
+    """What an actum is: a message, a thought, a tool request or a tool response."""
+
+    MESSAGE = "message"
+    THOUGHT = "thought"
+    TOOL_REQUEST = "tool_request"
+    TOOL_RESPONSE = "tool_response"
+
+
+class ActorKind(StrEnum):
+    """Who wrote an actum: a human, an agent or the system."""
+
+    HUMAN = "human"
+    AGENT = "agent"
+    SYSTEM = "system"
+
+
+@dataclass(frozen=True, slots=True)
+class Actum:
+    """One thing that happened in a chronicum.
+
+    Attributes:
+        chronicum_id: id of the chronicum the actum belongs to (non-empty ``str``).
+        kind: an :class:`ActumKind` (``Chronicarius`` also accepts its string value).
+        actor_kind: an :class:`ActorKind` (``Chronicarius`` also accepts its string value).
+        actor: stable id of the writer, such as ``"ardian"`` or ``"booking"``.
+        content: the text; may be empty only for tool requests and tool responses.
+        id: 32 lowercase hex characters once recorded; ``Chronicarius`` replaces any id given.
+        at: timezone-aware UTC moment the store wrote the actum; ``None`` before it is recorded.
+            Advisory only: it never decides the order.
+    """
+
+    chronicum_id: str
+    kind: ActumKind
+    actor_kind: ActorKind
+    actor: str
+    content: str = ""
+    id: str = ""
+    at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Chronicum:
+    """One session, shared by one owner and any number of agents.
+
+    Attributes:
+        id: the chronicum id chosen by the app (non-empty ``str``).
+        owner_id: the person it belongs to; never changes.
+        started_at: timezone-aware UTC moment it was created.
+        last_actum_at: timezone-aware UTC ``at`` of its newest actum, ``None`` while it has none.
+    """
+
+    id: str
+    owner_id: str
+    started_at: datetime
+    last_actum_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ActaQuery:
+    """Which acta of a chronicum a context window holds.
+
+    Filters apply first, then the limit (rule R6).
+
+    Attributes:
+        actum_kinds: the kinds to keep; ``None`` keeps every kind. ``Chronicarius`` hands stores
+            either ``None`` or a non-empty tuple.
+        actor_kinds: the actor kinds to keep; ``None`` keeps every actor kind (same shape).
+        last_n: keep only the newest ``last_n`` of what the filters left; ``0`` or negative keeps all.
+    """
+
+    actum_kinds: tuple[ActumKind, ...] | None = None
+    actor_kinds: tuple[ActorKind, ...] | None = None
+    last_n: int = 0

@@ -1,0 +1,235 @@
+"""The backend registry: plugins found through the ``chronica`` entry-point group, chosen by URL.
+
+Each entry point is loaded on its own: one that fails to import is listed with its error and
+never hides the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import threading
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import pluggy
+
+from chronica_core.errors import BackendConflict, BackendUnavailable, UnknownBackend
+from chronica_core.hookspecs import PROJECT_NAME, Backend, BackendSpec
+from chronica_core.store import AsyncStore, Store
+
+__all__ = [
+    "BrokenPlugin",
+    "InstalledBackend",
+    "Registry",
+    "list_backends",
+    "open_async_store",
+    "open_store",
+    "registry",
+    "url_scheme",
+]
+
+KNOWN_DISTRIBUTIONS = {
+    "postgresql": "chronica-postgres",
+    "postgres": "chronica-postgres",
+    "mongodb": "chronica-mongodb",
+    "mongodb+srv": "chronica-mongodb",
+    "sqlite": "chronica-sqlalchemy",
+    "mysql": "chronica-sqlalchemy",
+    "mariadb": "chronica-sqlalchemy",
+}
+"""The first-party distribution to install for a scheme, for when none is installed."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenPlugin:
+    """An entry point that could not be loaded.
+
+    Attributes:
+        name: the entry point's name.
+        target: what it points at, e.g. ``"chronica_postgres.plugin"``.
+        distribution: the distribution that declared it (``""`` if unknown).
+        error: the exception, as text.
+    """
+
+    name: str
+    target: str
+    distribution: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledBackend:
+    """A backend and where it came from, as listed by :func:`list_backends`.
+
+    Attributes:
+        backend: what the plugin declared.
+        plugin: the entry point (or registered plugin) name that provided it.
+    """
+
+    backend: Backend
+    plugin: str
+
+
+def url_scheme(url: str) -> str:
+    """Return the lowercased scheme of ``url`` (``"mysql+pymysql"`` for ``mysql+pymysql://...``).
+
+    Raises ``UnknownBackend`` when ``url`` has no ``scheme://`` prefix.
+    """
+    scheme, separator, _ = url.partition("://")
+    if not separator or not scheme:
+        raise UnknownBackend(f"{url!r} is not a store URL; expected scheme://..., e.g. memory://")
+    return scheme.lower()
+
+
+class Registry:
+    """The installed backends, found through pluggy and the ``chronica`` entry-point group.
+
+    Args:
+        load_entry_points: discover installed plugins (``False`` gives an empty registry, for tests).
+    """
+
+    def __init__(self, *, load_entry_points: bool = True) -> None:
+        self.plugin_manager = pluggy.PluginManager(PROJECT_NAME)
+        self.plugin_manager.add_hookspecs(BackendSpec)
+        self.broken: list[BrokenPlugin] = []
+        if load_entry_points:
+            for entry_point in entry_points(group=PROJECT_NAME):
+                self._load(entry_point)
+
+    def register(self, plugin: object, name: str) -> None:
+        """Register a plugin object (a module or instance with hook implementations) by ``name``."""
+        self.plugin_manager.register(plugin, name=name)
+
+    def installed(self) -> list[InstalledBackend]:
+        """Return every backend the loaded plugins declare, in registration order.
+
+        A plugin whose hook raises is moved to :attr:`broken` and left out.
+        """
+        found: list[InstalledBackend] = []
+        for implementation in self.plugin_manager.hook.chronica_backends.get_hookimpls():
+            try:
+                backends = implementation.function()
+            except Exception as error:  # noqa: BLE001 - a broken plugin is listed, not fatal
+                self._mark_broken(implementation.plugin_name, repr(implementation.plugin), error)
+                continue
+            found.extend(InstalledBackend(backend, implementation.plugin_name) for backend in backends)
+        return found
+
+    def backend_for(self, url: str) -> Backend:
+        """Return the backend that handles ``url``'s scheme.
+
+        Raises:
+            UnknownBackend: no installed backend claims the scheme; the message lists the installed
+                schemes, suggests a near miss and names the distribution to install if known.
+            BackendConflict: two backends claim the scheme equally; the message names both.
+        """
+        scheme = url_scheme(url)
+        installed = self.installed()
+        exact = [item for item in installed if scheme in item.backend.schemes]
+        claims = exact or [
+            item
+            for item in installed
+            if any("*" in pattern and fnmatch.fnmatchcase(scheme, pattern) for pattern in item.backend.schemes)
+        ]
+        if len(claims) > 1:
+            names = " and ".join(f"{item.backend.name} (plugin {item.plugin})" for item in claims)
+            raise BackendConflict(f"scheme {scheme!r} is claimed by {names}; uninstall one of them")
+        if claims:
+            return claims[0].backend
+        raise UnknownBackend(self._unknown_message(scheme, installed))
+
+    def open_store(self, url: str, **options: Any) -> Store:
+        """Open a blocking store for ``url``; see :func:`open_store`."""
+        backend = self.backend_for(url)
+        return _opened(backend, backend.open, url, options)
+
+    def open_async_store(self, url: str, **options: Any) -> AsyncStore:
+        """Open an asyncio store for ``url``; see :func:`open_async_store`."""
+        backend = self.backend_for(url)
+        if backend.open_async is None:
+            raise BackendUnavailable(f"backend {backend.name!r} has no asyncio store")
+        return _opened(backend, backend.open_async, url, options)
+
+    def _load(self, entry_point: EntryPoint) -> None:
+        distribution = entry_point.dist.name if entry_point.dist is not None else ""
+        try:
+            self.register(entry_point.load(), entry_point.name)
+        except Exception as error:  # noqa: BLE001 - one broken plugin must not hide the others
+            self._mark_broken(entry_point.name, entry_point.value, error, distribution)
+
+    def _mark_broken(self, name: str, target: str, error: Exception, distribution: str = "") -> None:
+        if self.plugin_manager.has_plugin(name):
+            self.plugin_manager.unregister(name=name)
+        self.broken.append(BrokenPlugin(name, target, distribution, f"{type(error).__name__}: {error}"))
+
+    def _unknown_message(self, scheme: str, installed: list[InstalledBackend]) -> str:
+        schemes = sorted({s for item in installed for s in item.backend.schemes})
+        message = f"no installed backend handles {scheme}:// (installed: {', '.join(schemes) or 'none'})"
+        near = difflib.get_close_matches(scheme, schemes, n=1)
+        if near:
+            message += f"; did you mean {near[0]}://?"
+        distribution = KNOWN_DISTRIBUTIONS.get(scheme.split("+")[0])
+        if distribution:
+            message += f"; pip install {distribution} to add it"
+        for plugin in self.broken:
+            message += f"; plugin {plugin.name!r} failed to load ({plugin.error})"
+        return message
+
+
+def _opened(backend: Backend, opener: Any, url: str, options: dict[str, Any]) -> Any:
+    try:
+        return opener(url, **options)
+    except ModuleNotFoundError as error:
+        install = backend.install or f"the driver {error.name!r}"
+        raise BackendUnavailable(
+            f"backend {backend.name!r} needs {error.name!r}, which is not installed: pip install {install}"
+        ) from error
+
+
+_registry: Registry | None = None
+_registry_lock = threading.Lock()
+
+
+def registry(*, reload: bool = False) -> Registry:
+    """Return the process-wide registry, discovering plugins on first use (or when ``reload``)."""
+    global _registry
+    with _registry_lock:
+        if _registry is None or reload:
+            _registry = Registry()
+        return _registry
+
+
+def open_store(url: str, **options: Any) -> Store:
+    """Open a blocking store chosen by ``url``'s scheme, e.g. ``memory://`` or ``postgresql://...``.
+
+    Args:
+        url: the store URL; its scheme selects the backend.
+        options: passed to the backend's factory (pool size, ``auto_migrate``, ...).
+
+    Returns:
+        A :class:`Store`; close it (or use it as a context manager) when done.
+
+    Raises:
+        UnknownBackend: no installed backend handles the scheme (the message says what to install).
+        BackendUnavailable: the backend's driver is not installed (the message says what to install).
+        BackendConflict: two installed backends claim the scheme.
+        StoreError: the backend could not connect or migrate.
+    """
+    return registry().open_store(url, **options)
+
+
+def open_async_store(url: str, **options: Any) -> AsyncStore:
+    """The asyncio twin of :func:`open_store`: returns an :class:`AsyncStore`; same errors.
+
+    Also raises ``BackendUnavailable`` when the backend has no asyncio store.
+    """
+    return registry().open_async_store(url, **options)
+
+
+def list_backends() -> tuple[list[InstalledBackend], list[BrokenPlugin]]:
+    """Return the installed backends and the plugins that failed to load, for ``chronica backends``."""
+    current = registry()
+    installed = current.installed()
+    return installed, list(current.broken)

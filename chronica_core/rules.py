@@ -1,0 +1,241 @@
+"""The rules R1–R10 of DESIGN §5, written once as plans that do no I/O.
+
+:class:`chronica_core.Chronicarius` and :class:`chronica_core.AsyncChronicarius` run these plans
+against a sync or an async store; neither holds a rule of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, NamedTuple, TypeVar
+
+from chronica_core.errors import (
+    ChronicumExists,
+    ChronicumNotFound,
+    EmptyOwnerID,
+    IdempotencyUnsupported,
+    InvalidActum,
+    InvalidOwnerID,
+    InvalidQuery,
+)
+from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.plans import Plan
+
+__all__ = ["DEFAULT_OWNER_CACHE_SIZE", "Rules", "StoreCall"]
+
+DEFAULT_OWNER_CACHE_SIZE = 10_000
+"""How many ``chronicum id -> owner`` pairs a Chronicarius remembers (rule R10)."""
+
+_KINDS_NEEDING_CONTENT = frozenset({ActumKind.MESSAGE, ActumKind.THOUGHT})
+
+Kind = TypeVar("Kind", ActumKind, ActorKind)
+
+
+class StoreCall(NamedTuple):
+    """An operation of a rules plan: call ``method`` of the store with ``args``."""
+
+    method: str
+    args: tuple[Any, ...]
+
+
+def _text_problem(value: object) -> str | None:
+    """Say why ``value`` cannot serve as an id or actor, or return ``None`` when it can."""
+    if not isinstance(value, str):
+        return f"must be a str, not {type(value).__name__}"
+    if not value:
+        return "must not be empty"
+    if "\x00" in value:
+        return "must not contain NUL"
+    return _encoding_problem(value)
+
+
+def _encoding_problem(value: str) -> str | None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"cannot be encoded as UTF-8 ({error.reason} at index {error.start})"
+    return None
+
+
+def _check_owner(owner_id: object) -> str:
+    """Rule R1: a non-empty owner, checked before anything else."""
+    if owner_id is None or owner_id == "":
+        raise EmptyOwnerID()
+    problem = _text_problem(owner_id)
+    if problem is not None:
+        raise InvalidOwnerID(problem)
+    return owner_id  # type: ignore[return-value]
+
+
+def _enum_value(enum: type[Kind], value: object, field: str) -> Kind:
+    try:
+        return enum(value)
+    except ValueError:
+        known = ", ".join(member.value for member in enum)
+        raise InvalidActum(field, f"unknown {field} {value!r}; expected one of {known}") from None
+
+
+def _query_kinds(enum: type[Kind], values: Iterable[Kind | str] | None, field: str) -> tuple[Kind, ...] | None:
+    if values is None:
+        return None
+    if isinstance(values, str | StrEnum):
+        values = [values]
+    try:
+        kinds = {enum(value) for value in values}
+    except (ValueError, TypeError):
+        known = ", ".join(member.value for member in enum)
+        raise InvalidQuery(field, f"expected values among {known}, got {values!r}") from None
+    return tuple(sorted(kinds)) or None
+
+
+class Rules:
+    """Ownership, validation, ids, idempotency and the owner cache, as plans of :class:`StoreCall`.
+
+    Args:
+        store_name: how errors name the store, e.g. its class name.
+        idempotent: whether the store offers ``record_idempotent``.
+        id_factory: returns a fresh actum id for every recorded actum.
+        owner_cache_size: how many ``chronicum id -> owner`` pairs to remember (0 disables it).
+    """
+
+    def __init__(
+        self,
+        *,
+        store_name: str,
+        idempotent: bool,
+        id_factory: Callable[[], str],
+        owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
+    ) -> None:
+        self._store_name = store_name
+        self._idempotent = idempotent
+        self._id_factory = id_factory
+        self._owner_cache_size = owner_cache_size
+        self._owners: OrderedDict[str, str] = OrderedDict()
+        self._owners_lock = threading.Lock()
+
+    def record_actum(
+        self, owner_id: str, actum: Actum, idempotency_key: str | None
+    ) -> Plan[StoreCall, Actum]:
+        """Rules R1–R4 and R8–R9 for one write; returns the stored actum."""
+        _check_owner(owner_id)
+        actum = self.validated(actum)
+        if idempotency_key is not None:
+            problem = _text_problem(idempotency_key)
+            if problem is not None:
+                raise InvalidActum("idempotency_key", problem)
+            if not self._idempotent:
+                raise IdempotencyUnsupported(self._store_name)
+        yield from self._claim(owner_id, actum.chronicum_id)
+        if idempotency_key is None:
+            stored: Actum = yield StoreCall("record", (actum,))
+        else:
+            stored = yield StoreCall("record_idempotent", (actum, idempotency_key))
+        return stored
+
+    def get_acta(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        actum_kinds: Iterable[ActumKind | str] | None,
+        actor_kinds: Iterable[ActorKind | str] | None,
+        last_n: int,
+    ) -> Plan[StoreCall, list[Actum]]:
+        """Rules R1, R5 and R6: the owner's context window, oldest first."""
+        _check_owner(owner_id)
+        if isinstance(last_n, bool) or not isinstance(last_n, int):
+            raise InvalidQuery("last_n", f"must be an int, not {type(last_n).__name__}")
+        query = ActaQuery(
+            actum_kinds=_query_kinds(ActumKind, actum_kinds, "actum_kinds"),
+            actor_kinds=_query_kinds(ActorKind, actor_kinds, "actor_kinds"),
+            last_n=max(last_n, 0),
+        )
+        yield from self._check_access(owner_id, chronicum_id)
+        acta: list[Actum] = yield StoreCall("acta", (chronicum_id, query))
+        return acta
+
+    def get_chronicum(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, Chronicum]:
+        """Rules R1 and R5: the owner's chronicum, read fresh from the store."""
+        _check_owner(owner_id)
+        if _text_problem(chronicum_id) is not None:
+            raise ChronicumNotFound(chronicum_id)
+        chronicum: Chronicum = yield StoreCall("get", (chronicum_id,))
+        self._remember(chronicum.id, chronicum.owner_id)
+        if chronicum.owner_id != owner_id:
+            raise ChronicumNotFound(chronicum_id)
+        return chronicum
+
+    def validated(self, actum: Actum) -> Actum:
+        """Rules R2 and R3: return ``actum`` with enum kinds, a fresh id and no ``at``.
+
+        Raises ``InvalidActum`` naming the first offending field.
+        """
+        if not isinstance(actum, Actum):
+            raise InvalidActum("actum", f"must be an Actum, not {type(actum).__name__}")
+        for field, value in (("chronicum_id", actum.chronicum_id), ("actor", actum.actor)):
+            problem = _text_problem(value)
+            if problem is not None:
+                raise InvalidActum(field, problem)
+        kind = _enum_value(ActumKind, actum.kind, "kind")
+        actor_kind = _enum_value(ActorKind, actum.actor_kind, "actor_kind")
+        content: object = actum.content
+        if not isinstance(content, str):
+            raise InvalidActum("content", f"must be a str, not {type(content).__name__}")
+        if not content and kind in _KINDS_NEEDING_CONTENT:
+            raise InvalidActum("content", f"a {kind.value} needs non-empty content")
+        problem = _encoding_problem(content)
+        if problem is not None:
+            raise InvalidActum("content", problem)
+        return replace(actum, kind=kind, actor_kind=actor_kind, id=self._id_factory(), at=None)
+
+    def _claim(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, None]:
+        """Rule R4: make sure the chronicum exists and is the owner's, creating it on first write."""
+        owner = self._cached_owner(chronicum_id)
+        if owner is None:
+            try:
+                chronicum: Chronicum = yield StoreCall("get", (chronicum_id,))
+                owner = chronicum.owner_id
+            except ChronicumNotFound:
+                started = Chronicum(chronicum_id, owner_id, started_at=datetime.now(UTC))
+                try:
+                    yield StoreCall("create", (started,))
+                    owner = owner_id
+                except ChronicumExists:  # lost a race with another first write: read the winner
+                    chronicum = yield StoreCall("get", (chronicum_id,))
+                    owner = chronicum.owner_id
+            self._remember(chronicum_id, owner)
+        if owner != owner_id:
+            raise ChronicumNotFound(chronicum_id)
+
+    def _check_access(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, None]:
+        """Rule R5: an id that is not the owner's answers exactly like a missing one."""
+        if _text_problem(chronicum_id) is not None:
+            raise ChronicumNotFound(chronicum_id)
+        owner = self._cached_owner(chronicum_id)
+        if owner is None:
+            chronicum: Chronicum = yield StoreCall("get", (chronicum_id,))
+            owner = chronicum.owner_id
+            self._remember(chronicum_id, owner)
+        if owner != owner_id:
+            raise ChronicumNotFound(chronicum_id)
+
+    def _cached_owner(self, chronicum_id: str) -> str | None:
+        with self._owners_lock:
+            owner = self._owners.get(chronicum_id)
+            if owner is not None:
+                self._owners.move_to_end(chronicum_id)
+            return owner
+
+    def _remember(self, chronicum_id: str, owner_id: str) -> None:
+        """Rule R10: ownership never changes, so a bounded cache may save a round trip."""
+        if self._owner_cache_size <= 0:
+            return
+        with self._owners_lock:
+            self._owners[chronicum_id] = owner_id
+            self._owners.move_to_end(chronicum_id)
+            while len(self._owners) > self._owner_cache_size:
+                self._owners.popitem(last=False)
