@@ -1,0 +1,312 @@
+"""The ``chronica`` command: the dinner-story demo, the installed backends, and reading and writing.
+
+Every subcommand takes ``--store URL`` (default: ``$CHRONICA_STORE``, else the embedded default
+``sqlite:///chronica.db`` when chronica-sqlalchemy is installed, else ``memory://``).
+Exit codes: 0 success; 2 bad usage; 3 chronicum not found; 4 invalid input; 5 no usable backend
+for the URL; 6 the store failed; 1 any other Chronica error or failed conformance cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from chronica_core.chronicarius import Chronicarius
+from chronica_core.errors import (
+    BackendConflict,
+    BackendUnavailable,
+    ChronicaError,
+    ChronicumNotFound,
+    InvalidActum,
+    InvalidOwnerID,
+    InvalidQuery,
+    StoreError,
+    UnknownBackend,
+)
+from chronica_core.model import ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.registry import list_backends, open_store, registry
+from chronica_core.store import Store
+
+__all__ = ["EMBEDDED_DEFAULT_URL", "default_store_url", "main"]
+
+EMBEDDED_DEFAULT_URL = "sqlite:///chronica.db"
+"""The store the CLI uses when none is named and chronica-sqlalchemy is installed."""
+
+EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_BACKEND, EXIT_STORE = 1, 2, 3, 4, 5, 6
+
+_EXIT_CODES: tuple[tuple[type[ChronicaError] | tuple[type[ChronicaError], ...], int], ...] = (
+    (ChronicumNotFound, EXIT_NOT_FOUND),
+    ((InvalidActum, InvalidQuery, InvalidOwnerID), EXIT_INVALID),
+    ((UnknownBackend, BackendUnavailable, BackendConflict), EXIT_BACKEND),
+    (StoreError, EXIT_STORE),
+)
+
+DEMO_OWNER = "ardian"
+DEMO_CHRONICUM = "dinner-friday"
+DEMO_STORY: tuple[tuple[ActumKind, ActorKind, str, str], ...] = (
+    (ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Find us a quiet table for four in Kemang on Friday at 7pm."),
+    (ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first, then hand the booking over."),
+    (ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", '{"area":"Kemang","party":4,"quiet":true}'),
+    (
+        ActumKind.TOOL_RESPONSE,
+        ActorKind.AGENT,
+        "search",
+        '[{"name":"Rumah Teduh","table":true},{"name":"Kayu Manis","table":true}]',
+    ),
+    (
+        ActumKind.MESSAGE,
+        ActorKind.AGENT,
+        "search",
+        "Rumah Teduh and Kayu Manis both have a quiet table for four at 7pm.",
+    ),
+    (ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Rumah Teduh."),
+    (ActumKind.MESSAGE, ActorKind.AGENT, "concierge", "Book Rumah Teduh for four at 7pm on Friday under Ardian."),
+)
+"""The dinner story of DESIGN §10: (kind, actor kind, actor, content), in order."""
+
+
+def default_store_url() -> str:
+    """Return ``$CHRONICA_STORE``, else the embedded SQLite default if a backend handles it, else ``memory://``."""
+    configured = os.environ.get("CHRONICA_STORE")
+    if configured:
+        return configured
+    try:
+        registry().backend_for(EMBEDDED_DEFAULT_URL)
+    except ChronicaError:
+        return "memory://"
+    return EMBEDDED_DEFAULT_URL
+
+
+def _split(values: str | None) -> list[str] | None:
+    if values is None:
+        return None
+    return [value.strip() for value in values.split(",") if value.strip()]
+
+
+def _actum_json(actum: Actum) -> dict[str, Any]:
+    return {
+        "id": actum.id,
+        "chronicum_id": actum.chronicum_id,
+        "kind": actum.kind.value,
+        "actor_kind": actum.actor_kind.value,
+        "actor": actum.actor,
+        "content": actum.content,
+        "at": actum.at.isoformat() if actum.at else None,
+    }
+
+
+def _chronicum_json(chronicum: Chronicum) -> dict[str, Any]:
+    return {
+        "id": chronicum.id,
+        "owner_id": chronicum.owner_id,
+        "started_at": chronicum.started_at.isoformat(),
+        "last_actum_at": chronicum.last_actum_at.isoformat() if chronicum.last_actum_at else None,
+    }
+
+
+def _actum_line(position: int, actum: Actum) -> str:
+    content = actum.content.replace("\n", "\\n")
+    return f"{position:>4}  {actum.kind.value:<13} {actum.actor_kind.value:<6} {actum.actor:<10} {content}"
+
+
+@dataclass
+class _Output:
+    out: TextIO
+
+    def line(self, text: str = "") -> None:
+        print(text, file=self.out)
+
+    def json(self, value: object) -> None:
+        print(json.dumps(value, ensure_ascii=False, indent=2), file=self.out)
+
+
+def _demo(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    output.line(f"Chronica demo on {arguments.store}: owner {DEMO_OWNER!r}, chronicum {DEMO_CHRONICUM!r}")
+    output.line()
+    output.line("The dinner story, as recorded (each with an idempotency key, so a rerun adds nothing):")
+    for position, (kind, actor_kind, actor, content) in enumerate(DEMO_STORY, start=1):
+        actum = Actum(DEMO_CHRONICUM, kind, actor_kind, actor, content)
+        stored = chronicarius.record_actum(DEMO_OWNER, actum, idempotency_key=f"dinner-story-{position}")
+        output.line(_actum_line(position, stored))
+    output.line()
+    output.line("The booking agent's context window (the last 3 messages, oldest first):")
+    window = chronicarius.get_acta(DEMO_OWNER, DEMO_CHRONICUM, actum_kinds=[ActumKind.MESSAGE], last_n=3)
+    for position, actum in enumerate(window, start=1):
+        output.line(_actum_line(position, actum))
+    output.line()
+    try:
+        chronicarius.get_acta("rafa", DEMO_CHRONICUM)
+        output.line("Owner 'rafa' read ardian's chronicum: THIS IS A BUG")
+        return EXIT_OTHER
+    except ChronicumNotFound as refusal:
+        output.line(f"Owner 'rafa' asks for {DEMO_CHRONICUM!r}: refused, {type(refusal).__name__}: {refusal}")
+    output.line()
+    reply = Actum(
+        DEMO_CHRONICUM, ActumKind.MESSAGE, ActorKind.AGENT, "booking", "Booked: Rumah Teduh, Friday 7pm, four."
+    )
+    first = chronicarius.record_actum(DEMO_OWNER, reply, idempotency_key="booking-reply-1")
+    reworded = Actum(
+        DEMO_CHRONICUM,
+        ActumKind.MESSAGE,
+        ActorKind.AGENT,
+        "booking",
+        "Your table at Rumah Teduh is booked for Friday at 7pm.",
+    )
+    retry = chronicarius.record_actum(DEMO_OWNER, reworded, idempotency_key="booking-reply-1")
+    output.line(f"The booking agent's reply, key 'booking-reply-1': actum {first.id}")
+    output.line(f"Retried with reworded content:                  actum {retry.id}")
+    verdict = "the same actum, stored once" if retry == first else "A DIFFERENT ACTUM: THIS IS A BUG"
+    output.line(f"  -> {verdict}: {retry.content!r}")
+    count = len(chronicarius.get_acta(DEMO_OWNER, DEMO_CHRONICUM))
+    output.line(f"The chronicum holds {count} acta.")
+    return 0 if retry == first else EXIT_OTHER
+
+
+def _record(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    content = arguments.content if arguments.content is not None else sys.stdin.read()
+    actum = Actum(arguments.chronicum_id, arguments.kind, arguments.actor_kind, arguments.actor, content)
+    stored = chronicarius.record_actum(arguments.owner, actum, idempotency_key=arguments.key)
+    if arguments.json:
+        output.json(_actum_json(stored))
+    else:
+        output.line(stored.id)
+    return 0
+
+
+def _acta(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    acta = chronicarius.get_acta(
+        arguments.owner,
+        arguments.chronicum_id,
+        actum_kinds=_split(arguments.kinds),
+        actor_kinds=_split(arguments.actor_kinds),
+        last_n=arguments.last,
+    )
+    if arguments.json:
+        output.json([_actum_json(actum) for actum in acta])
+    else:
+        for position, actum in enumerate(acta, start=1):
+            output.line(_actum_line(position, actum))
+    return 0
+
+
+def _show(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    chronicum = chronicarius.get_chronicum(arguments.owner, arguments.chronicum_id)
+    if arguments.json:
+        output.json(_chronicum_json(chronicum))
+    else:
+        for key, value in _chronicum_json(chronicum).items():
+            output.line(f"{key}: {value}")
+    return 0
+
+
+def _backends(arguments: argparse.Namespace, output: _Output) -> int:
+    installed, broken = list_backends()
+    output.line(f"{'backend':<12} {'schemes':<46} {'idempotent':<10} {'async':<5} plugin")
+    for item in installed:
+        backend = item.backend
+        schemes = ", ".join(f"{scheme}://" for scheme in backend.schemes)
+        idempotent = "yes" if backend.idempotent else "no"
+        asynchronous = "yes" if backend.open_async is not None else "no"
+        output.line(f"{backend.name:<12} {schemes:<46} {idempotent:<10} {asynchronous:<5} {item.plugin}")
+    for plugin in broken:
+        source = f" from {plugin.distribution}" if plugin.distribution else ""
+        output.line(f"BROKEN plugin {plugin.name!r} ({plugin.target}{source}): {plugin.error}")
+    return 0
+
+
+def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
+    with open_store(arguments.store, auto_migrate=False) as store:
+        migrate: Callable[[], object] | None = getattr(store, "migrate", None)
+        if migrate is None:
+            output.line(f"{type(store).__name__} keeps no schema; nothing to migrate")
+            return 0
+        migrate()
+    output.line(f"schema of {arguments.store} is current")
+    return 0
+
+
+def _conformance(arguments: argparse.Namespace, output: _Output) -> int:
+    try:
+        from chronica_conformance import run  # noqa: PLC0415 - optional distribution
+    except ModuleNotFoundError:
+        output.line("the conformance suite is not installed: pip install chronica-conformance")
+        return EXIT_BACKEND
+    return run([arguments.url], arguments.pytest_args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument(
+        "--store",
+        default=None,
+        help="store URL (default: $CHRONICA_STORE, else sqlite:///chronica.db with chronica-sqlalchemy, "
+        "else memory://)",
+    )
+    owned = argparse.ArgumentParser(add_help=False, parents=[store])
+    owned.add_argument("chronicum_id", help="the chronicum id")
+    owned.add_argument("--owner", required=True, help="the owner id (the person the chronicum belongs to)")
+    owned.add_argument("--json", action="store_true", help="print JSON")
+
+    parser = argparse.ArgumentParser(prog="chronica", description="One conversation, one person, many agents.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("demo", parents=[store], help="play the dinner story and print each context window")
+    commands.add_parser("backends", help="list the installed backends and broken plugins")
+    commands.add_parser("migrate", parents=[store], help="create or upgrade the store's schema")
+    record = commands.add_parser("record", parents=[owned], help="record one actum")
+    record.add_argument("--kind", required=True, help=", ".join(kind.value for kind in ActumKind))
+    record.add_argument("--actor-kind", required=True, help=", ".join(kind.value for kind in ActorKind))
+    record.add_argument("--actor", required=True, help="stable id of the writer, e.g. booking")
+    record.add_argument("--content", default=None, help="the content (default: read standard input)")
+    record.add_argument("--key", default=None, help="idempotency key: a retry with it lands once")
+    acta = commands.add_parser("acta", parents=[owned], help="print a context window, oldest first")
+    acta.add_argument("--kinds", default=None, help="comma-separated kinds to keep (default: all)")
+    acta.add_argument("--actor-kinds", default=None, help="comma-separated actor kinds to keep (default: all)")
+    acta.add_argument("--last", type=int, default=0, help="keep only the newest N (default: all)")
+    commands.add_parser("show", parents=[owned], help="print a chronicum")
+    conformance = commands.add_parser("conformance", help="run the conformance suite against a store URL")
+    conformance.add_argument("url", help="the store URL to check")
+    conformance.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
+    return parser
+
+
+_WITH_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, Chronicarius, _Output], int]] = {
+    "demo": _demo,
+    "record": _record,
+    "acta": _acta,
+    "show": _show,
+}
+_WITHOUT_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
+    "backends": _backends,
+    "migrate": _migrate,
+    "conformance": _conformance,
+}
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the ``chronica`` command with ``argv`` (default ``sys.argv[1:]``); return the exit code.
+
+    Chronica errors are printed to standard error as ``chronica: <ErrorName>: <message>`` and
+    mapped to the exit codes in the module docstring; nothing else is caught.
+    """
+    arguments = _parser().parse_args(argv)
+    output = _Output(out if out is not None else sys.stdout)
+    if getattr(arguments, "store", "unset") is None:
+        arguments.store = default_store_url()
+    try:
+        if arguments.command in _WITHOUT_CHRONICARIUS:
+            return _WITHOUT_CHRONICARIUS[arguments.command](arguments, output)
+        store: Store
+        with open_store(arguments.store) as store:
+            return _WITH_CHRONICARIUS[arguments.command](arguments, Chronicarius(store), output)
+    except ChronicaError as error:
+        print(f"chronica: {type(error).__name__}: {error}", file=sys.stderr)
+        return next((code for kinds, code in _EXIT_CODES if isinstance(error, kinds)), EXIT_OTHER)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
