@@ -17,6 +17,7 @@ from chronica_core.store import AsyncIdempotentStore, AsyncStore, IdempotentStor
 
 __all__ = ["AsyncChronicarius", "Chronicarius"]
 
+
 class Chronicarius:
     """Keeps the rules of DESIGN §5 over a blocking :class:`Store`.
 
@@ -46,9 +47,7 @@ class Chronicarius:
             owner_cache_size=owner_cache_size,
         )
 
-    def record_actum(
-        self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None
-    ) -> Actum:
+    def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
         """Record ``actum`` for ``owner_id``, creating its chronicum on the first write.
 
         Args:
@@ -139,9 +138,7 @@ class AsyncChronicarius:
             owner_cache_size=owner_cache_size,
         )
 
-    async def record_actum(
-        self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None
-    ) -> Actum:
+    async def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
         """See :meth:`Chronicarius.record_actum`."""
         plan = self._rules.record_actum(owner_id, actum, idempotency_key)
         return await run_plan_async(plan, self._perform)

@@ -9,6 +9,7 @@ for the URL; 6 the store failed; 1 any other Chronica error or failed conformanc
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -49,7 +50,12 @@ _EXIT_CODES: tuple[tuple[type[ChronicaError] | tuple[type[ChronicaError], ...], 
 DEMO_OWNER = "ardian"
 DEMO_CHRONICUM = "dinner-friday"
 DEMO_STORY: tuple[tuple[ActumKind, ActorKind, str, str], ...] = (
-    (ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Find us a quiet table for four in Kemang on Friday at 7pm."),
+    (
+        ActumKind.MESSAGE,
+        ActorKind.HUMAN,
+        "ardian",
+        "Find us a quiet table for four in Kemang on Friday at 7pm.",
+    ),
     (ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first, then hand the booking over."),
     (ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", '{"area":"Kemang","party":4,"quiet":true}'),
     (
@@ -65,7 +71,12 @@ DEMO_STORY: tuple[tuple[ActumKind, ActorKind, str, str], ...] = (
         "Rumah Teduh and Kayu Manis both have a quiet table for four at 7pm.",
     ),
     (ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Rumah Teduh."),
-    (ActumKind.MESSAGE, ActorKind.AGENT, "concierge", "Book Rumah Teduh for four at 7pm on Friday under Ardian."),
+    (
+        ActumKind.MESSAGE,
+        ActorKind.AGENT,
+        "concierge",
+        "Book Rumah Teduh for four at 7pm on Friday under Ardian.",
+    ),
 )
 """The dinner story of DESIGN §10: (kind, actor kind, actor, content), in order."""
 
@@ -147,7 +158,11 @@ def _demo(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
         output.line(f"Owner 'rafa' asks for {DEMO_CHRONICUM!r}: refused, {type(refusal).__name__}: {refusal}")
     output.line()
     reply = Actum(
-        DEMO_CHRONICUM, ActumKind.MESSAGE, ActorKind.AGENT, "booking", "Booked: Rumah Teduh, Friday 7pm, four."
+        DEMO_CHRONICUM,
+        ActumKind.MESSAGE,
+        ActorKind.AGENT,
+        "booking",
+        "Booked: Rumah Teduh, Friday 7pm, four.",
     )
     first = chronicarius.record_actum(DEMO_OWNER, reply, idempotency_key="booking-reply-1")
     reworded = Actum(
@@ -232,11 +247,12 @@ def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
 
 def _conformance(arguments: argparse.Namespace, output: _Output) -> int:
     try:
-        from chronica_conformance import run  # noqa: PLC0415 - optional distribution
+        conformance = importlib.import_module("chronica_conformance")  # an optional distribution
     except ModuleNotFoundError:
         output.line("the conformance suite is not installed: pip install chronica-conformance")
         return EXIT_BACKEND
-    return run([arguments.url], arguments.pytest_args)
+    exit_code: int = conformance.run([arguments.url], arguments.pytest_args)
+    return exit_code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -252,7 +268,9 @@ def _parser() -> argparse.ArgumentParser:
     owned.add_argument("--owner", required=True, help="the owner id (the person the chronicum belongs to)")
     owned.add_argument("--json", action="store_true", help="print JSON")
 
-    parser = argparse.ArgumentParser(prog="chronica", description="One conversation, one person, many agents.")
+    parser = argparse.ArgumentParser(
+        prog="chronica", description="One conversation, one person, many agents."
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", parents=[store], help="play the dinner story and print each context window")
     commands.add_parser("backends", help="list the installed backends and broken plugins")
@@ -265,7 +283,9 @@ def _parser() -> argparse.ArgumentParser:
     record.add_argument("--key", default=None, help="idempotency key: a retry with it lands once")
     acta = commands.add_parser("acta", parents=[owned], help="print a context window, oldest first")
     acta.add_argument("--kinds", default=None, help="comma-separated kinds to keep (default: all)")
-    acta.add_argument("--actor-kinds", default=None, help="comma-separated actor kinds to keep (default: all)")
+    acta.add_argument(
+        "--actor-kinds", default=None, help="comma-separated actor kinds to keep (default: all)"
+    )
     acta.add_argument("--last", type=int, default=0, help="keep only the newest N (default: all)")
     commands.add_parser("show", parents=[owned], help="print a chronicum")
     conformance = commands.add_parser("conformance", help="run the conformance suite against a store URL")

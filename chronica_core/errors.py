@@ -110,8 +110,7 @@ class IdempotencyUnsupported(ChronicaError):
     def __init__(self, store_name: str) -> None:
         self.store_name = store_name
         super().__init__(
-            f"{store_name} cannot honour idempotency keys; "
-            "record without a key or use an idempotent store"
+            f"{store_name} cannot honour idempotency keys; record without a key or use an idempotent store"
         )
 
 

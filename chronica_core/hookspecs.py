@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
 import pluggy
 
 from chronica_core.store import AsyncStore, Store
@@ -69,4 +70,3 @@ class BackendSpec:
     @hookspec
     def chronica_backends(self) -> list[Backend]:  # type: ignore[empty-body]
         """Return the backends this plugin provides."""
-

@@ -9,9 +9,10 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 import pluggy
 
@@ -110,7 +111,7 @@ class Registry:
         found: list[InstalledBackend] = []
         for implementation in self.plugin_manager.hook.chronica_backends.get_hookimpls():
             try:
-                backends = implementation.function()
+                backends: list[Backend] = implementation.function()  # type: ignore[assignment]
             except Exception as error:  # noqa: BLE001 - a broken plugin is listed, not fatal
                 self._mark_broken(implementation.plugin_name, repr(implementation.plugin), error)
                 continue
@@ -131,7 +132,9 @@ class Registry:
         claims = exact or [
             item
             for item in installed
-            if any("*" in pattern and fnmatch.fnmatchcase(scheme, pattern) for pattern in item.backend.schemes)
+            if any(
+                "*" in pattern and fnmatch.fnmatchcase(scheme, pattern) for pattern in item.backend.schemes
+            )
         ]
         if len(claims) > 1:
             names = " and ".join(f"{item.backend.name} (plugin {item.plugin})" for item in claims)
@@ -178,7 +181,10 @@ class Registry:
         return message
 
 
-def _opened(backend: Backend, opener: Any, url: str, options: dict[str, Any]) -> Any:
+Opened = TypeVar("Opened", Store, AsyncStore)
+
+
+def _opened(backend: Backend, opener: Callable[..., Opened], url: str, options: dict[str, Any]) -> Opened:
     try:
         return opener(url, **options)
     except ModuleNotFoundError as error:

@@ -74,13 +74,15 @@ def _check_owner(owner_id: object) -> str:
 
 def _enum_value(enum: type[Kind], value: object, field: str) -> Kind:
     try:
-        return enum(value)
+        return enum(value)  # type: ignore[arg-type]  # anything not a member is refused below
     except ValueError:
         known = ", ".join(member.value for member in enum)
         raise InvalidActum(field, f"unknown {field} {value!r}; expected one of {known}") from None
 
 
-def _query_kinds(enum: type[Kind], values: Iterable[Kind | str] | None, field: str) -> tuple[Kind, ...] | None:
+def _query_kinds(
+    enum: type[Kind], values: Iterable[Kind | str] | None, field: str
+) -> tuple[Kind, ...] | None:
     if values is None:
         return None
     if isinstance(values, str | StrEnum):
