@@ -1,0 +1,35 @@
+"""The README's quickstart, kept runnable: record the dinner story's first turns and read a window."""
+
+from __future__ import annotations
+
+import sys
+
+from chronica_core import ActorKind, Actum, ActumKind, Chronicarius, ChronicumNotFound, open_store
+
+url = sys.argv[1] if len(sys.argv) > 1 else "memory://"
+with open_store(url) as store:
+    chronicarius = Chronicarius(store)
+
+    # The first write creates the chronicum for its owner.
+    chronicarius.record_actum(
+        "ardian",
+        Actum("dinner-friday", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "A quiet table for four?"),
+    )
+    chronicarius.record_actum(
+        "ardian",
+        Actum("dinner-friday", ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first."),
+    )
+    reply = Actum("dinner-friday", ActumKind.MESSAGE, ActorKind.AGENT, "search", "Rumah Teduh has one.")
+    first = chronicarius.record_actum("ardian", reply, idempotency_key="search-reply-1")
+    retry = chronicarius.record_actum("ardian", reply, idempotency_key="search-reply-1")
+    assert retry.id == first.id  # a retried write lands once
+
+    # Before every model call, an agent reads its context window: here the last 2 messages.
+    for actum in chronicarius.get_acta("ardian", "dinner-friday", actum_kinds=["message"], last_n=2):
+        print(f"{actum.actor}: {actum.content}")
+
+    # Someone else's chronicum answers exactly like a missing one.
+    try:
+        chronicarius.get_acta("rafa", "dinner-friday")
+    except ChronicumNotFound as refusal:
+        print(f"rafa: {refusal}")
