@@ -1,0 +1,1022 @@
+"""The benchmark harness: Chronica's stores beside their raw drivers, at growing history sizes.
+
+Run ``python -m benchmarks.run --store URL [--sizes 100,10000,100000] [--option k=v ...]
+[--repeat N] [--json FILE]``. For each store URL it prints, per history size, the median and p90
+latency of ``Chronicarius.record_actum`` and of ``Chronicarius.get_acta(owner, id, last_n=20,
+actum_kinds=[message])`` beside the backend's raw baseline (``benchmarks/baselines/<backend>.py``)
+doing the same work, and their ratio; how flat the last-20 read stays from the smallest to the
+largest history; the total throughput of 40 writer threads on distinct chronica, store against
+raw; and, when the backend has an asyncio store, the async flavour of each operation (ratio to
+sync) and 40 concurrent tasks against 40 threads. See ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import platform
+import secrets
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from benchmarks.baselines import Baseline, load_baseline_class
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    AsyncChronicarius,
+    AsyncStore,
+    Chronicarius,
+    Store,
+    new_actum_id,
+    open_async_store,
+    open_store,
+)
+from chronica_core.hookspecs import Backend
+from chronica_core.registry import registry
+
+OWNER = "bench-owner"
+"""The owner of every chronicum the harness writes."""
+
+LAST_N = 20
+"""How many messages the measured context window holds."""
+
+DINNER_STORY: tuple[tuple[ActumKind, ActorKind, str, str], ...] = (
+    (
+        ActumKind.MESSAGE,
+        ActorKind.HUMAN,
+        "ardian",
+        "Find us a quiet table for four in Kemang on Friday at 7pm.",
+    ),
+    (ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first, then hand the booking over."),
+    (ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", '{"area":"Kemang","party":4,"quiet":true}'),
+    (
+        ActumKind.TOOL_RESPONSE,
+        ActorKind.AGENT,
+        "search",
+        '[{"name":"Rumah Teduh","table":true},{"name":"Kayu Manis","table":true}]',
+    ),
+    (
+        ActumKind.MESSAGE,
+        ActorKind.AGENT,
+        "search",
+        "Rumah Teduh and Kayu Manis both have a quiet table for four at 7pm.",
+    ),
+    (ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Rumah Teduh."),
+    (
+        ActumKind.MESSAGE,
+        ActorKind.AGENT,
+        "concierge",
+        "Book Rumah Teduh for four at 7pm on Friday under Ardian.",
+    ),
+)
+"""The dinner story of DESIGN §10, cycled to make every history: 4 messages in 7 acta."""
+
+FLAT_LIMIT = 1.5
+"""A last-20 read counts as flat when its median at the largest history is at most this many
+times its median at the smallest."""
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Latency of one operation: median and 90th percentile in nanoseconds over ``count`` calls."""
+
+    median_ns: float
+    p90_ns: float
+    count: int
+
+    @classmethod
+    def of(cls, samples: Sequence[int]) -> Timing:
+        """Summarise ``samples`` (nanoseconds per call; at least one)."""
+        if len(samples) == 1:
+            return cls(float(samples[0]), float(samples[0]), 1)
+        p90 = statistics.quantiles(samples, n=10, method="inclusive")[8]
+        return cls(float(statistics.median(samples)), float(p90), len(samples))
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyRow:
+    """One operation at one history size.
+
+    Attributes:
+        operation: ``"record_actum"`` or ``"get_acta last 20 messages"``.
+        flavour: ``"sync"`` or ``"async"``.
+        history: how many acta the chronicum held when the measurement started.
+        store: the Chronicarius call over the store.
+        raw: per raw variant, the baseline doing the same work (sync rows only).
+        ratio: store median / raw median per variant; for async rows ``{"sync": async / sync}``.
+    """
+
+    operation: str
+    flavour: str
+    history: int
+    store: Timing
+    raw: dict[str, Timing] = field(default_factory=dict)
+    ratio: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrentRow:
+    """Many writers at once, each on its own chronicum.
+
+    Attributes:
+        writer: ``"chronica threads"``, ``"chronica async tasks"`` or ``"<raw variant> threads"``.
+        writers: how many threads or tasks.
+        writes: timed writes in total (all writers).
+        seconds: wall-clock time from the common start until the last writer finished.
+        per_second: ``writes / seconds``.
+    """
+
+    writer: str
+    writers: int
+    writes: int
+    seconds: float
+    per_second: float
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One DESIGN §11 target: what it says, the measured value and whether it holds."""
+
+    target: str
+    value: float
+    holds: bool
+
+
+@dataclass(slots=True)
+class Report:
+    """Everything measured for one store URL (the ``--json`` file holds a list of these)."""
+
+    store_url: str
+    backend: str
+    options: dict[str, str]
+    sizes: list[int]
+    repeat: int
+    python: str
+    started_at: str
+    raw_variants: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    latency: list[LatencyRow] = field(default_factory=list)
+    flat: dict[str, float] = field(default_factory=dict)
+    concurrent: list[ConcurrentRow] = field(default_factory=list)
+    targets: list[Verdict] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Acta
+
+
+def story_actum(chronicum_id: str, index: int, *, with_id: bool = False, at: datetime | None = None) -> Actum:
+    """Return row ``index`` (cycled) of the dinner story as an actum of ``chronicum_id``.
+
+    With ``with_id`` it gets a fresh id (what Chronicarius hands the store); ``at`` is kept as given.
+    """
+    kind, actor_kind, actor, content = DINNER_STORY[index % len(DINNER_STORY)]
+    actum_id = new_actum_id() if with_id else ""
+    return Actum(chronicum_id, kind, actor_kind, actor, content, id=actum_id, at=at)
+
+
+def history(chronicum_id: str, size: int) -> list[Actum]:
+    """Return ``size`` acta for a fill: the dinner story cycled, ids set, ``at`` one microsecond apart."""
+    start = datetime.now(UTC) - timedelta(microseconds=size)
+    return [
+        story_actum(chronicum_id, index, with_id=True, at=start + timedelta(microseconds=index))
+        for index in range(size)
+    ]
+
+
+def messages_in(size: int) -> int:
+    """How many of the first ``size`` story acta are messages."""
+    per_cycle = sum(1 for row in DINNER_STORY if row[0] is ActumKind.MESSAGE)
+    full, rest = divmod(size, len(DINNER_STORY))
+    return full * per_cycle + sum(1 for row in DINNER_STORY[:rest] if row[0] is ActumKind.MESSAGE)
+
+
+def fresh_id(label: str) -> str:
+    """Return a chronicum id no other run uses, e.g. ``bench-100000-3f9a1c2e``."""
+    return f"bench-{label}-{secrets.token_hex(4)}"
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+
+
+@contextmanager
+def quiet_collector() -> Iterator[None]:
+    """Collect garbage, then keep the cyclic collector off while timing (medians stay clean)."""
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def time_interleaved(
+    operations: dict[str, Callable[[int], object]], warmup: int, repeat: int
+) -> dict[str, Timing]:
+    """Time each operation ``repeat`` times after ``warmup`` untimed calls, interleaved.
+
+    Each round calls every operation once (the starting one rotating), so drift on a busy machine
+    hits all columns alike. An operation gets its round number, to pick pre-built input.
+
+    Returns:
+        Per operation name, its :class:`Timing` over the timed rounds.
+    """
+    names = list(operations)
+    samples: dict[str, list[int]] = {name: [] for name in names}
+    clock = time.perf_counter_ns
+    with quiet_collector():
+        for round_number in range(warmup + repeat):
+            shift = round_number % len(names)
+            for name in names[shift:] + names[:shift]:
+                operation = operations[name]
+                start = clock()
+                operation(round_number)
+                elapsed = clock() - start
+                if round_number >= warmup:
+                    samples[name].append(elapsed)
+    return {name: Timing.of(values) for name, values in samples.items()}
+
+
+async def time_async(operation: Callable[[int], Awaitable[object]], warmup: int, repeat: int) -> Timing:
+    """Await ``operation`` ``repeat`` times after ``warmup`` untimed calls; return its :class:`Timing`."""
+    samples: list[int] = []
+    clock = time.perf_counter_ns
+    with quiet_collector():
+        for round_number in range(warmup + repeat):
+            start = clock()
+            await operation(round_number)
+            elapsed = clock() - start
+            if round_number >= warmup:
+                samples.append(elapsed)
+    return Timing.of(samples)
+
+
+Writer = Callable[[int], object]
+"""Performs write number ``n`` of one writer."""
+
+
+def run_threads(writers: int, make_writer: Callable[[int], Writer], warmup: int, writes: int) -> float:
+    """Start ``writers`` threads, each writing ``warmup`` then ``writes`` times; return timed seconds.
+
+    ``make_writer(index)`` runs inside thread ``index`` before anything is timed (open a
+    connection, create the chronicum, build the acta). The clock starts when every thread has
+    finished its warm-up writes and stops when the last has finished its timed ones.
+
+    Raises:
+        RuntimeError: a writer failed (chained to its first exception).
+    """
+    barrier = threading.Barrier(writers + 1)
+    failures: list[BaseException] = []
+
+    def work(index: int) -> None:
+        try:
+            write = make_writer(index)
+            for number in range(warmup):
+                write(number)
+        except Exception as error:  # noqa: BLE001 - reported by the main thread
+            failures.append(error)
+            barrier.abort()
+            return
+        try:
+            barrier.wait()
+            for number in range(warmup, warmup + writes):
+                write(number)
+        except threading.BrokenBarrierError:
+            return
+        except Exception as error:  # noqa: BLE001 - reported by the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=work, args=(index,), daemon=True) for index in range(writers)]
+    for thread in threads:
+        thread.start()
+    with quiet_collector():
+        with suppress(threading.BrokenBarrierError):
+            barrier.wait()
+        start = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        seconds = time.perf_counter() - start
+    if failures:
+        raise RuntimeError(f"{len(failures)} writer thread(s) failed: {failures[0]!r}") from failures[0]
+    return seconds
+
+
+AsyncWriter = Callable[[int], Awaitable[object]]
+
+
+async def run_tasks(
+    writers: int, make_writer: Callable[[int], AsyncWriter], warmup: int, writes: int
+) -> float:
+    """The asyncio twin of :func:`run_threads`: ``writers`` concurrent tasks on one event loop.
+
+    Raises:
+        RuntimeError: a writer failed (chained to its first exception).
+    """
+    barrier = asyncio.Barrier(writers + 1)
+    failures: list[BaseException] = []
+
+    async def work(index: int) -> None:
+        try:
+            write = make_writer(index)
+            for number in range(warmup):
+                await write(number)
+        except Exception as error:  # noqa: BLE001 - reported by the main task
+            failures.append(error)
+            await barrier.abort()
+            return
+        try:
+            await barrier.wait()
+        except asyncio.BrokenBarrierError:
+            return
+        for number in range(warmup, warmup + writes):
+            await write(number)
+
+    tasks = [asyncio.ensure_future(work(index)) for index in range(writers)]
+    with quiet_collector():
+        with suppress(asyncio.BrokenBarrierError):
+            await barrier.wait()
+        start = time.perf_counter()
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        seconds = time.perf_counter() - start
+    failures += [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    if failures:
+        raise RuntimeError(f"{len(failures)} writer task(s) failed: {failures[0]!r}") from failures[0]
+    return seconds
+
+
+# --------------------------------------------------------------------------------------------
+# Raw baselines
+
+
+class Baselines:
+    """The raw baseline of one backend, opened with the store's URL and options.
+
+    Args:
+        baseline_class: the module's ``RawBaseline``.
+        url: the store URL.
+        options: the ``--option`` pairs.
+    """
+
+    def __init__(self, baseline_class: type[Any], url: str, options: dict[str, str]) -> None:
+        self.baseline_class = baseline_class
+        self.url = url
+        self.options = options
+        self.main: Any = baseline_class(url, **options)
+        variants: dict[str, Baseline] | None = getattr(self.main, "variants", None)
+        if variants:
+            self.variants: dict[str, Baseline] = dict(variants)
+        else:
+            self.variants = {str(getattr(self.main, "name", "raw")): self.main}
+        self.thread_safe = bool(getattr(self.main, "thread_safe", False))
+        self.fills_store = bool(getattr(self.main, "fills_store", True))
+
+    @property
+    def loader(self) -> Baseline:
+        """The baseline that prepares and fills chronica: the object itself, else its first variant."""
+        if all(hasattr(self.main, method) for method in ("prepare", "fill")):
+            loader: Baseline = self.main
+            return loader
+        return next(iter(self.variants.values()))
+
+    def prepare_everywhere(self, chronicum_id: str, acta: Sequence[Actum] | None) -> None:
+        """Create ``chronicum_id`` and fill it with ``acta`` (``None``: create only) for every variant.
+
+        Once when the variants share the store's tables (``fills_store``), else in each variant.
+        """
+        targets = [self.loader] if self.fills_store else list(self.variants.values())
+        for baseline in targets:
+            baseline.prepare(chronicum_id, OWNER)
+            if acta:
+                baseline.fill(chronicum_id, acta)
+
+    def for_thread(self) -> Baselines:
+        """This object when it is thread-safe, else a fresh one (with its own connections)."""
+        if self.thread_safe:
+            return self
+        return Baselines(self.baseline_class, self.url, self.options)
+
+    def close(self) -> None:
+        """Close the baseline (which closes its variants), or each variant when it has no ``close``."""
+        if hasattr(self.main, "close"):
+            self.main.close()
+            return
+        for baseline in self.variants.values():
+            baseline.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The run
+
+
+@dataclass(slots=True)
+class Settings:
+    """What to run (from the command line)."""
+
+    sizes: list[int]
+    options: dict[str, str]
+    repeat: int
+    warmup: int
+    writers: int
+    writes_per_writer: int
+    run_async: bool
+
+
+class StoreBench:
+    """Measures one store URL and fills in a :class:`Report`.
+
+    Args:
+        url: the store URL.
+        settings: what to run.
+    """
+
+    def __init__(self, url: str, settings: Settings) -> None:
+        self.url = url
+        self.settings = settings
+        self.backend: Backend = registry().backend_for(url)
+        self.report = Report(
+            store_url=url,
+            backend=self.backend.name,
+            options=dict(settings.options),
+            sizes=list(settings.sizes),
+            repeat=settings.repeat,
+            python=f"{platform.python_implementation()} {platform.python_version()}",
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        self.store: Store | None = None
+        self.chronicarius: Chronicarius | None = None
+        self.async_store: AsyncStore | None = None
+        self.async_chronicarius: AsyncChronicarius | None = None
+        self.baselines: Baselines | None = None
+
+    def note(self, text: str) -> None:
+        """Add a line to the report's notes and show it now (on stderr)."""
+        self.report.notes.append(text)
+        print(f"  note: {text}", file=sys.stderr, flush=True)
+
+    def run(self) -> Report:
+        """Run every measurement and return the report."""
+        began = time.perf_counter()
+        self.store = open_store(self.url, **self.settings.options)
+        self.chronicarius = Chronicarius(self.store)
+        self.baselines = self._open_baselines()
+        if self.baselines is not None:
+            self.report.raw_variants = list(self.baselines.variants)
+        try:
+            with asyncio.Runner() as runner:
+                if self.settings.run_async and self.backend.open_async is not None:
+                    self.async_store = open_async_store(self.url, **self.settings.options)
+                    self.async_chronicarius = AsyncChronicarius(self.async_store)
+                elif self.settings.run_async:
+                    self.note(f"backend {self.backend.name!r} has no asyncio store: no async rows")
+                try:
+                    for size in self.settings.sizes:
+                        self._measure_size(size, runner)
+                    self._measure_concurrent(runner)
+                finally:
+                    if self.async_store is not None:
+                        runner.run(self.async_store.close())
+        finally:
+            if self.baselines is not None:
+                self.baselines.close()
+            self.store.close()
+        self._flatness()
+        self.report.targets = judge(self.report)
+        self.report.seconds = round(time.perf_counter() - began, 3)
+        return self.report
+
+    def _open_baselines(self) -> Baselines | None:
+        try:
+            baseline_class = load_baseline_class(self.backend.name)
+        except (ModuleNotFoundError, AttributeError) as error:
+            self.note(f"no raw baseline for {self.backend.name!r} ({error}); store numbers only")
+            return None
+        return Baselines(baseline_class, self.url, self.settings.options)
+
+    # -- per history size ------------------------------------------------------------------
+
+    def _measure_size(self, size: int, runner: asyncio.Runner) -> None:
+        assert self.chronicarius is not None
+        print(f"  history {size:,}: filling", file=sys.stderr, flush=True)
+        chronicum_id = fresh_id(str(size))
+        acta = history(chronicum_id, size)
+        fill_started = time.perf_counter()
+        self._fill(chronicum_id, acta)
+        async_chronicum_id = chronicum_id
+        if self.async_chronicarius is not None and not self._store_shares_fill():
+            async_chronicum_id = fresh_id(f"{size}-async")
+            runner.run(self._fill_async(async_chronicum_id, size))
+        print(f"  history {size:,}: filled in {time.perf_counter() - fill_started:.1f} s", file=sys.stderr)
+        del acta
+        self._check_window(chronicum_id, size)
+        self._measure_reads(chronicum_id, async_chronicum_id, size, runner)
+        self._measure_appends(chronicum_id, async_chronicum_id, size, runner)
+
+    def _store_shares_fill(self) -> bool:
+        return self.baselines is not None and self.baselines.fills_store
+
+    def _fill(self, chronicum_id: str, acta: list[Actum]) -> None:
+        """Fill the store's chronicum (through the baseline when it shares the tables) and the raw ones."""
+        assert self.chronicarius is not None
+        if self.baselines is not None:
+            self.baselines.prepare_everywhere(chronicum_id, acta)
+        if not self._store_shares_fill():
+            record = self.chronicarius.record_actum
+            for actum in acta:
+                record(OWNER, actum)
+        self.chronicarius.get_acta(OWNER, chronicum_id, last_n=1)  # warms the owner cache
+
+    async def _fill_async(self, chronicum_id: str, size: int) -> None:
+        assert self.async_chronicarius is not None
+        for index in range(size):
+            await self.async_chronicarius.record_actum(OWNER, story_actum(chronicum_id, index))
+
+    def _check_window(self, chronicum_id: str, size: int) -> None:
+        """Make sure store and raw read the same number of messages before timing them."""
+        assert self.chronicarius is not None
+        expected = min(LAST_N, messages_in(size))
+        got = len(
+            self.chronicarius.get_acta(OWNER, chronicum_id, last_n=LAST_N, actum_kinds=[ActumKind.MESSAGE])
+        )
+        if got != expected:
+            self.note(f"history {size}: the store's last-{LAST_N} window has {got} acta, expected {expected}")
+        if self.baselines is None:
+            return
+        for name, baseline in self.baselines.variants.items():
+            raw = len(baseline.last_messages(chronicum_id, LAST_N))
+            if raw != expected:
+                self.note(
+                    f"history {size}: raw {name!r} last_messages returned {raw} rows, expected {expected}"
+                )
+
+    def _measure_reads(
+        self, chronicum_id: str, async_chronicum_id: str, size: int, runner: asyncio.Runner
+    ) -> None:
+        assert self.chronicarius is not None
+        chronicarius = self.chronicarius
+        message_only = [ActumKind.MESSAGE]
+
+        def store_read(_: int) -> object:
+            return chronicarius.get_acta(OWNER, chronicum_id, last_n=LAST_N, actum_kinds=message_only)
+
+        operations: dict[str, Callable[[int], object]] = {"": store_read}
+        if self.baselines is not None:
+            for name, baseline in self.baselines.variants.items():
+                operations[name] = _raw_reader(baseline, chronicum_id)
+        timings = time_interleaved(operations, self.settings.warmup, self.settings.repeat)
+        operation = f"get_acta last {LAST_N} messages"
+        sync_timing = self._add_sync_row(operation, size, timings)
+        if self.async_chronicarius is not None:
+            async_chronicarius = self.async_chronicarius
+
+            async def async_read(_: int) -> object:
+                return await async_chronicarius.get_acta(
+                    OWNER, async_chronicum_id, last_n=LAST_N, actum_kinds=message_only
+                )
+
+            runner.run(async_chronicarius.get_acta(OWNER, async_chronicum_id, last_n=1))
+            timing = runner.run(time_async(async_read, self.settings.warmup, self.settings.repeat))
+            self._add_async_row(operation, size, timing, sync_timing)
+
+    def _measure_appends(
+        self, chronicum_id: str, async_chronicum_id: str, size: int, runner: asyncio.Runner
+    ) -> None:
+        assert self.chronicarius is not None
+        chronicarius = self.chronicarius
+        rounds = self.settings.warmup + self.settings.repeat
+        store_acta = [story_actum(chronicum_id, index) for index in range(rounds)]
+
+        def store_append(number: int) -> object:
+            return chronicarius.record_actum(OWNER, store_acta[number])
+
+        operations: dict[str, Callable[[int], object]] = {"": store_append}
+        if self.baselines is not None:
+            for name, baseline in self.baselines.variants.items():
+                raw_acta = [story_actum(chronicum_id, index, with_id=True) for index in range(rounds)]
+                operations[name] = _raw_appender(baseline, raw_acta)
+        timings = time_interleaved(operations, self.settings.warmup, self.settings.repeat)
+        sync_timing = self._add_sync_row("record_actum", size, timings)
+        if self.async_chronicarius is not None:
+            async_chronicarius = self.async_chronicarius
+            async_acta = [story_actum(async_chronicum_id, index) for index in range(rounds)]
+
+            async def async_append(number: int) -> object:
+                return await async_chronicarius.record_actum(OWNER, async_acta[number])
+
+            timing = runner.run(time_async(async_append, self.settings.warmup, self.settings.repeat))
+            self._add_async_row("record_actum", size, timing, sync_timing)
+
+    def _add_sync_row(self, operation: str, size: int, timings: dict[str, Timing]) -> Timing:
+        """Add a sync row from interleaved timings (the store's under ``""``); return the store's."""
+        raw = {name: timing for name, timing in timings.items() if name}
+        store = timings[""]
+        ratio = {name: store.median_ns / timing.median_ns for name, timing in raw.items()}
+        self.report.latency.append(LatencyRow(operation, "sync", size, store, raw, ratio))
+        return store
+
+    def _add_async_row(self, operation: str, size: int, timing: Timing, sync: Timing) -> None:
+        ratio = {"sync": timing.median_ns / sync.median_ns}
+        self.report.latency.append(LatencyRow(operation, "async", size, timing, {}, ratio))
+
+    def _flatness(self) -> None:
+        """Last-20 median at the largest history over the smallest, for the store and each raw variant."""
+        sizes = sorted(self.settings.sizes)
+        if len(sizes) < 2:
+            return
+        reads = [row for row in self.report.latency if row.operation.startswith("get_acta")]
+        for flavour in ("sync", "async"):
+            by_size = {row.history: row for row in reads if row.flavour == flavour}
+            if sizes[0] not in by_size or sizes[-1] not in by_size:
+                continue
+            small, large = by_size[sizes[0]], by_size[sizes[-1]]
+            self.report.flat[f"chronica {flavour}"] = large.store.median_ns / small.store.median_ns
+            for name in large.raw:
+                self.report.flat[name] = large.raw[name].median_ns / small.raw[name].median_ns
+
+    # -- many writers ----------------------------------------------------------------------
+
+    def _measure_concurrent(self, runner: asyncio.Runner) -> None:
+        assert self.chronicarius is not None
+        writers, writes = self.settings.writers, self.settings.writes_per_writer
+        warmup = max(2, min(self.settings.warmup, 10))
+        total = writers * writes
+        print(f"  {writers} writers x {writes} writes: threads", file=sys.stderr, flush=True)
+        chronicarius = self.chronicarius
+        run_label = secrets.token_hex(3)
+
+        def store_writer(index: int) -> Writer:
+            chronicum_id = fresh_id(f"threads-{run_label}-{index}")
+            acta = [story_actum(chronicum_id, number) for number in range(warmup + writes)]
+            return lambda number: chronicarius.record_actum(OWNER, acta[number])
+
+        seconds = run_threads(writers, store_writer, warmup, writes)
+        self.report.concurrent.append(
+            ConcurrentRow("chronica threads", writers, total, seconds, total / seconds)
+        )
+
+        if self.baselines is not None:
+            for name in self.baselines.variants:
+                seconds = self._raw_threads(self.baselines, name, run_label, warmup)
+                self.report.concurrent.append(
+                    ConcurrentRow(f"{name} threads", writers, total, seconds, total / seconds)
+                )
+
+        if self.async_chronicarius is not None:
+            print(f"  {writers} writers x {writes} writes: async tasks", file=sys.stderr, flush=True)
+            async_chronicarius = self.async_chronicarius
+
+            def task_writer(index: int) -> AsyncWriter:
+                chronicum_id = fresh_id(f"tasks-{run_label}-{index}")
+                acta = [story_actum(chronicum_id, number) for number in range(warmup + writes)]
+                return lambda number: async_chronicarius.record_actum(OWNER, acta[number])
+
+            seconds = runner.run(run_tasks(writers, task_writer, warmup, writes))
+            self.report.concurrent.append(
+                ConcurrentRow("chronica async tasks", writers, total, seconds, total / seconds)
+            )
+
+    def _raw_threads(self, shared: Baselines, name: str, run_label: str, warmup: int) -> float:
+        """Time raw variant ``name`` appending from many threads, each on its own chronicum."""
+        opened: list[Baselines] = []
+        opened_lock = threading.Lock()
+        writes = self.settings.writes_per_writer
+
+        def raw_writer(index: int) -> Writer:
+            own = shared.for_thread()
+            if own is not shared:
+                with opened_lock:
+                    opened.append(own)
+            chronicum_id = fresh_id(f"raw-threads-{run_label}-{index}")
+            own.prepare_everywhere(chronicum_id, None)
+            baseline = own.variants[name]
+            acta = [story_actum(chronicum_id, number, with_id=True) for number in range(warmup + writes)]
+            return lambda number: baseline.append(acta[number])
+
+        try:
+            return run_threads(self.settings.writers, raw_writer, warmup, writes)
+        finally:
+            for own in opened:
+                own.close()
+
+
+def _raw_reader(baseline: Baseline, chronicum_id: str) -> Callable[[int], object]:
+    return lambda _: baseline.last_messages(chronicum_id, LAST_N)
+
+
+def _raw_appender(baseline: Baseline, acta: list[Actum]) -> Callable[[int], object]:
+    return lambda number: baseline.append(acta[number])
+
+
+# --------------------------------------------------------------------------------------------
+# Targets (DESIGN §11 and issues 3-6)
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The ratio targets of one backend (``None``: no such target)."""
+
+    append_ratio: float | None
+    read_ratio: float | None
+    append_us: float | None = None
+    read_us: float | None = None
+    threads_ratio: float | None = 0.8
+    async_ratio: float | None = 1.2
+
+
+TARGETS: dict[str, Targets] = {
+    "memory": Targets(None, None, append_us=15.0, read_us=5.0, threads_ratio=None, async_ratio=None),
+    "postgres": Targets(1.2, 1.3),
+    "sqlalchemy": Targets(1.2, 1.2),
+    "mongodb": Targets(1.2, 1.3),
+}
+"""Per backend name; any other backend is held to PostgreSQL's ratios."""
+
+
+def judge(report: Report) -> list[Verdict]:
+    """Check ``report`` against its backend's targets; ratios use the first raw variant.
+
+    Latency targets hold at every history size (the worst one is reported); the microsecond
+    targets of ``memory://`` apply at the largest history.
+    """
+    targets = TARGETS.get(report.backend, TARGETS["postgres"])
+    verdicts: list[Verdict] = []
+    sync_rows = [row for row in report.latency if row.flavour == "sync"]
+    largest = max(report.sizes) if report.sizes else 0
+    for operation, ratio_limit, micro_limit in (
+        ("record_actum", targets.append_ratio, targets.append_us),
+        (f"get_acta last {LAST_N} messages", targets.read_ratio, targets.read_us),
+    ):
+        rows = [row for row in sync_rows if row.operation == operation]
+        if micro_limit is not None:
+            for row in rows:
+                if row.history == largest:
+                    value = row.store.median_ns / 1000
+                    verdicts.append(
+                        Verdict(
+                            f"{operation} median at {largest:,} <= {micro_limit} us",
+                            value,
+                            value <= micro_limit,
+                        )
+                    )
+        first = report.raw_variants[0] if report.raw_variants else None
+        if ratio_limit is not None and first is not None and rows:
+            worst = max(row.ratio[first] for row in rows if first in row.ratio)
+            verdicts.append(
+                Verdict(f"{operation} <= {ratio_limit}x {first} (worst size)", worst, worst <= ratio_limit)
+            )
+    if "chronica sync" in report.flat:
+        value = report.flat["chronica sync"]
+        verdicts.append(
+            Verdict(
+                f"last-{LAST_N} flat: largest/smallest history <= {FLAT_LIMIT}", value, value <= FLAT_LIMIT
+            )
+        )
+    by_writer = {row.writer: row for row in report.concurrent}
+    threads = by_writer.get("chronica threads")
+    if targets.threads_ratio is not None and threads is not None and report.raw_variants:
+        raw = by_writer.get(f"{report.raw_variants[0]} threads")
+        if raw is not None:
+            value = threads.per_second / raw.per_second
+            verdicts.append(
+                Verdict(
+                    f"{threads.writers} threads >= {targets.threads_ratio}x raw throughput",
+                    value,
+                    value >= targets.threads_ratio,
+                )
+            )
+    if targets.async_ratio is not None:
+        async_rows = [row for row in report.latency if row.flavour == "async"]
+        if async_rows:
+            worst = max(row.ratio["sync"] for row in async_rows)
+            verdicts.append(
+                Verdict(
+                    f"async <= {targets.async_ratio}x sync per op (worst)",
+                    worst,
+                    worst <= targets.async_ratio,
+                )
+            )
+        tasks = by_writer.get("chronica async tasks")
+        if tasks is not None and threads is not None:
+            value = tasks.seconds / threads.seconds
+            verdicts.append(
+                Verdict(f"{tasks.writers} tasks total time <= {threads.writers} threads", value, value <= 1.0)
+            )
+    return verdicts
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+
+
+def _micro(nanoseconds: float) -> str:
+    microseconds = nanoseconds / 1000
+    return f"{microseconds:.2f}" if microseconds < 100 else f"{microseconds:.0f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(line[column]) for line in [header, *rows]) for column in range(len(header))]
+    lines = [
+        "  ".join(
+            cell.ljust(width) if column < 3 else cell.rjust(width)
+            for column, (cell, width) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def render(report: Report) -> str:
+    """Return the report as readable text tables (latencies in microseconds)."""
+    out: list[str] = []
+    options = " ".join(f"{key}={value}" for key, value in report.options.items())
+    out.append(f"== {report.store_url} {options}".rstrip() + f"  (backend {report.backend}, {report.python})")
+    out.append(
+        f"   {report.repeat} timed calls per operation and size after a warm-up; times in microseconds"
+    )
+    variants = report.raw_variants
+    header = ["operation", "flavour", "history", "chronica med", "p90"]
+    for name in variants:
+        header += [f"{name} med", "p90", "ratio"]
+    header.append("async/sync")
+    rows: list[list[str]] = []
+    for row in sorted(
+        report.latency, key=lambda row: (row.operation != "record_actum", row.history, row.flavour != "sync")
+    ):
+        line = [
+            row.operation,
+            row.flavour,
+            f"{row.history:,}",
+            _micro(row.store.median_ns),
+            _micro(row.store.p90_ns),
+        ]
+        for name in variants:
+            raw = row.raw.get(name)
+            if raw is None:
+                line += ["", "", ""]
+            else:
+                line += [_micro(raw.median_ns), _micro(raw.p90_ns), f"{row.ratio[name]:.2f}x"]
+        line.append(f"{row.ratio['sync']:.2f}x" if "sync" in row.ratio else "")
+        rows.append(line)
+    out.append(_table(header, rows))
+    if report.flat:
+        sizes = sorted(report.sizes)
+        flat = ", ".join(f"{name} {value:.2f}x" for name, value in report.flat.items())
+        out.append(f"\nflat (last-{LAST_N} median at {sizes[-1]:,} / at {sizes[0]:,}): {flat}")
+    if report.concurrent:
+        out.append("")
+        concurrent_rows = [
+            [row.writer, str(row.writers), f"{row.writes:,}", f"{row.seconds:.3f}", f"{row.per_second:,.0f}"]
+            for row in report.concurrent
+        ]
+        out.append(
+            _table(
+                ["writers on distinct chronica", "count", "writes", "seconds", "writes/s"], concurrent_rows
+            )
+        )
+        by_writer = {row.writer: row for row in report.concurrent}
+        threads = by_writer.get("chronica threads")
+        if threads is not None:
+            ratios = [
+                f"{threads.per_second / row.per_second:.2f}x {row.writer}"
+                for row in report.concurrent
+                if row.writer not in ("chronica threads", "chronica async tasks")
+            ]
+            tasks = by_writer.get("chronica async tasks")
+            if tasks is not None:
+                ratios.append(f"tasks/threads time {tasks.seconds / threads.seconds:.2f}x")
+            if ratios:
+                out.append("store threads throughput: " + ", ".join(ratios))
+    if report.targets:
+        out.append("\ntargets:")
+        for verdict in report.targets:
+            out.append(f"  {'ok    ' if verdict.holds else 'MISSED'} {verdict.target}: {verdict.value:.2f}")
+    for note in report.notes:
+        out.append(f"note: {note}")
+    out.append(f"(run took {report.seconds:.1f} s)")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--sizes wants comma-separated counts, got {text!r}") from None
+    if not sizes or any(size < 1 for size in sizes):
+        raise argparse.ArgumentTypeError(f"--sizes wants positive counts, got {text!r}")
+    return sizes
+
+
+def _option(text: str) -> tuple[str, str]:
+    key, separator, value = text.partition("=")
+    if not separator or not key:
+        raise argparse.ArgumentTypeError(f"--option wants key=value, got {text!r}")
+    return key, value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line (``argv`` without the program name; ``None`` reads ``sys.argv``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run",
+        description="Time Chronica stores beside their raw drivers (see benchmarks/README.md).",
+    )
+    parser.add_argument(
+        "--store", action="append", required=True, metavar="URL", help="store URL (repeatable)"
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=[100, 10_000, 100_000],
+        help="history sizes (default 100,10000,100000)",
+    )
+    parser.add_argument(
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to open_store, open_async_store and RawBaseline (repeatable)",
+    )
+    parser.add_argument(
+        "--repeat", type=_positive, default=500, help="timed calls per operation and size (500)"
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=None, help="untimed calls first (default repeat/10, at least 20)"
+    )
+    parser.add_argument(
+        "--writers", type=_positive, default=40, help="concurrent writer threads / tasks (40)"
+    )
+    parser.add_argument(
+        "--writes", type=_positive, default=50, help="timed writes per concurrent writer (50)"
+    )
+    parser.add_argument("--no-async", action="store_true", help="skip the asyncio rows")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the harness; return the process exit code (0, or 1 when a store could not be measured)."""
+    arguments = parse_arguments(argv)
+    warmup = arguments.warmup if arguments.warmup is not None else max(20, arguments.repeat // 10)
+    settings = Settings(
+        sizes=arguments.sizes,
+        options=dict(arguments.option),
+        repeat=arguments.repeat,
+        warmup=max(0, warmup),
+        writers=arguments.writers,
+        writes_per_writer=arguments.writes,
+        run_async=not arguments.no_async,
+    )
+    reports: list[Report] = []
+    status = 0
+    for url in arguments.store:
+        print(f"measuring {url}", file=sys.stderr, flush=True)
+        try:
+            report = StoreBench(url, settings).run()
+        except Exception as error:  # noqa: BLE001 - one failing store must not hide the others
+            print(f"{url}: failed: {type(error).__name__}: {error}", file=sys.stderr)
+            status = 1
+            continue
+        reports.append(report)
+        print(render(report), flush=True)
+        print()
+    if arguments.json:
+        with open(arguments.json, "w", encoding="utf-8") as file:
+            json.dump([asdict(report) for report in reports], file, indent=2)
+            file.write("\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
