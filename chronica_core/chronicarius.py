@@ -7,7 +7,7 @@ performed (called, or awaited).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from chronica_core.ids import new_actum_id
 from chronica_core.model import ActorKind, Actum, ActumKind, Chronicum
@@ -18,7 +18,31 @@ from chronica_core.store import AsyncIdempotentStore, AsyncStore, IdempotentStor
 __all__ = ["AsyncChronicarius", "Chronicarius"]
 
 
-class Chronicarius:
+StoreFlavour = TypeVar("StoreFlavour", Store, AsyncStore)
+
+
+class _Keeper(Generic[StoreFlavour]):
+    """What both flavours hold: the store and the one set of rules (see :class:`Chronicarius`)."""
+
+    _idempotent_protocol: ClassVar[type]
+
+    def __init__(
+        self,
+        store: StoreFlavour,
+        *,
+        id_factory: Callable[[], str] = new_actum_id,
+        owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
+    ) -> None:
+        self.store: StoreFlavour = store
+        self._rules = Rules(
+            store_name=type(store).__name__,
+            idempotent=isinstance(store, self._idempotent_protocol),
+            id_factory=id_factory,
+            owner_cache_size=owner_cache_size,
+        )
+
+
+class Chronicarius(_Keeper[Store]):
     """Keeps the rules of DESIGN §5 over a blocking :class:`Store`.
 
     Thread-safe when the store is. Every method names the owner; a chronicum that is not the
@@ -32,20 +56,7 @@ class Chronicarius:
             trip (ownership never changes); ``0`` disables the cache.
     """
 
-    def __init__(
-        self,
-        store: Store,
-        *,
-        id_factory: Callable[[], str] = new_actum_id,
-        owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
-    ) -> None:
-        self.store = store
-        self._rules = Rules(
-            store_name=type(store).__name__,
-            idempotent=isinstance(store, IdempotentStore),
-            id_factory=id_factory,
-            owner_cache_size=owner_cache_size,
-        )
+    _idempotent_protocol = IdempotentStore
 
     def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
         """Record ``actum`` for ``owner_id``, creating its chronicum on the first write.
@@ -116,27 +127,15 @@ class Chronicarius:
         return getattr(self.store, call.method)(*call.args)
 
 
-class AsyncChronicarius:
+class AsyncChronicarius(_Keeper[AsyncStore]):
     """The asyncio twin of :class:`Chronicarius` over an :class:`AsyncStore`.
 
     The same rules, errors and ids, because it runs the same plans; the arguments, returns and
-    errors of each coroutine are those of the :class:`Chronicarius` method of the same name.
+    errors of each coroutine are those of the :class:`Chronicarius` method of the same name, and
+    so are the constructor's arguments.
     """
 
-    def __init__(
-        self,
-        store: AsyncStore,
-        *,
-        id_factory: Callable[[], str] = new_actum_id,
-        owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
-    ) -> None:
-        self.store = store
-        self._rules = Rules(
-            store_name=type(store).__name__,
-            idempotent=isinstance(store, AsyncIdempotentStore),
-            id_factory=id_factory,
-            owner_cache_size=owner_cache_size,
-        )
+    _idempotent_protocol = AsyncIdempotentStore
 
     async def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
         """See :meth:`Chronicarius.record_actum`."""

@@ -32,6 +32,7 @@ from chronica_core.errors import (
 from chronica_core.model import ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.registry import list_backends, open_store, registry
 from chronica_core.store import Store
+from chronica_core.story import DINNER_CHRONICUM, DINNER_OWNER, DINNER_STORY
 
 __all__ = ["EMBEDDED_DEFAULT_URL", "default_store_url", "main"]
 
@@ -46,39 +47,6 @@ _EXIT_CODES: tuple[tuple[type[ChronicaError] | tuple[type[ChronicaError], ...], 
     ((UnknownBackend, BackendUnavailable, BackendConflict), EXIT_BACKEND),
     (StoreError, EXIT_STORE),
 )
-
-DEMO_OWNER = "ardian"
-DEMO_CHRONICUM = "dinner-friday"
-DEMO_STORY: tuple[tuple[ActumKind, ActorKind, str, str], ...] = (
-    (
-        ActumKind.MESSAGE,
-        ActorKind.HUMAN,
-        "ardian",
-        "Find us a quiet table for four in Kemang on Friday at 7pm.",
-    ),
-    (ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first, then hand the booking over."),
-    (ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", '{"area":"Kemang","party":4,"quiet":true}'),
-    (
-        ActumKind.TOOL_RESPONSE,
-        ActorKind.AGENT,
-        "search",
-        '[{"name":"Rumah Teduh","table":true},{"name":"Kayu Manis","table":true}]',
-    ),
-    (
-        ActumKind.MESSAGE,
-        ActorKind.AGENT,
-        "search",
-        "Rumah Teduh and Kayu Manis both have a quiet table for four at 7pm.",
-    ),
-    (ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Rumah Teduh."),
-    (
-        ActumKind.MESSAGE,
-        ActorKind.AGENT,
-        "concierge",
-        "Book Rumah Teduh for four at 7pm on Friday under Ardian.",
-    ),
-)
-"""The dinner story of DESIGN §10: (kind, actor kind, actor, content), in order."""
 
 
 def default_store_url() -> str:
@@ -137,47 +105,48 @@ class _Output:
 
 
 def _demo(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
-    output.line(f"Chronica demo on {arguments.store}: owner {DEMO_OWNER!r}, chronicum {DEMO_CHRONICUM!r}")
+    output.line(f"Chronica demo on {arguments.store}: owner {DINNER_OWNER!r}, chronicum {DINNER_CHRONICUM!r}")
     output.line()
     output.line("The dinner story, as recorded (each with an idempotency key, so a rerun adds nothing):")
-    for position, (kind, actor_kind, actor, content) in enumerate(DEMO_STORY, start=1):
-        actum = Actum(DEMO_CHRONICUM, kind, actor_kind, actor, content)
-        stored = chronicarius.record_actum(DEMO_OWNER, actum, idempotency_key=f"dinner-story-{position}")
+    for position, actum in enumerate(DINNER_STORY, start=1):
+        stored = chronicarius.record_actum(DINNER_OWNER, actum, idempotency_key=f"dinner-story-{position}")
         output.line(_actum_line(position, stored))
     output.line()
     output.line("The booking agent's context window (the last 3 messages, oldest first):")
-    window = chronicarius.get_acta(DEMO_OWNER, DEMO_CHRONICUM, actum_kinds=[ActumKind.MESSAGE], last_n=3)
+    window = chronicarius.get_acta(DINNER_OWNER, DINNER_CHRONICUM, actum_kinds=[ActumKind.MESSAGE], last_n=3)
     for position, actum in enumerate(window, start=1):
         output.line(_actum_line(position, actum))
     output.line()
     try:
-        chronicarius.get_acta("rafa", DEMO_CHRONICUM)
+        chronicarius.get_acta("rafa", DINNER_CHRONICUM)
         output.line("Owner 'rafa' read ardian's chronicum: THIS IS A BUG")
         return EXIT_OTHER
     except ChronicumNotFound as refusal:
-        output.line(f"Owner 'rafa' asks for {DEMO_CHRONICUM!r}: refused, {type(refusal).__name__}: {refusal}")
+        output.line(
+            f"Owner 'rafa' asks for {DINNER_CHRONICUM!r}: refused, {type(refusal).__name__}: {refusal}"
+        )
     output.line()
     reply = Actum(
-        DEMO_CHRONICUM,
+        DINNER_CHRONICUM,
         ActumKind.MESSAGE,
         ActorKind.AGENT,
         "booking",
         "Booked: Rumah Teduh, Friday 7pm, four.",
     )
-    first = chronicarius.record_actum(DEMO_OWNER, reply, idempotency_key="booking-reply-1")
+    first = chronicarius.record_actum(DINNER_OWNER, reply, idempotency_key="booking-reply-1")
     reworded = Actum(
-        DEMO_CHRONICUM,
+        DINNER_CHRONICUM,
         ActumKind.MESSAGE,
         ActorKind.AGENT,
         "booking",
         "Your table at Rumah Teduh is booked for Friday at 7pm.",
     )
-    retry = chronicarius.record_actum(DEMO_OWNER, reworded, idempotency_key="booking-reply-1")
+    retry = chronicarius.record_actum(DINNER_OWNER, reworded, idempotency_key="booking-reply-1")
     output.line(f"The booking agent's reply, key 'booking-reply-1': actum {first.id}")
     output.line(f"Retried with reworded content:                  actum {retry.id}")
     verdict = "the same actum, stored once" if retry == first else "A DIFFERENT ACTUM: THIS IS A BUG"
     output.line(f"  -> {verdict}: {retry.content!r}")
-    count = len(chronicarius.get_acta(DEMO_OWNER, DEMO_CHRONICUM))
+    count = len(chronicarius.get_acta(DINNER_OWNER, DINNER_CHRONICUM))
     output.line(f"The chronicum holds {count} acta.")
     return 0 if retry == first else EXIT_OTHER
 

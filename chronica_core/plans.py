@@ -21,46 +21,42 @@ Plan = Generator[Operation, Any, Result]
 """A plan that yields operations of type ``Operation`` and returns a ``Result``."""
 
 
-def _advance(plan: Plan[Operation, Result], outcome: Any, error: Exception | None) -> Operation:
-    """Send ``outcome`` into ``plan`` (or throw ``error``) and return its next operation.
-
-    Raises ``StopIteration`` carrying the plan's result when it is done.
-    """
-    return plan.throw(error) if error is not None else plan.send(outcome)
-
-
-def run_plan(plan: Plan[Operation, Result], perform: Callable[[Operation], Any]) -> Result:
-    """Run ``plan`` to the end, performing each operation with ``perform(operation)``.
-
-    Returns the plan's result. An exception from ``perform`` is thrown into the plan, which may
-    catch it; whatever the plan raises propagates unchanged.
-    """
-    outcome, error = None, None
-    while True:
-        try:
-            operation = _advance(plan, outcome, error)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        try:
-            outcome, error = perform(operation), None
-        except Exception as failure:  # noqa: BLE001 - handed to the plan, which decides
-            outcome, error = None, failure
-
-
 async def run_plan_async(
     plan: Plan[Operation, Result], perform: Callable[[Operation], Awaitable[Any]]
 ) -> Result:
     """Run ``plan`` to the end, performing each operation with ``await perform(operation)``.
 
-    Same contract as :func:`run_plan`.
+    Returns the plan's result. An exception from ``perform`` is thrown into the plan, which may
+    catch it; whatever the plan raises propagates unchanged.
     """
-    outcome, error = None, None
+    outcome: Any = None
+    error: Exception | None = None
     while True:
         try:
-            operation = _advance(plan, outcome, error)
+            operation = plan.throw(error) if error is not None else plan.send(outcome)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         try:
             outcome, error = await perform(operation), None
         except Exception as failure:  # noqa: BLE001 - handed to the plan, which decides
             outcome, error = None, failure
+
+
+def run_plan(plan: Plan[Operation, Result], perform: Callable[[Operation], Any]) -> Result:
+    """Run ``plan`` to the end, performing each operation with a plain ``perform(operation)``.
+
+    Same contract as :func:`run_plan_async`, of which it is the synchronous flavour: the
+    coroutine never suspends (nothing in it awaits anything that waits), so one ``send`` runs it
+    to the end on the caller's thread, with no event loop.
+    """
+
+    async def perform_now(operation: Operation) -> Any:
+        return perform(operation)
+
+    coroutine = run_plan_async(plan, perform_now)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise RuntimeError("a synchronous plan suspended; its perform must not return awaitables")
