@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -277,14 +277,17 @@ def run_threads(writers: int, make_writer: Callable[[int], Writer], warmup: int,
     """Start ``writers`` threads, each writing ``warmup`` then ``writes`` times; return timed seconds.
 
     ``make_writer(index)`` runs inside thread ``index`` before anything is timed (open a
-    connection, create the chronicum, build the acta). The clock starts when every thread has
-    finished its warm-up writes and stops when the last has finished its timed ones.
+    connection, create the chronicum, build the acta). The timed part starts when every thread has
+    finished its warm-up writes (a barrier); the result runs from the earliest thread's start to
+    the latest thread's end, each taken by the thread itself (a main-thread clock could start late:
+    with the GIL, the writers may run before the main thread wakes).
 
     Raises:
         RuntimeError: a writer failed (chained to its first exception).
     """
-    barrier = threading.Barrier(writers + 1)
+    barrier = threading.Barrier(writers)
     failures: list[BaseException] = []
+    spans: list[tuple[float, float]] = []
 
     def work(index: int) -> None:
         try:
@@ -297,26 +300,24 @@ def run_threads(writers: int, make_writer: Callable[[int], Writer], warmup: int,
             return
         try:
             barrier.wait()
+            start = time.perf_counter()
             for number in range(warmup, warmup + writes):
                 write(number)
+            spans.append((start, time.perf_counter()))
         except threading.BrokenBarrierError:
             return
         except Exception as error:  # noqa: BLE001 - reported by the main thread
             failures.append(error)
 
     threads = [threading.Thread(target=work, args=(index,), daemon=True) for index in range(writers)]
-    for thread in threads:
-        thread.start()
     with quiet_collector():
-        with suppress(threading.BrokenBarrierError):
-            barrier.wait()
-        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
         for thread in threads:
             thread.join()
-        seconds = time.perf_counter() - start
     if failures:
         raise RuntimeError(f"{len(failures)} writer thread(s) failed: {failures[0]!r}") from failures[0]
-    return seconds
+    return max(end for _, end in spans) - min(start for start, _ in spans)
 
 
 AsyncWriter = Callable[[int], Awaitable[object]]
@@ -330,8 +331,9 @@ async def run_tasks(
     Raises:
         RuntimeError: a writer failed (chained to its first exception).
     """
-    barrier = asyncio.Barrier(writers + 1)
+    barrier = asyncio.Barrier(writers)
     failures: list[BaseException] = []
+    spans: list[tuple[float, float]] = []
 
     async def work(index: int) -> None:
         try:
@@ -346,20 +348,17 @@ async def run_tasks(
             await barrier.wait()
         except asyncio.BrokenBarrierError:
             return
+        start = time.perf_counter()
         for number in range(warmup, warmup + writes):
             await write(number)
+        spans.append((start, time.perf_counter()))
 
-    tasks = [asyncio.ensure_future(work(index)) for index in range(writers)]
     with quiet_collector():
-        with suppress(asyncio.BrokenBarrierError):
-            await barrier.wait()
-        start = time.perf_counter()
-        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-        seconds = time.perf_counter() - start
+        outcomes = await asyncio.gather(*(work(index) for index in range(writers)), return_exceptions=True)
     failures += [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
     if failures:
         raise RuntimeError(f"{len(failures)} writer task(s) failed: {failures[0]!r}") from failures[0]
-    return seconds
+    return max(end for _, end in spans) - min(start for start, _ in spans)
 
 
 # --------------------------------------------------------------------------------------------
