@@ -1,0 +1,221 @@
+"""The PostgreSQL stores: blocking on ``psycopg_pool.ConnectionPool``, asyncio on the async pool.
+
+Both only perform the operations of the plans in :mod:`chronica_postgres.plans`, where every
+statement, its parameters, the row conversion and the error translation are written once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, TypeVar
+
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from chronica_core import ActaQuery, Actum, Chronicum, StoreError
+from chronica_core.plans import Plan, run_plan, run_plan_async
+from chronica_core.store import AsyncIdempotentStore, IdempotentStore
+from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement
+from chronica_postgres.schema import Statements
+
+__all__ = ["AsyncPostgresStore", "PostgresStore", "migrate"]
+
+Result = TypeVar("Result")
+
+
+def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[Options, Plans]:
+    if not url and pool is None:
+        raise StoreError("postgres: open store", "give a postgresql:// URL or an open pool")
+    parsed = Options.parse(options)
+    return parsed, Plans(Statements(parsed.schema))
+
+
+class PostgresStore(IdempotentStore):
+    """A blocking, thread-safe, idempotent store in PostgreSQL (DESIGN §7).
+
+    Every call borrows a pooled connection (autocommit) for one statement: ``record``,
+    ``record_idempotent``, ``acta`` and ``get`` are each one round trip.
+
+    Args:
+        url: a libpq URL, ``postgresql://user@host:5432/database`` (``postgres://`` works too);
+            may be empty when ``pool`` is given.
+        pool: an existing pool to use instead of opening one; the store never closes it, and
+            switches the connections it borrows to autocommit.
+        options: see :class:`chronica_postgres.Options` (``schema``, ``auto_migrate``,
+            ``min_size``, ``max_size``, ``connect_timeout``, ``pool_timeout``); strings are accepted.
+
+    Raises:
+        InvalidOption: an option is unknown or malformed.
+        StoreError: the server could not be reached, or the migration failed (``auto_migrate``).
+    """
+
+    def __init__(self, url: str = "", *, pool: ConnectionPool | None = None, **options: Any) -> None:
+        self.options, self._plans = _configured(url, pool, options)
+        self._owns_pool = pool is None
+        self._pool = (
+            pool if pool is not None else ConnectionPool(url, open=True, **self.options.pool_arguments())
+        )
+        if self.options.auto_migrate:
+            try:
+                self.migrate()
+            except BaseException:
+                self.close()
+                raise
+
+    def migrate(self) -> int:
+        """Create or upgrade the tables under an advisory lock; return the schema version.
+
+        Safe to run from many processes at once. Raises ``StoreError``.
+        """
+        return self._run(self._plans.migrate())
+
+    def create(self, chronicum: Chronicum) -> None:
+        """Save ``chronicum`` as given. Raises ``ChronicumExists``, ``StoreError``."""
+        self._run(self._plans.create(chronicum))
+
+    def get(self, chronicum_id: str) -> Chronicum:
+        """Return the chronicum. Raises ``ChronicumNotFound``, ``StoreError``."""
+        return self._run(self._plans.get(chronicum_id))
+
+    def record(self, actum: Actum) -> Actum:
+        """Append ``actum`` (id kept), set ``at`` (UTC) and move ``last_actum_at``; one statement.
+
+        Raises ``ChronicumNotFound``, ``StoreError``.
+        """
+        return self._run(self._plans.record(actum))
+
+    def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """Append ``actum`` unless ``key`` was used in its chronicum; then return the stored one.
+
+        Raises ``ChronicumNotFound``, ``StoreError``.
+        """
+        return self._run(self._plans.record_idempotent(actum, key))
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """Return the context window, oldest first, in one query.
+
+        Raises ``ChronicumNotFound`` (also for a missing chronicum, never ``[]``), ``StoreError``.
+        """
+        return self._run(self._plans.acta(chronicum_id, query))
+
+    def close(self) -> None:
+        """Close the pool the store opened (a pool given to it is left open)."""
+        if self._owns_pool:
+            self._pool.close()
+
+    def _run(self, plan: Plan[Operation, Result]) -> Result:
+        return run_plan(plan, self._perform)
+
+    def _perform(self, operation: Operation) -> Rows:
+        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
+            self._pool.check()
+            return []
+        with self._pool.connection() as connection:
+            if not connection.autocommit:
+                connection.autocommit = True
+            cursor = connection.execute(operation.sql, operation.params)
+            return cursor.fetchall() if cursor.description is not None else []
+
+
+class AsyncPostgresStore(AsyncIdempotentStore):
+    """The asyncio twin of :class:`PostgresStore`: the same statements, plans and errors.
+
+    Constructing it does no I/O: the pool is opened (and the schema migrated, with
+    ``auto_migrate``) on first use, inside the event loop that uses it; use one store per loop.
+
+    Args:
+        url: a libpq URL (see :class:`PostgresStore`); may be empty when ``pool`` is given.
+        pool: an existing ``AsyncConnectionPool`` to use (opened by the caller, never closed here).
+        options: as for :class:`PostgresStore`.
+
+    Raises:
+        InvalidOption: an option is unknown or malformed.
+    """
+
+    def __init__(self, url: str = "", *, pool: AsyncConnectionPool | None = None, **options: Any) -> None:
+        self.options, self._plans = _configured(url, pool, options)
+        self._url = url
+        self._owns_pool = pool is None
+        self._pool = pool
+        self._ready = False
+        self._opening: asyncio.Lock | None = None
+
+    async def migrate(self) -> int:
+        """Create or upgrade the tables under an advisory lock; return the schema version.
+
+        Raises ``StoreError``.
+        """
+        return await run_plan_async(self._plans.migrate(), self._perform)
+
+    async def create(self, chronicum: Chronicum) -> None:
+        """See :meth:`PostgresStore.create`."""
+        await self._run(self._plans.create(chronicum))
+
+    async def get(self, chronicum_id: str) -> Chronicum:
+        """See :meth:`PostgresStore.get`."""
+        return await self._run(self._plans.get(chronicum_id))
+
+    async def record(self, actum: Actum) -> Actum:
+        """See :meth:`PostgresStore.record`."""
+        return await self._run(self._plans.record(actum))
+
+    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """See :meth:`PostgresStore.record_idempotent`."""
+        return await self._run(self._plans.record_idempotent(actum, key))
+
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`PostgresStore.acta`."""
+        return await self._run(self._plans.acta(chronicum_id, query))
+
+    async def close(self) -> None:
+        """Close the pool the store opened, if it opened one (a pool given to it is left open)."""
+        if self._owns_pool and self._pool is not None:
+            pool, self._pool, self._ready = self._pool, None, False
+            await pool.close()
+
+    async def _run(self, plan: Plan[Operation, Result]) -> Result:
+        if not self._ready:
+            await self._open()
+        return await run_plan_async(plan, self._perform)
+
+    async def _open(self) -> None:
+        """Open the pool in the running loop and migrate, once, however many tasks arrive together."""
+        self._opening = self._opening or asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                self._pool = AsyncConnectionPool(self._url, open=False, **self.options.pool_arguments())
+                await self._pool.open()
+            if not self._ready and self.options.auto_migrate:
+                await self.migrate()
+            self._ready = True
+
+    async def _perform(self, operation: Operation) -> Rows:
+        pool = self._pool
+        if pool is None:
+            raise StoreError("postgres: async store", "the store is closed")
+        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
+            await pool.check()
+            return []
+        async with pool.connection() as connection:
+            if not connection.autocommit:
+                await connection.set_autocommit(True)
+            cursor = await connection.execute(operation.sql, operation.params)
+            return await cursor.fetchall() if cursor.description is not None else []
+
+
+def migrate(url: str, **options: Any) -> int:
+    """Create or upgrade the schema of the store at ``url`` (what ``chronica migrate`` runs).
+
+    Args:
+        url: a libpq URL.
+        options: as for :class:`PostgresStore` (``schema`` above all; ``auto_migrate`` is ignored).
+
+    Returns:
+        The schema version now in place.
+
+    Raises:
+        InvalidOption: an option is unknown or malformed.
+        StoreError: the server could not be reached or the migration failed.
+    """
+    options["auto_migrate"] = False
+    with PostgresStore(url, **options) as store:
+        return store.migrate()

@@ -1,0 +1,115 @@
+"""Fixtures for the PostgreSQL backend's tests: a real server, one fresh schema per test session.
+
+``CHRONICA_TEST_POSTGRES_URL`` names the server (default ``postgresql://postgres@127.0.0.1:5432/test``).
+Without a reachable server the tests skip, saying what to set; with ``CI=true`` they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from chronica_postgres import AsyncPostgresStore, PostgresStore
+
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "restart: restarts the shared PostgreSQL server once (deselect with -m 'not restart')",
+    )
+
+
+def new_schema_name(label: str = "session") -> str:
+    return f"chronica_test_{label}_{uuid.uuid4().hex[:12]}"
+
+
+def drop_schema(url: str, schema: str) -> None:
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            psycopg.sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(psycopg.sql.Identifier(schema))
+        )
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """The server's URL; skips (fails with CI=true) when nothing answers there."""
+    url = os.environ.get("CHRONICA_TEST_POSTGRES_URL", DEFAULT_URL)
+    try:
+        with psycopg.connect(url, connect_timeout=5) as connection:
+            connection.execute("SELECT 1")
+    except psycopg.Error as error:
+        message = (
+            f"no PostgreSQL server at {url} ({error}); start one or set CHRONICA_TEST_POSTGRES_URL "
+            "to a reachable server's URL"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return url
+
+
+@pytest.fixture(scope="session")
+def schema(postgres_url: str) -> Iterator[str]:
+    """A fresh schema for this test session, migrated, dropped at the end."""
+    name = new_schema_name()
+    PostgresStore(postgres_url, schema=name).close()
+    try:
+        yield name
+    finally:
+        drop_schema(postgres_url, name)
+
+
+@pytest.fixture
+def fresh_schema(postgres_url: str) -> Iterator[str]:
+    """A schema name nobody has created yet; dropped after the test."""
+    name = new_schema_name("fresh")
+    try:
+        yield name
+    finally:
+        drop_schema(postgres_url, name)
+
+
+@pytest.fixture(scope="session")
+def shared_store(postgres_url: str, schema: str) -> Iterator[PostgresStore]:
+    """One blocking store for the session (every test uses fresh chronicum ids)."""
+    with PostgresStore(postgres_url, schema=schema) as store:
+        yield store
+
+
+@pytest.fixture
+def store(shared_store: PostgresStore) -> PostgresStore:
+    return shared_store
+
+
+@pytest.fixture
+def async_store(postgres_url: str, schema: str) -> AsyncPostgresStore:
+    """A fresh asyncio store, constructed without a loop; the test's loop opens and closes it."""
+    return AsyncPostgresStore(postgres_url, schema=schema)
+
+
+@pytest.fixture
+def admin(postgres_url: str, schema: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """A separate autocommit connection, its search_path on the session schema."""
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(psycopg.sql.SQL("SET search_path TO {}").format(psycopg.sql.Identifier(schema)))
+        yield connection
+
+
+@pytest.fixture
+def make_store(postgres_url: str) -> Iterator[Callable[..., PostgresStore]]:
+    """Open extra blocking stores (closed after the test)."""
+    opened: list[PostgresStore] = []
+
+    def make(**options: Any) -> PostgresStore:
+        opened.append(PostgresStore(postgres_url, **options))
+        return opened[-1]
+
+    yield make
+    for opened_store in opened:
+        opened_store.close()

@@ -1,0 +1,460 @@
+"""What is particular to the PostgreSQL store: schema, migrations, plans of queries, order under
+concurrency, NUL content, lost connections, pools given by the caller, registration."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from chronica_postgres import LATEST_VERSION, AsyncPostgresStore, InvalidOption, PostgresStore, migrate
+from chronica_postgres.schema import Statements
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from chronica_core import (
+    ActaQuery,
+    ActorKind,
+    Actum,
+    ActumKind,
+    Chronicum,
+    ChronicumNotFound,
+    StoreError,
+    list_backends,
+    new_actum_id,
+    open_async_store,
+    open_store,
+)
+
+Admin = psycopg.Connection[tuple[Any, ...]]
+
+
+def new_chronicum(store: PostgresStore, label: str = "c") -> str:
+    chronicum_id = f"pg-{label}-{uuid.uuid4().hex}"
+    store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+    return chronicum_id
+
+
+def message(chronicum_id: str, content: str = "hello", kind: ActumKind = ActumKind.MESSAGE) -> Actum:
+    return Actum(chronicum_id, kind, ActorKind.HUMAN, "ardian", content, id=new_actum_id())
+
+
+def seqs(admin: Admin, chronicum_id: str) -> list[int]:
+    rows = admin.execute("SELECT seq FROM acta WHERE chronicum_id = %s ORDER BY seq", (chronicum_id,))
+    return [row[0] for row in rows]
+
+
+# -- schema and migrations ---------------------------------------------------------------------
+
+
+def test_schema_has_the_promised_keys_and_indexes(store: PostgresStore, admin: Admin, schema: str) -> None:
+    indexes: dict[str, str] = dict(
+        admin.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = 'acta'",
+            (schema,),
+        ).fetchall()
+    )
+    assert indexes["acta_pkey"].endswith("USING btree (chronicum_id, seq)")
+    assert indexes["acta_idempotency_key"].endswith(
+        "USING btree (chronicum_id, idempotency_key) WHERE (idempotency_key IS NOT NULL)"
+    )
+    assert indexes["acta_idempotency_key"].startswith("CREATE UNIQUE INDEX")
+    assert not [name for name, definition in indexes.items() if "(seq" in definition]
+    versions = admin.execute("SELECT version FROM chronica_schema_version").fetchall()
+    assert versions == [(LATEST_VERSION,)]
+
+
+def test_ten_concurrent_auto_migrations_of_an_empty_schema_all_succeed(
+    postgres_url: str, fresh_schema: str
+) -> None:
+    barrier = threading.Barrier(10)
+
+    def open_and_write(index: int) -> int:
+        barrier.wait()
+        with PostgresStore(postgres_url, schema=fresh_schema, min_size=1, max_size=1) as store:
+            chronicum_id = new_chronicum(store, f"migrate-{index}")
+            store.record(message(chronicum_id))
+            return len(store.acta(chronicum_id, ActaQuery()))
+
+    with ThreadPoolExecutor(max_workers=10) as executor:
+        results = list(executor.map(open_and_write, range(10)))
+    assert results == [1] * 10
+    with psycopg.connect(postgres_url) as connection:
+        versions = connection.execute(
+            sql.SQL("SELECT version FROM {}.chronica_schema_version").format(sql.Identifier(fresh_schema))
+        ).fetchall()
+    assert versions == [(LATEST_VERSION,)]
+
+
+def test_migrate_function_creates_the_schema_once(postgres_url: str, fresh_schema: str) -> None:
+    assert migrate(postgres_url, schema=fresh_schema) == LATEST_VERSION
+    assert migrate(postgres_url, schema=fresh_schema) == LATEST_VERSION
+    with PostgresStore(postgres_url, schema=fresh_schema, auto_migrate="false") as store:
+        assert store.migrate() == LATEST_VERSION
+        chronicum_id = new_chronicum(store)
+        assert store.get(chronicum_id).owner_id == "ardian"
+
+
+def test_an_unmigrated_schema_says_how_to_migrate(postgres_url: str, fresh_schema: str) -> None:
+    with (
+        PostgresStore(postgres_url, schema=fresh_schema, auto_migrate=False) as store,
+        pytest.raises(StoreError, match="chronica migrate --store") as raised,
+    ):
+        store.get("anything")
+    assert raised.value.where == "postgres: get chronicum"
+    assert isinstance(
+        raised.value.__cause__, psycopg.errors.InvalidSchemaName | psycopg.errors.UndefinedTable
+    )
+
+
+def test_a_schema_newer_than_the_package_is_refused(
+    postgres_url: str, fresh_schema: str, admin: Admin
+) -> None:
+    migrate(postgres_url, schema=fresh_schema)
+    table = sql.Identifier(fresh_schema, "chronica_schema_version")
+    admin.execute(sql.SQL("INSERT INTO {} (version, description) VALUES (99, 'future')").format(table))
+    with pytest.raises(StoreError, match="version 99"):
+        PostgresStore(postgres_url, schema=fresh_schema)
+
+
+def test_odd_schema_names_are_quoted(postgres_url: str) -> None:
+    name = f'Odd "schema"; {uuid.uuid4().hex[:8]}'
+    try:
+        with PostgresStore(postgres_url, schema=name) as store:
+            chronicum_id = new_chronicum(store)
+            store.record(message(chronicum_id, "in an odd schema"))
+            assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == ["in an odd schema"]
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            connection.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+# -- order and sequence --------------------------------------------------------------------------
+
+
+def test_forty_concurrent_records_get_gapless_sequence_numbers(store: PostgresStore, admin: Admin) -> None:
+    chronicum_id = new_chronicum(store)
+    with ThreadPoolExecutor(max_workers=40) as executor:
+        stored = list(executor.map(lambda index: store.record(message(chronicum_id, f"m{index}")), range(40)))
+    assert seqs(admin, chronicum_id) == list(range(1, 41))
+    newest = admin.execute(
+        "SELECT last_seq, last_actum_at FROM chronica WHERE id = %s", (chronicum_id,)
+    ).fetchone()
+    assert newest is not None
+    assert newest[0] == 40
+    by_seq = store.acta(chronicum_id, ActaQuery())
+    assert {actum.id for actum in by_seq} == {actum.id for actum in stored}
+    assert by_seq[-1].at == newest[1]
+
+
+def test_readers_never_see_an_actum_before_those_ordered_earlier(store: PostgresStore, admin: Admin) -> None:
+    chronicum_id = new_chronicum(store)
+    writing = threading.Event()
+    writing.set()
+    seen: list[list[int]] = []
+
+    def write(index: int) -> None:
+        for number in range(25):
+            store.record(message(chronicum_id, f"writer {index} actum {number}"))
+
+    def read() -> None:
+        while writing.is_set():
+            seen.append(seqs(admin, chronicum_id))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        with ThreadPoolExecutor(max_workers=8) as executor:
+            list(executor.map(write, range(8)))
+    finally:
+        writing.clear()
+        reader.join()
+    assert len(seen) > 1
+    for visible in seen:
+        assert visible == list(range(1, len(visible) + 1))
+    assert seqs(admin, chronicum_id) == list(range(1, 201))
+
+
+def test_concurrent_retries_with_one_key_leave_no_gap(store: PostgresStore, admin: Admin) -> None:
+    chronicum_id = new_chronicum(store)
+    barrier = threading.Barrier(40)
+
+    def retry(index: int) -> Actum:
+        barrier.wait()
+        return store.record_idempotent(message(chronicum_id, f"attempt {index}"), "one-key")
+
+    with ThreadPoolExecutor(max_workers=40) as executor:
+        returned = list(executor.map(retry, range(40)))
+    assert len({actum.id for actum in returned}) == 1
+    assert len({(actum.content, actum.at) for actum in returned}) == 1
+    assert seqs(admin, chronicum_id) == [1]
+    assert admin.execute("SELECT last_seq FROM chronica WHERE id = %s", (chronicum_id,)).fetchone() == (1,)
+
+
+# -- the context-window query --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+def test_context_window_uses_the_primary_key_on_a_large_chronicum(
+    store: PostgresStore, admin: Admin, schema: str, plan_cache_mode: str
+) -> None:
+    chronicum_id = _large_chronicum(store, admin)
+    statements = Statements(schema)
+    window = statements.window(kinds=True, actor_kinds=False, limited=True)
+    admin.execute(sql.SQL("SET plan_cache_mode = {}").format(sql.Literal(plan_cache_mode)))
+    try:
+        with admin.cursor() as cursor:
+            cursor.execute(b"EXPLAIN " + window, (chronicum_id, ["message"], 20, chronicum_id))
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+    finally:
+        admin.execute("RESET plan_cache_mode")
+    assert "Index Scan Backward using acta_pkey on acta" in plan, plan
+    assert "Seq Scan on acta" not in plan, plan
+    window_acta = store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=20))
+    assert [actum.content for actum in window_acta] == [
+        f"actum {number}" for number in range(99_961, 100_001, 2)
+    ]
+
+
+_LARGE: dict[str, str] = {}
+
+
+def _large_chronicum(store: PostgresStore, admin: Admin) -> str:
+    """A chronicum of 100,000 acta (odd seq: messages, even: thoughts), beside 200 small ones."""
+    if "id" in _LARGE:
+        return _LARGE["id"]
+    chronicum_id = new_chronicum(store, "large")
+    admin.execute(
+        """
+        INSERT INTO acta (chronicum_id, seq, id, kind, actor_kind, actor, content, at)
+        SELECT %s, n, md5(n::text), CASE WHEN n %% 2 = 1 THEN 'message' ELSE 'thought' END,
+            'agent', 'search', 'actum ' || n, now()
+        FROM generate_series(1, 100000) AS n
+        """,
+        (chronicum_id,),
+    )
+    admin.execute("UPDATE chronica SET last_seq = 100000 WHERE id = %s", (chronicum_id,))
+    for _ in range(200):
+        small = new_chronicum(store, "small")
+        for number in range(3):
+            store.record(message(small, f"small {number}"))
+    admin.execute("ANALYZE acta")
+    _LARGE["id"] = chronicum_id
+    return chronicum_id
+
+
+def test_missing_and_empty_chronica_are_told_apart(store: PostgresStore) -> None:
+    chronicum_id = new_chronicum(store)
+    assert store.acta(chronicum_id, ActaQuery()) == []
+    assert store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.THOUGHT,), last_n=3)) == []
+    store.record(message(chronicum_id))
+    assert store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.THOUGHT,), last_n=3)) == []
+    with pytest.raises(ChronicumNotFound):
+        store.acta(f"{chronicum_id}-missing", ActaQuery(last_n=3))
+
+
+# -- content ---------------------------------------------------------------------------------
+
+
+def test_content_with_nul_is_kept_as_bytes_and_the_rest_as_text(store: PostgresStore, admin: Admin) -> None:
+    chronicum_id = new_chronicum(store)
+    contents = ["plain", "with\x00nul", "\x00", "emoji \U0001f37d\x00 and \U0010ffff"]
+    for content in contents:
+        store.record(message(chronicum_id, content))
+    assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == contents
+    stored = admin.execute(
+        "SELECT content, content_bytes FROM acta WHERE chronicum_id = %s ORDER BY seq", (chronicum_id,)
+    ).fetchall()
+    assert stored[0] == ("plain", None)
+    assert [row[0] for row in stored[1:]] == [None, None, None]
+    assert [bytes(row[1]).decode() for row in stored[1:]] == contents[1:]
+
+
+def test_idempotent_retry_returns_nul_content_as_stored(store: PostgresStore) -> None:
+    chronicum_id = new_chronicum(store)
+    first = store.record_idempotent(message(chronicum_id, "first\x00try"), "key-nul")
+    again = store.record_idempotent(message(chronicum_id, "second"), "key-nul")
+    assert again == first
+    assert again.content == "first\x00try"
+
+
+# -- lost connections ------------------------------------------------------------------------
+
+
+def test_a_connection_killed_mid_write_writes_nothing_and_the_keyed_retry_lands_once(
+    store: PostgresStore, postgres_url: str, admin: Admin, schema: str
+) -> None:
+    chronicum_id = new_chronicum(store)
+    store.record(message(chronicum_id, "before"))
+    before = admin.execute(
+        "SELECT last_seq, last_actum_at FROM chronica WHERE id = %s", (chronicum_id,)
+    ).fetchone()
+    attempt = message(chronicum_id, "the write that gets killed")
+    # A second session inserts, uncommitted, a row with the same idempotency key: the store's
+    # statement then takes the chronicum's row and its next seq, and waits on the unique index.
+    with psycopg.connect(postgres_url) as blocker:
+        blocker.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        blocker.execute(
+            "INSERT INTO acta (chronicum_id, seq, id, kind, actor_kind, actor, content, at, idempotency_key)"
+            " VALUES (%s, -1, 'blocker', 'message', 'system', 'test', 'x', now(), 'retry-key')",
+            (chronicum_id,),
+        )
+        outcome: dict[str, BaseException | Actum] = {}
+
+        def write() -> None:
+            try:
+                outcome["result"] = store.record_idempotent(attempt, "retry-key")
+            except BaseException as error:  # noqa: BLE001 - inspected below
+                outcome["result"] = error
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        blocked_pid = _wait_for_backend_blocked_by(admin, blocker.info.backend_pid)
+        state = admin.execute(
+            "SELECT backend_xid IS NOT NULL, wait_event FROM pg_stat_activity WHERE pid = %s", (blocked_pid,)
+        ).fetchone()
+        # It holds a transaction id (it has written: the chronicum's row) and waits on the blocker's.
+        assert state == (True, "transactionid")
+        admin.execute("SELECT pg_terminate_backend(%s)", (blocked_pid,))
+        writer.join()
+        blocker.rollback()
+    failure = outcome["result"]
+    assert isinstance(failure, StoreError), failure
+    assert failure.where == "postgres: record actum"
+    assert isinstance(failure.__cause__, psycopg.OperationalError)
+    after = admin.execute(
+        "SELECT last_seq, last_actum_at FROM chronica WHERE id = %s", (chronicum_id,)
+    ).fetchone()
+    assert after == before
+    assert seqs(admin, chronicum_id) == [1]
+    retried = store.record_idempotent(attempt, "retry-key")
+    again = store.record_idempotent(message(chronicum_id, "reworded"), "retry-key")
+    assert again == retried
+    assert retried.content == "the write that gets killed"
+    assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == [
+        "before",
+        "the write that gets killed",
+    ]
+    assert seqs(admin, chronicum_id) == [1, 2]
+
+
+def _wait_for_backend_blocked_by(admin: Admin, blocker_pid: int) -> int:
+    """Poll (no fixed sleep) until one backend waits on ``blocker_pid``; return its pid."""
+    for _ in range(10_000):
+        row = admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", (blocker_pid,)
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        admin.execute("SELECT pg_sleep(0.005)")
+    raise AssertionError("the store's statement never waited on the blocking session")
+
+
+def test_an_unreachable_server_is_a_store_error() -> None:
+    with pytest.raises(StoreError) as raised:
+        PostgresStore("postgresql://postgres@127.0.0.1:1/test", connect_timeout=2, pool_timeout=2)
+    assert raised.value.where == "postgres: migrate"
+    assert isinstance(raised.value.__cause__, psycopg.OperationalError)
+
+
+# -- options, pools given by the caller, registration ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        ({"pool_size": "3"}, "pool_size"),
+        ({"max_size": "many"}, "max_size"),
+        ({"min_size": 5, "max_size": 2}, "max_size"),
+        ({"auto_migrate": "perhaps"}, "auto_migrate"),
+        ({"schema": ""}, "schema"),
+    ],
+)
+def test_bad_options_are_named(postgres_url: str, options: dict[str, object], option: str) -> None:
+    with pytest.raises(InvalidOption) as raised:
+        PostgresStore(postgres_url, **options)  # type: ignore[arg-type]
+    assert raised.value.option == option
+    with pytest.raises(InvalidOption):
+        AsyncPostgresStore(postgres_url, **options)  # type: ignore[arg-type]
+
+
+def test_a_pool_given_by_the_caller_is_used_and_left_open(postgres_url: str, schema: str) -> None:
+    with ConnectionPool(postgres_url, min_size=1, max_size=2, open=True) as pool:  # not autocommit
+        with PostgresStore(pool=pool, schema=schema) as store:
+            chronicum_id = new_chronicum(store)
+            store.record(message(chronicum_id, "through a given pool"))
+        with pool.connection() as connection:
+            rows = connection.execute(
+                sql.SQL("SELECT content FROM {} WHERE chronicum_id = %s").format(
+                    sql.Identifier(schema, "acta")
+                ),
+                (chronicum_id,),
+            ).fetchall()
+    assert rows == [("through a given pool",)]
+
+
+def test_an_async_pool_given_by_the_caller_is_used_and_left_open(postgres_url: str, schema: str) -> None:
+    async def scenario() -> list[str]:
+        async with AsyncConnectionPool(postgres_url, min_size=1, max_size=2, open=False) as pool:
+            store = AsyncPostgresStore(pool=pool, schema=schema)
+            chronicum_id = f"pg-async-pool-{uuid.uuid4().hex}"
+            await store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+            await store.record(message(chronicum_id, "through a given async pool"))
+            await store.close()
+            async with pool.connection() as connection:
+                cursor = await connection.execute("SELECT 1")
+                assert await cursor.fetchone() == (1,)
+            reopened = AsyncPostgresStore(pool=pool, schema=schema, auto_migrate=False)
+            return [actum.content for actum in await reopened.acta(chronicum_id, ActaQuery())]
+
+    assert asyncio.run(scenario()) == ["through a given async pool"]
+
+
+def test_async_store_opens_lazily_in_its_loop_and_forty_tasks_share_a_chronicum(
+    postgres_url: str, schema: str, admin: Admin
+) -> None:
+    store = AsyncPostgresStore(postgres_url, schema=schema, max_size=5)  # no loop yet, no I/O
+
+    async def scenario() -> str:
+        chronicum_id = f"pg-async-{uuid.uuid4().hex}"
+        try:
+            await store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+            await asyncio.gather(*(store.record(message(chronicum_id, f"task {n}")) for n in range(40)))
+            keyed = await asyncio.gather(
+                *(store.record_idempotent(message(chronicum_id, f"keyed {n}"), "k") for n in range(40))
+            )
+            assert len({actum.id for actum in keyed}) == 1
+        finally:
+            await store.close()
+        return chronicum_id
+
+    chronicum_id = asyncio.run(scenario())
+    assert seqs(admin, chronicum_id) == list(range(1, 42))
+
+
+def test_the_backend_is_registered_for_both_schemes(postgres_url: str, schema: str) -> None:
+    installed, _ = list_backends()
+    backend = next(item.backend for item in installed if item.backend.name == "postgres")
+    assert backend.schemes == ("postgresql", "postgres")
+    assert backend.idempotent
+    assert backend.install == "chronica-postgres"
+    short_url = postgres_url.replace("postgresql://", "postgres://", 1)
+    with open_store(short_url, schema=schema, auto_migrate="false") as store:
+        assert isinstance(store, PostgresStore)
+        chronicum_id = new_chronicum(store)
+        assert store.get(chronicum_id).id == chronicum_id
+    async_store = open_async_store(postgres_url, schema=schema)
+    assert isinstance(async_store, AsyncPostgresStore)
+
+    async def read() -> Chronicum:
+        try:
+            return await async_store.get(chronicum_id)
+        finally:
+            await async_store.close()
+
+    assert asyncio.run(read()).owner_id == "ardian"
