@@ -1,0 +1,69 @@
+"""The Chronica conformance suite: checks that a store keeps the store contract and the rules.
+
+Subclass :class:`ConformanceSuite` (or one of its groups) in a ``test_*.py`` module and supply a
+``store`` fixture (a blocking ``Store``) and/or an ``async_store`` fixture (an ``AsyncStore``)::
+
+    class TestMyStoreConformance(ConformanceSuite):
+        declares_idempotent = True
+
+        @pytest.fixture
+        def store(self) -> Iterator[Store]:
+            with MyStore("mystore://...") as store:
+                yield store
+
+Or run the whole suite against store URLs: ``pytest --chronica-store URL`` (repeatable),
+``CHRONICA_TEST_STORES=URL,URL pytest``, or :func:`run`.
+"""
+
+import pytest
+
+pytest.register_assert_rewrite(
+    *(
+        f"chronica_conformance.{module}"
+        for module in (
+            "base",
+            "harness",
+            "idempotent_contract",
+            "rules_contract",
+            "stateful",
+            "store_contract",
+        )
+    )
+)
+
+from chronica_conformance.base import SuiteBase, Target  # noqa: E402
+from chronica_conformance.harness import AsyncHarness, Call, Harness, SyncHarness, rules_call, store_call  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.idempotent_contract import IdempotentContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.runner import run  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.stateful import ReferenceModel, StatefulRules  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.store_contract import StoreContract  # noqa: E402 - after the assert-rewrite registration
+
+__all__ = [
+    "AsyncHarness",
+    "Call",
+    "ConformanceSuite",
+    "Harness",
+    "IdempotentContract",
+    "ReferenceModel",
+    "RulesContract",
+    "StatefulRules",
+    "StoreContract",
+    "SuiteBase",
+    "SyncHarness",
+    "Target",
+    "rules_call",
+    "run",
+    "store_call",
+]
+
+
+class ConformanceSuite(StoreContract, IdempotentContract, RulesContract, StatefulRules):
+    """Every group of the conformance suite, each case once per flavour the subclass supplies.
+
+    The groups: the store contract (S1–S9), the idempotent contract (S10, R8), the rules
+    (R1–R9) and the stateful model test.
+
+    Supply ``store`` and/or ``async_store`` fixtures; set ``declares_idempotent = True`` when the
+    store promises idempotency (the idempotent group then fails instead of skipping).
+    """

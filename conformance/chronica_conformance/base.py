@@ -1,0 +1,186 @@
+"""What every conformance group shares: the flavour parametrisation, the harness fixture, helpers."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar
+
+import pytest
+
+from chronica_conformance.harness import AsyncHarness, Flavour, Harness, SyncHarness
+from chronica_core import ActorKind, Actum, ActumKind, Chronicum, new_actum_id
+from chronica_core.store import AsyncStore, Store
+
+__all__ = [
+    "TIME_TOLERANCE",
+    "SuiteBase",
+    "Target",
+    "assert_aware_utc",
+    "assert_same_actum",
+    "make_actum",
+    "new_chronicum",
+    "new_id",
+    "new_owner",
+]
+
+FLAVOUR_FIXTURES: dict[Flavour, str] = {"sync": "store", "async": "async_store"}
+"""The fixture a suite supplies for each flavour."""
+
+TIME_TOLERANCE = timedelta(milliseconds=1)
+"""How far a read-back timestamp may differ from the one written (stores keeping milliseconds)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What one parametrisation of a conformance case runs against.
+
+    Attributes:
+        flavour: ``"sync"`` (the ``store`` fixture) or ``"async"`` (the ``async_store`` fixture).
+        url: the store URL when the suite was added by ``--chronica-store`` (``None`` for a
+            subclass supplying its own fixtures).
+        declares_idempotent: overrides the suite's ``declares_idempotent`` when not ``None``.
+    """
+
+    flavour: Flavour
+    url: str | None = None
+    declares_idempotent: bool | None = None
+
+    @property
+    def id(self) -> str:
+        """The test id part: ``sync``, ``async``, or ``<url>-sync`` / ``<url>-async``."""
+        return self.flavour if self.url is None else f"{self.url}-{self.flavour}"
+
+
+def _fixture_visible(metafunc: pytest.Metafunc, name: str) -> bool:
+    """Whether a fixture called ``name`` is visible to the test being collected."""
+    manager: Any = getattr(metafunc.definition.session, "_fixturemanager", None)
+    if manager is not None and hasattr(manager, "getfixturedefs"):
+        return bool(manager.getfixturedefs(name, metafunc.definition))
+    return metafunc.cls is not None and hasattr(metafunc.cls, name)  # pragma: no cover - older pytest
+
+
+class SuiteBase:
+    """Base of the conformance groups: runs each case once per flavour the subclass supplies.
+
+    A subclass supplies a ``store`` fixture (yielding a blocking ``Store``; the fixture closes
+    it), an ``async_store`` fixture (returning an ``AsyncStore`` constructed without awaiting; the
+    suite awaits its ``close()`` in the test's own event loop), or both. Flavours without a
+    fixture are not run. A subclass that defines its own ``pytest_generate_tests`` must call
+    ``super().pytest_generate_tests(metafunc)``.
+
+    Attributes:
+        declares_idempotent: ``True`` makes the idempotent group fail, instead of skip, when the
+            store is not idempotent.
+    """
+
+    declares_idempotent: ClassVar[bool] = False
+
+    def chronica_targets(self, metafunc: pytest.Metafunc) -> list[Target]:
+        """Return what each case runs against: one :class:`Target` per supplied flavour.
+
+        Raises ``pytest.UsageError`` (a collection error) when neither fixture is supplied.
+        """
+        flavours = [flavour for flavour, name in FLAVOUR_FIXTURES.items() if _fixture_visible(metafunc, name)]
+        if not flavours:
+            owner = metafunc.cls.__name__ if metafunc.cls is not None else metafunc.module.__name__
+            raise pytest.UsageError(
+                f"{owner} runs the Chronica conformance suite but supplies neither a `store` "
+                "nor an `async_store` fixture"
+            )
+        return [Target(flavour) for flavour in flavours]
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """Parametrise every case that uses ``chronica_harness`` by :meth:`chronica_targets`."""
+        if "chronica_target" in metafunc.fixturenames:
+            targets = self.chronica_targets(metafunc)
+            metafunc.parametrize("chronica_target", targets, ids=[target.id for target in targets])
+
+    @pytest.fixture
+    def chronica_harness(self, request: pytest.FixtureRequest, chronica_target: Target) -> Iterator[Harness]:
+        """The store of the target's flavour, wrapped in a :class:`Harness`."""
+        harness: Harness
+        if chronica_target.flavour == "sync":
+            store: Store = request.getfixturevalue(FLAVOUR_FIXTURES["sync"])
+            harness = SyncHarness(store)
+        else:
+            async_store: AsyncStore = request.getfixturevalue(FLAVOUR_FIXTURES["async"])
+            harness = AsyncHarness(async_store)
+        declared = chronica_target.declares_idempotent
+        harness.declares_idempotent = self.declares_idempotent if declared is None else declared
+        try:
+            yield harness
+        finally:
+            harness.close()
+
+
+def new_id(label: str = "c") -> str:
+    """Return a fresh random chronicum id, ``conformance-<label>-<32 hex>``."""
+    return f"conformance-{label}-{uuid.uuid4().hex}"
+
+
+def new_owner(label: str = "ardian") -> str:
+    """Return a fresh owner id, ``<label>-<12 hex>``."""
+    return f"{label}-{uuid.uuid4().hex[:12]}"
+
+
+def new_chronicum(chronicum_id: str | None = None, owner_id: str | None = None) -> Chronicum:
+    """Return a chronicum to ``create``: a fresh id and owner unless given, started now (UTC)."""
+    return Chronicum(
+        id=chronicum_id if chronicum_id is not None else new_id(),
+        owner_id=owner_id if owner_id is not None else new_owner(),
+        started_at=datetime.now(UTC),
+    )
+
+
+def make_actum(
+    chronicum_id: str,
+    content: str = "hello",
+    *,
+    kind: ActumKind = ActumKind.MESSAGE,
+    actor_kind: ActorKind = ActorKind.HUMAN,
+    actor: str = "ardian",
+    actum_id: str | None = None,
+) -> Actum:
+    """Return an actum for ``chronicum_id`` with a fresh 32-hex id (as a store receives it)."""
+    return Actum(
+        chronicum_id=chronicum_id,
+        kind=kind,
+        actor_kind=actor_kind,
+        actor=actor,
+        content=content,
+        id=actum_id if actum_id is not None else new_actum_id(),
+    )
+
+
+def assert_aware_utc(moment: datetime | None, what: str) -> datetime:
+    """Assert ``moment`` is a timezone-aware UTC datetime and return it."""
+    assert isinstance(moment, datetime), f"{what} is {moment!r}, not a datetime"
+    assert moment.tzinfo is not None, f"{what} {moment!r} is naive; it must be timezone-aware UTC"
+    assert moment.utcoffset() == timedelta(0), f"{what} {moment!r} is not UTC"
+    return moment
+
+
+def assert_same_actum(stored: Actum, expected: Actum, *, at: datetime | None = None) -> None:
+    """Assert ``stored`` has every field of ``expected`` (``at`` within :data:`TIME_TOLERANCE` of ``at``)."""
+    assert isinstance(stored, Actum), f"expected an Actum, got {stored!r}"
+    for name in ("id", "chronicum_id", "kind", "actor_kind", "actor", "content"):
+        got, want = getattr(stored, name), getattr(expected, name)
+        assert got == want, f"actum {name}: stored {_short(got)}, expected {_short(want)}"
+    assert isinstance(stored.kind, ActumKind), f"kind {stored.kind!r} is not an ActumKind"
+    assert isinstance(stored.actor_kind, ActorKind), f"actor_kind {stored.actor_kind!r} is not an ActorKind"
+    moment = assert_aware_utc(stored.at, "actum.at")
+    if at is not None:
+        assert abs(moment - at) <= TIME_TOLERANCE, f"actum.at {moment} differs from {at}"
+
+
+def ids(acta: Sequence[Actum]) -> list[str]:
+    """Return the ids of ``acta`` in order."""
+    return [actum.id for actum in acta]
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"

@@ -1,0 +1,374 @@
+"""One face for both flavours, so that every conformance case is written once.
+
+A :class:`Harness` wraps the store under test and a Chronicarius over it. Its methods block and
+return plain values (or raise the store's errors) whichever flavour is underneath:
+:class:`SyncHarness` calls a :class:`~chronica_core.Store` directly and runs concurrent calls in
+threads; :class:`AsyncHarness` runs every call of an :class:`~chronica_core.AsyncStore` in one
+:class:`asyncio.Runner` (one event loop per test) and concurrent calls with :func:`asyncio.gather`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from chronica_core import (
+    ActaQuery,
+    ActorKind,
+    Actum,
+    ActumKind,
+    AsyncChronicarius,
+    AsyncIdempotentStore,
+    AsyncStore,
+    Chronicarius,
+    Chronicum,
+    ChronicumNotFound,
+    IdempotentStore,
+    Store,
+)
+
+__all__ = ["AsyncHarness", "Call", "Flavour", "Harness", "SyncHarness", "rules_call", "store_call"]
+
+Flavour = Literal["sync", "async"]
+"""Which face of the store a harness drives: blocking calls or coroutines."""
+
+CONCURRENT_TIMEOUT_SECONDS = 120.0
+"""How long concurrent calls may take before the case fails as hung (a guard, not a measurement)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One operation for :meth:`Harness.concurrently`.
+
+    Attributes:
+        target: ``"store"`` (the store under test) or ``"chronicarius"`` (the Chronicarius over it).
+        method: the method name, e.g. ``"record"`` or ``"record_actum"``.
+        args: positional arguments.
+        kwargs: keyword arguments.
+    """
+
+    target: Literal["store", "chronicarius"]
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+def store_call(method: str, *args: Any) -> Call:
+    """Return a :class:`Call` of the store method ``method`` with ``args``."""
+    return Call("store", method, args)
+
+
+def rules_call(method: str, *args: Any, **kwargs: Any) -> Call:
+    """Return a :class:`Call` of the Chronicarius method ``method`` with ``args`` and ``kwargs``."""
+    return Call("chronicarius", method, args, kwargs)
+
+
+class Harness(ABC):
+    """The store under test and a Chronicarius over it, driven by blocking calls.
+
+    Attributes:
+        flavour: ``"sync"`` or ``"async"``.
+        store: the store under test (a ``Store`` or an ``AsyncStore``).
+        chronicarius: a ``Chronicarius`` or ``AsyncChronicarius`` over :attr:`store`.
+        idempotent: whether the store is an ``IdempotentStore`` (``AsyncIdempotentStore``).
+        declares_idempotent: whether the suite was told the store is idempotent (then the
+            idempotent group fails instead of skipping when it is not).
+    """
+
+    flavour: Flavour
+    store: Any
+    chronicarius: Any
+    declares_idempotent: bool = False
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether the store under test offers ``record_idempotent``."""
+        expected = IdempotentStore if self.flavour == "sync" else AsyncIdempotentStore
+        return isinstance(self.store, expected)
+
+    @property
+    def store_name(self) -> str:
+        """The store's class name, for messages."""
+        return type(self.store).__name__
+
+    # -- the store, directly -------------------------------------------------------------------
+
+    def create(self, chronicum: Chronicum) -> None:
+        """``store.create(chronicum)``."""
+        self.perform(store_call("create", chronicum))
+
+    def get(self, chronicum_id: str) -> Chronicum:
+        """``store.get(chronicum_id)``."""
+        return cast(Chronicum, self.perform(store_call("get", chronicum_id)))
+
+    def record(self, actum: Actum) -> Actum:
+        """``store.record(actum)``."""
+        return cast(Actum, self.perform(store_call("record", actum)))
+
+    def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """``store.record_idempotent(actum, key)``."""
+        return cast(Actum, self.perform(store_call("record_idempotent", actum, key)))
+
+    def acta(self, chronicum_id: str, query: ActaQuery | None = None) -> list[Actum]:
+        """``store.acta(chronicum_id, query)``; ``None`` means every actum."""
+        return cast(list[Actum], self.perform(store_call("acta", chronicum_id, query or ActaQuery())))
+
+    # -- the Chronicarius over it ------------------------------------------------------------
+
+    def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
+        """``chronicarius.record_actum(owner_id, actum, idempotency_key=...)``."""
+        call = rules_call("record_actum", owner_id, actum, idempotency_key=idempotency_key)
+        return cast(Actum, self.perform(call))
+
+    def get_acta(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        *,
+        actum_kinds: Iterable[ActumKind | str] | None = None,
+        actor_kinds: Iterable[ActorKind | str] | None = None,
+        last_n: int = 0,
+    ) -> list[Actum]:
+        """``chronicarius.get_acta(owner_id, chronicum_id, ...)``."""
+        call = rules_call(
+            "get_acta",
+            owner_id,
+            chronicum_id,
+            actum_kinds=actum_kinds,
+            actor_kinds=actor_kinds,
+            last_n=last_n,
+        )
+        return cast(list[Actum], self.perform(call))
+
+    def get_chronicum(self, owner_id: str, chronicum_id: str) -> Chronicum:
+        """``chronicarius.get_chronicum(owner_id, chronicum_id)``."""
+        return cast(Chronicum, self.perform(rules_call("get_chronicum", owner_id, chronicum_id)))
+
+    # -- what differs between the flavours ---------------------------------------------------
+
+    @abstractmethod
+    def perform(self, call: Call) -> Any:
+        """Perform one call and return its result; the store's exception propagates."""
+
+    @abstractmethod
+    def concurrently(self, calls: Sequence[Call]) -> list[Any]:
+        """Start every call at once and wait for all of them.
+
+        Sync: one thread per call, released together by a barrier. Async: one task per call in
+        the harness's loop, under :func:`asyncio.gather`.
+
+        Returns:
+            For each call, in order, its result or the exception it raised.
+        """
+
+    @abstractmethod
+    def with_chronicarius(
+        self, *, owner_cache_size: int = 0, idempotent: bool = True, gate_first_reads: int = 0
+    ) -> Harness:
+        """Return a harness over the same store (and loop) with a new Chronicarius.
+
+        Args:
+            owner_cache_size: the new Chronicarius's owner cache (0: every call asks the store).
+            idempotent: ``False`` hides ``record_idempotent`` from the new Chronicarius, as a store
+                that is not idempotent would (rule R9).
+            gate_first_reads: when positive, a ``get`` that finds no chronicum waits until this
+                many such reads have happened before it raises ``ChronicumNotFound``: that many
+                concurrent first writes then all race to ``create`` (rule R4).
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the harness opened (for the async flavour: close the store, then the loop)."""
+
+
+class _GatedStoreView(Store):
+    """A view of a blocking store for one Chronicarius: may hide idempotency, may gate first reads."""
+
+    def __init__(self, store: Any, *, idempotent: bool, gate: threading.Barrier | None) -> None:
+        self._store = store
+        self._gate = gate
+        if idempotent and isinstance(store, IdempotentStore):
+            setattr(self, "record_idempotent", store.record_idempotent)  # noqa: B010 - only when it has one
+
+    def create(self, chronicum: Chronicum) -> None:
+        self._store.create(chronicum)
+
+    def record(self, actum: Actum) -> Actum:
+        return cast(Actum, self._store.record(actum))
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        return cast(list[Actum], self._store.acta(chronicum_id, query))
+
+    def get(self, chronicum_id: str) -> Chronicum:
+        try:
+            return cast(Chronicum, self._store.get(chronicum_id))
+        except ChronicumNotFound:
+            if self._gate is not None:
+                self._gate.wait()
+            raise
+
+    def close(self) -> None:
+        """The store under test is closed by its owner, not by a view."""
+
+
+class SyncHarness(Harness):
+    """Drives a blocking :class:`~chronica_core.Store`; concurrent calls run in threads.
+
+    Args:
+        store: the store under test; the harness never closes it (its fixture does).
+        chronicarius: the Chronicarius to use; a fresh one over ``store`` when ``None``.
+    """
+
+    flavour: Flavour = "sync"
+
+    def __init__(self, store: Store, *, chronicarius: Chronicarius | None = None) -> None:
+        self.store = store
+        self.chronicarius = chronicarius if chronicarius is not None else Chronicarius(store)
+
+    def perform(self, call: Call) -> Any:
+        """Call the method on the store or the Chronicarius."""
+        target = self.store if call.target == "store" else self.chronicarius
+        return getattr(target, call.method)(*call.args, **call.kwargs)
+
+    def concurrently(self, calls: Sequence[Call]) -> list[Any]:
+        """Run each call in its own thread, all released at once; see :meth:`Harness.concurrently`."""
+        return _in_threads([functools.partial(self.perform, call) for call in calls])
+
+    def with_chronicarius(
+        self, *, owner_cache_size: int = 0, idempotent: bool = True, gate_first_reads: int = 0
+    ) -> SyncHarness:
+        """See :meth:`Harness.with_chronicarius`."""
+        gate = (
+            threading.Barrier(gate_first_reads, timeout=CONCURRENT_TIMEOUT_SECONDS)
+            if gate_first_reads
+            else None
+        )
+        view = _GatedStoreView(self.store, idempotent=idempotent, gate=gate)
+        return SyncHarness(self.store, chronicarius=Chronicarius(view, owner_cache_size=owner_cache_size))
+
+    def close(self) -> None:
+        """Nothing to release: the store's fixture closes the store."""
+
+
+def _in_threads(functions: Sequence[Callable[[], Any]]) -> list[Any]:
+    """Run every function in its own thread, released together; return results or exceptions."""
+    outcomes: list[Any] = [None] * len(functions)
+    start = threading.Barrier(len(functions))
+
+    def work(index: int) -> None:
+        try:
+            start.wait()
+            outcomes[index] = functions[index]()
+        except BaseException as error:  # noqa: BLE001 - every outcome is handed back to the case
+            outcomes[index] = error
+
+    threads = [
+        threading.Thread(target=work, args=(index,), name=f"chronica-conformance-{index}", daemon=True)
+        for index in range(len(functions))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(CONCURRENT_TIMEOUT_SECONDS)
+        if thread.is_alive():
+            raise AssertionError(f"concurrent calls did not finish within {CONCURRENT_TIMEOUT_SECONDS} s")
+    return outcomes
+
+
+class _AsyncGatedStoreView(AsyncStore):
+    """The asyncio twin of :class:`_GatedStoreView`."""
+
+    def __init__(self, store: Any, *, idempotent: bool, gate: asyncio.Barrier | None) -> None:
+        self._store = store
+        self._gate = gate
+        if idempotent and isinstance(store, AsyncIdempotentStore):
+            setattr(self, "record_idempotent", store.record_idempotent)  # noqa: B010 - only when it has one
+
+    async def create(self, chronicum: Chronicum) -> None:
+        await self._store.create(chronicum)
+
+    async def record(self, actum: Actum) -> Actum:
+        return cast(Actum, await self._store.record(actum))
+
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        return cast(list[Actum], await self._store.acta(chronicum_id, query))
+
+    async def get(self, chronicum_id: str) -> Chronicum:
+        try:
+            return cast(Chronicum, await self._store.get(chronicum_id))
+        except ChronicumNotFound:
+            if self._gate is not None:
+                async with asyncio.timeout(CONCURRENT_TIMEOUT_SECONDS):
+                    await self._gate.wait()
+            raise
+
+    async def close(self) -> None:
+        """The store under test is closed by the harness, not by a view."""
+
+
+class AsyncHarness(Harness):
+    """Drives an :class:`~chronica_core.AsyncStore` in its own event loop.
+
+    Every call runs in one :class:`asyncio.Runner` owned by the harness; :meth:`close` awaits
+    ``store.close()`` in that loop, then closes the loop.
+
+    Args:
+        store: the store under test, constructed without awaiting (it connects lazily, inside
+            this harness's loop).
+        runner: the runner to share (used by :meth:`with_chronicarius`); a new one when ``None``.
+        chronicarius: the AsyncChronicarius to use; a fresh one over ``store`` when ``None``.
+    """
+
+    flavour: Flavour = "async"
+
+    def __init__(
+        self,
+        store: AsyncStore,
+        *,
+        runner: asyncio.Runner | None = None,
+        chronicarius: AsyncChronicarius | None = None,
+    ) -> None:
+        self.store = store
+        self.chronicarius = chronicarius if chronicarius is not None else AsyncChronicarius(store)
+        self._owns_runner = runner is None
+        self._runner = runner if runner is not None else asyncio.Runner()
+
+    def perform(self, call: Call) -> Any:
+        """Await the method on the store or the Chronicarius in the harness's loop."""
+        return self._runner.run(self._perform(call))
+
+    async def _perform(self, call: Call) -> Any:
+        target = self.store if call.target == "store" else self.chronicarius
+        return await getattr(target, call.method)(*call.args, **call.kwargs)
+
+    def concurrently(self, calls: Sequence[Call]) -> list[Any]:
+        """Run every call as a task under :func:`asyncio.gather`; see :meth:`Harness.concurrently`."""
+
+        async def together() -> list[Any]:
+            async with asyncio.timeout(CONCURRENT_TIMEOUT_SECONDS):
+                return await asyncio.gather(*(self._perform(call) for call in calls), return_exceptions=True)
+
+        return self._runner.run(together())
+
+    def with_chronicarius(
+        self, *, owner_cache_size: int = 0, idempotent: bool = True, gate_first_reads: int = 0
+    ) -> AsyncHarness:
+        """See :meth:`Harness.with_chronicarius`."""
+        gate = asyncio.Barrier(gate_first_reads) if gate_first_reads else None
+        view = _AsyncGatedStoreView(self.store, idempotent=idempotent, gate=gate)
+        chronicarius = AsyncChronicarius(view, owner_cache_size=owner_cache_size)
+        return AsyncHarness(self.store, runner=self._runner, chronicarius=chronicarius)
+
+    def close(self) -> None:
+        """Await ``store.close()`` in the harness's loop, then close the loop (if it owns them)."""
+        if not self._owns_runner:
+            return
+        try:
+            self._runner.run(self.store.close())
+        finally:
+            self._runner.close()

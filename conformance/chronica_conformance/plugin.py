@@ -1,0 +1,123 @@
+"""The pytest plugin (entry point ``pytest11``): ``--chronica-store URL`` and ``CHRONICA_TEST_STORES``.
+
+With either, the whole suite (:mod:`chronica_conformance.test_stores`) is added to the run once
+per URL, in each flavour the URL's backend provides. With neither, nothing is added: a run that
+collects the suite itself (``pytest --pyargs chronica_conformance`` or :func:`run` with no URLs)
+runs it against every installed backend that needs no server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chronica_conformance.profiles import load_profile_from_environment, register_profiles
+from chronica_core import ChronicaError, Store, open_store
+from chronica_core.registry import registry
+
+__all__ = [
+    "ENVIRONMENT_VARIABLE",
+    "StoreCache",
+    "discovered_urls",
+    "requested_urls",
+    "suite_module_path",
+    "suite_urls",
+]
+
+ENVIRONMENT_VARIABLE = "CHRONICA_TEST_STORES"
+"""Comma-separated store URLs to run the suite against, like repeated ``--chronica-store``."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--chronica-store URL`` (repeatable)."""
+    group = parser.getgroup("chronica", "Chronica conformance suite")
+    group.addoption(
+        "--chronica-store",
+        action="append",
+        default=[],
+        dest="chronica_stores",
+        metavar="URL",
+        help=(
+            "run the Chronica conformance suite against this store URL "
+            f"(repeatable; also ${ENVIRONMENT_VARIABLE}, comma-separated)"
+        ),
+    )
+
+
+def requested_urls(config: pytest.Config) -> list[str]:
+    """Return the URLs asked for by ``--chronica-store`` then ``CHRONICA_TEST_STORES``, each once."""
+    urls = list(config.getoption("chronica_stores", default=None) or [])
+    urls += [url.strip() for url in os.environ.get(ENVIRONMENT_VARIABLE, "").split(",")]
+    return list(dict.fromkeys(url for url in urls if url))
+
+
+def discovered_urls() -> list[str]:
+    """Return the example URL of every installed backend that needs no server."""
+    return [
+        item.backend.example_url
+        for item in registry().installed()
+        if not item.backend.needs_server and item.backend.example_url
+    ]
+
+
+def suite_urls(config: pytest.Config) -> list[str]:
+    """The URLs the suite module runs against: the requested ones, else the discovered ones."""
+    return requested_urls(config) or discovered_urls()
+
+
+def suite_module_path() -> str:
+    """The file of :mod:`chronica_conformance.test_stores`, the module the plugin adds to a run."""
+    return str(Path(__file__).with_name("test_stores.py"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the hypothesis profiles; with requested URLs, check them and add the suite module.
+
+    Raises ``pytest.UsageError`` for a URL no installed backend handles (the message says what
+    to install).
+    """
+    register_profiles()
+    load_profile_from_environment()
+    urls = requested_urls(config)
+    if not urls:
+        return
+    for url in urls:
+        try:
+            registry().backend_for(url)
+        except ChronicaError as error:
+            raise pytest.UsageError(f"--chronica-store {url}: {error}") from error
+    path = suite_module_path()
+    if not any(Path(arg.split("::")[0]).resolve() == Path(path).resolve() for arg in config.args):
+        config.args.append(path)
+
+
+class StoreCache:
+    """Blocking stores opened by URL, shared by every case of a session, closed at its end."""
+
+    def __init__(self) -> None:
+        self._stores: dict[str, Store] = {}
+
+    def store(self, url: str) -> Store:
+        """Return the store for ``url``, opening it with ``open_store`` on first use."""
+        if url not in self._stores:
+            self._stores[url] = open_store(url)
+        return self._stores[url]
+
+    def close(self) -> None:
+        """Close every store opened."""
+        while self._stores:
+            _, store = self._stores.popitem()
+            store.close()
+
+
+@pytest.fixture(scope="session")
+def chronica_store_cache() -> Iterator[StoreCache]:
+    """The session's :class:`StoreCache`."""
+    cache = StoreCache()
+    try:
+        yield cache
+    finally:
+        cache.close()

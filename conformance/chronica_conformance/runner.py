@@ -1,0 +1,32 @@
+"""Run the conformance suite from Python or the ``chronica conformance`` CLI."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import pytest
+
+__all__ = ["run"]
+
+
+def run(urls: Sequence[str], pytest_args: Sequence[str] = ()) -> int:
+    """Run the whole suite against each store URL through ``pytest.main``.
+
+    Args:
+        urls: store URLs (``memory://``, ``postgresql://...``); empty runs every installed backend
+            that needs no server.
+        pytest_args: further pytest arguments, e.g. ``["-q", "-x"]``.
+
+    Returns:
+        pytest's exit code: 0 only when every case passed (1 some failed, 4 a usage error such
+        as a URL no installed backend handles, 5 nothing was collected).
+    """
+    from chronica_conformance.plugin import suite_module_path
+
+    args = [suite_module_path(), "-p", "no:cacheprovider"]
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        args += ["-p", "chronica_conformance.plugin"]
+    for url in urls:
+        args += ["--chronica-store", url]
+    return int(pytest.main([*args, *pytest_args]))

@@ -1,0 +1,40 @@
+"""The whole conformance suite against store URLs (``--chronica-store``, ``CHRONICA_TEST_STORES``).
+
+Collected when the plugin adds it for requested URLs, or by ``pytest --pyargs chronica_conformance``
+(then, without URLs, against every installed backend that needs no server).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chronica_conformance import ConformanceSuite, Target
+from chronica_conformance.plugin import StoreCache, suite_urls
+from chronica_core import AsyncStore, Store, open_async_store
+from chronica_core.registry import registry
+
+
+class TestChronicaStores(ConformanceSuite):
+    """Every case, for each URL, in each flavour its backend provides (ids: ``[<url>-<flavour>]``)."""
+
+    def chronica_targets(self, metafunc: pytest.Metafunc) -> list[Target]:
+        """One target per URL and flavour; a backend declaring idempotency must be idempotent."""
+        targets: list[Target] = []
+        for url in suite_urls(metafunc.config):
+            backend = registry().backend_for(url)
+            targets.append(Target("sync", url, backend.idempotent))
+            if backend.open_async is not None:
+                targets.append(Target("async", url, backend.idempotent))
+        return targets
+
+    @pytest.fixture
+    def store(self, chronica_target: Target, chronica_store_cache: StoreCache) -> Store:
+        """The blocking store for the target's URL, shared by the session."""
+        assert chronica_target.url is not None
+        return chronica_store_cache.store(chronica_target.url)
+
+    @pytest.fixture
+    def async_store(self, chronica_target: Target) -> AsyncStore:
+        """A fresh async store for the target's URL; the harness closes it in the test's loop."""
+        assert chronica_target.url is not None
+        return open_async_store(chronica_target.url)
