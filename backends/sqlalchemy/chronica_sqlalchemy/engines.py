@@ -1,0 +1,240 @@
+"""URLs and engines: which driver a URL gets (blocking or asyncio) and how SQLite is set up.
+
+URLs are parsed with SQLAlchemy's :func:`~sqlalchemy.engine.make_url`. A URL names a dialect and
+optionally a driver; the blocking store and the asyncio store each take the driver of their kind,
+so one URL serves both:
+
+=====================  =====================  =========================
+dialect                blocking driver        asyncio driver
+=====================  =====================  =========================
+``sqlite``             ``pysqlite`` (stdlib)  ``aiosqlite``
+``mysql``/``mariadb``  ``pymysql``            ``aiomysql``
+``postgresql``         ``psycopg``            ``psycopg`` (its async API)
+=====================  =====================  =========================
+
+A driver the URL names explicitly is kept when it is of the right kind and replaced by its twin
+otherwise (``sqlite+aiosqlite://`` opens a blocking store on ``pysqlite``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from chronica_core.errors import StoreError
+from sqlalchemy import Connection, Engine, create_engine, event, pool
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from chronica_sqlalchemy.plans import WRITE_OPTION
+
+__all__ = [
+    "DEFAULT_BUSY_TIMEOUT_SECONDS",
+    "DEFAULT_SYNCHRONOUS",
+    "EngineOptions",
+    "async_url",
+    "configure_sqlite",
+    "create_async_store_engine",
+    "create_store_engine",
+    "sync_url",
+]
+
+DEFAULT_SYNCHRONOUS = "FULL"
+"""SQLite's ``PRAGMA synchronous`` by default. In WAL mode ``FULL`` syncs the log at every commit,
+so an acknowledged write survives a power loss; ``NORMAL`` is faster but may lose the last
+commits on power loss (never on an application crash), and ``OFF`` may corrupt the file."""
+
+DEFAULT_BUSY_TIMEOUT_SECONDS = 30.0
+"""How long a SQLite writer waits for the write lock before giving up, in seconds."""
+
+_SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+_BLOCKING_DRIVERS = {"sqlite": "pysqlite", "mysql": "pymysql", "mariadb": "pymysql", "postgresql": "psycopg"}
+_ASYNC_DRIVERS = {"sqlite": "aiosqlite", "mysql": "aiomysql", "mariadb": "aiomysql", "postgresql": "psycopg"}
+_ASYNC_ONLY = frozenset({"aiosqlite", "aiomysql", "asyncmy", "asyncpg", "psycopg_async"})
+_BOTH = frozenset({"psycopg"})  # one driver name, a blocking and an asyncio dialect
+
+
+def _parse(url: str | URL) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError as error:
+        raise StoreError("sqlalchemy: open", f"not a SQLAlchemy URL: {error}") from error
+
+
+def _with_driver(url: URL, drivers: Mapping[str, str], keep: frozenset[str]) -> URL:
+    dialect, _, driver = url.drivername.partition("+")
+    if driver in keep or driver in _BOTH or dialect not in drivers:
+        return url
+    return url.set(drivername=f"{dialect}+{drivers[dialect]}")
+
+
+def sync_url(url: str | URL) -> URL:
+    """Return ``url`` with a blocking driver: its own if it names one, else the default (table above).
+
+    Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL.
+    """
+    parsed = _parse(url)
+    dialect, _, driver = parsed.drivername.partition("+")
+    if driver and driver not in _ASYNC_ONLY:
+        return parsed
+    return _with_driver(parsed, _BLOCKING_DRIVERS, frozenset())
+
+
+def async_url(url: str | URL) -> URL:
+    """Return ``url`` with an asyncio driver: its own if it names one, else its twin (table above).
+
+    Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL.
+    """
+    return _with_driver(_parse(url), _ASYNC_DRIVERS, _ASYNC_ONLY)
+
+
+class EngineOptions:
+    """The options ``open_store(url, **options)`` understands, parsed from strings or values.
+
+    Args:
+        options: ``schema`` (str), ``auto_migrate`` (bool, default true), ``synchronous``
+            (SQLite: ``OFF``/``NORMAL``/``FULL``/``EXTRA``, default ``FULL``), ``busy_timeout``
+            (SQLite: seconds, default 30), ``pool_size`` and ``max_overflow`` (ints), ``echo``
+            (bool). Values may be given as strings, as ``--option key=value`` does.
+
+    Raises:
+        StoreError: an unknown option or a value that cannot be used (the message names it).
+    """
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        unknown = sorted(set(options) - {"schema", "auto_migrate", "synchronous", "busy_timeout",
+                                         "pool_size", "max_overflow", "echo"})
+        if unknown:
+            raise StoreError("sqlalchemy: open", f"unknown option(s): {', '.join(unknown)}")
+        schema = options.get("schema")
+        self.schema: str | None = str(schema) if schema not in (None, "") else None
+        self.auto_migrate = _flag(options, "auto_migrate", default=True)
+        self.echo = _flag(options, "echo", default=False)
+        self.synchronous = str(options.get("synchronous", DEFAULT_SYNCHRONOUS)).upper()
+        if self.synchronous not in _SYNCHRONOUS_LEVELS:
+            raise StoreError(
+                "sqlalchemy: open",
+                f"option synchronous must be one of {', '.join(_SYNCHRONOUS_LEVELS)}, not {self.synchronous!r}",
+            )
+        self.busy_timeout = _number(options, "busy_timeout", DEFAULT_BUSY_TIMEOUT_SECONDS)
+        self.pool: dict[str, int] = {
+            name: int(_number(options, name, 0)) for name in ("pool_size", "max_overflow") if name in options
+        }
+
+
+def _flag(options: Mapping[str, Any], name: str, *, default: bool) -> bool:
+    value = options.get(name, default)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise StoreError("sqlalchemy: open", f"option {name} must be true or false, not {value!r}")
+
+
+def _number(options: Mapping[str, Any], name: str, default: float) -> float:
+    value = options.get(name, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise StoreError("sqlalchemy: open", f"option {name} must be a number, not {value!r}") from None
+    if number < 0:
+        raise StoreError("sqlalchemy: open", f"option {name} must not be negative, not {value!r}")
+    return number
+
+
+def _is_memory(url: URL) -> bool:
+    return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
+
+
+def _engine_arguments(url: URL, options: EngineOptions, queue_pool: type[pool.Pool]) -> tuple[URL, dict[str, Any]]:
+    """Return the URL and ``create_engine`` keyword arguments for the store's engine."""
+    arguments: dict[str, Any] = {"echo": options.echo}
+    dialect = url.get_backend_name()
+    if dialect in ("mysql", "mariadb"):
+        if "charset" not in url.query:
+            url = url.update_query_dict({"charset": "utf8mb4"})
+        arguments["isolation_level"] = "READ COMMITTED"
+        arguments["pool_pre_ping"] = False
+    if dialect == "sqlite" and _is_memory(url):
+        # One connection, shared by turns: every thread and task sees the same in-memory database.
+        arguments.update(poolclass=queue_pool, pool_size=1, max_overflow=0, pool_timeout=options.busy_timeout)
+        if url.get_driver_name() == "pysqlite":
+            arguments["connect_args"] = {"check_same_thread": False}
+    elif dialect != "sqlite" or options.pool:
+        arguments.update(options.pool)
+    return url, arguments
+
+
+def create_store_engine(url: str | URL, options: EngineOptions) -> Engine:
+    """Create the blocking engine for ``url`` (SQLite gets :func:`configure_sqlite`).
+
+    Raises ``StoreError`` for a URL SQLAlchemy cannot use; a missing driver raises
+    ``ModuleNotFoundError`` (the registry reports it as ``BackendUnavailable``).
+    """
+    parsed, arguments = _engine_arguments(sync_url(url), options, pool.QueuePool)
+    try:
+        engine = create_engine(parsed, **arguments)
+    except ArgumentError as error:
+        raise StoreError("sqlalchemy: open", str(error)) from error
+    if engine.dialect.name == "sqlite":
+        configure_sqlite(engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
+    return engine
+
+
+def create_async_store_engine(url: str | URL, options: EngineOptions) -> AsyncEngine:
+    """Create the asyncio engine for ``url``; same rules and errors as :func:`create_store_engine`."""
+    parsed, arguments = _engine_arguments(async_url(url), options, pool.AsyncAdaptedQueuePool)
+    try:
+        engine = create_async_engine(parsed, **arguments)
+    except ArgumentError as error:
+        raise StoreError("sqlalchemy: open", str(error)) from error
+    if engine.dialect.name == "sqlite":
+        configure_sqlite(engine.sync_engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
+    return engine
+
+
+def configure_sqlite(
+    engine: Engine,
+    *,
+    synchronous: str = DEFAULT_SYNCHRONOUS,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT_SECONDS,
+) -> None:
+    """Set up a SQLite engine (blocking, or an ``AsyncEngine.sync_engine``) for many writers.
+
+    Every new connection gets WAL mode (file databases), ``PRAGMA synchronous`` as given, a busy
+    timeout of ``busy_timeout`` seconds and foreign keys on. SQLAlchemy, not the driver, begins
+    transactions: ``BEGIN IMMEDIATE`` on connections that write (so a writer waits for the lock
+    up front, under the busy timeout, instead of failing with "database is locked" when it tries
+    to upgrade a read lock), a plain ``BEGIN`` on those that only read. Calling it twice on one
+    engine does nothing more.
+    """
+    if event.contains(engine, "begin", _begin):
+        return
+    pragmas = (
+        f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}",
+        "PRAGMA journal_mode = WAL",
+        f"PRAGMA synchronous = {synchronous}",
+        "PRAGMA foreign_keys = ON",
+    )
+
+    def connect(dbapi_connection: Any, connection_record: Any) -> None:
+        dbapi_connection.isolation_level = None  # the driver issues no BEGIN of its own
+        cursor = dbapi_connection.cursor()
+        try:
+            for pragma in pragmas:
+                cursor.execute(pragma)
+        finally:
+            cursor.close()
+
+    event.listen(engine, "connect", connect)
+    event.listen(engine, "begin", _begin)
+
+
+def _begin(connection: Connection) -> None:
+    writes = connection.get_execution_options().get(WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")

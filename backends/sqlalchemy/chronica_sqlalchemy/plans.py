@@ -1,0 +1,403 @@
+"""Every store operation written once, as a plan that does no I/O (see :mod:`chronica_core.plans`).
+
+A plan yields :class:`Step` values (execute a statement, commit, roll back) and receives each
+step's outcome (a SQLAlchemy ``CursorResult`` for ``execute``). It builds the statements' parameters,
+turns rows into :class:`Actum` and :class:`Chronicum`, and turns SQLAlchemy errors into Chronica
+errors. :func:`execute_plan` performs the steps on one connection of a blocking ``Engine``; the
+asyncio store runs that same function inside SQLAlchemy's greenlet bridge on its ``AsyncEngine``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from contextlib import ExitStack
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, NamedTuple, TypeVar
+
+from chronica_core.errors import ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
+from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.plans import Plan, run_plan
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    Dialect,
+    Engine,
+    Executable,
+    Integer,
+    Select,
+    bindparam,
+    func,
+    insert,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.schema import CreateSchema, CreateTable
+
+from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables, is_mysql
+
+__all__ = ["COMMIT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "execute_plan"]
+
+Result = TypeVar("Result")
+
+WRITE_OPTION = "chronica_write"
+"""Execution option marking a connection that writes (SQLite then begins with ``BEGIN IMMEDIATE``)."""
+
+_COMPONENT = "chronica"
+_LOCK_TIMEOUT_SECONDS = 60
+_KINDS = {kind.value: kind for kind in ActumKind}
+_ACTOR_KINDS = {actor_kind.value: actor_kind for actor_kind in ActorKind}
+
+
+class Step(NamedTuple):
+    """One thing to do on the plan's connection: call its ``method`` with ``args``.
+
+    Attributes:
+        method: ``"execute"``, ``"commit"`` or ``"rollback"``.
+        args: the arguments, e.g. ``(statement, parameters)`` for ``execute``.
+        write: whether the connection must be a writing one (only the first step's flag counts).
+    """
+
+    method: str
+    args: tuple[Any, ...] = ()
+    write: bool = False
+
+
+COMMIT = Step("commit")
+ROLLBACK = Step("rollback")
+
+
+def _execute(statement: Executable, parameters: dict[str, Any] | None = None, *, write: bool = False) -> Step:
+    return Step("execute", (statement, parameters or {}), write)
+
+
+def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
+    """Run ``plan`` on one connection of ``engine`` (taken at the first step, returned at the end).
+
+    Runs as plain blocking code; the asyncio store calls it through SQLAlchemy's greenlet bridge
+    with its ``AsyncEngine.sync_engine``. A failure to connect is thrown into the plan like any
+    other step's failure, so the plan's error translation covers it. Returns the plan's result.
+    """
+    with ExitStack() as stack:
+        held: list[Connection] = []
+
+        def perform(step: Step) -> Any:
+            if not held:
+                held.append(stack.enter_context(engine.connect()))
+                if step.write:
+                    held[0].execution_options(**{WRITE_OPTION: True})
+            return getattr(held[0], step.method)(*step.args)
+
+        return run_plan(plan, perform)
+
+
+def _detail(error: SQLAlchemyError) -> str:
+    """The driver's own message, without SQLAlchemy's echo of the statement and its parameters."""
+    if isinstance(error, DBAPIError) and error.orig is not None:
+        return f"{type(error.orig).__name__}: {error.orig}".strip()
+    return f"{type(error).__name__}: {error}"
+
+
+def _translated(operation: str, plan: Plan[Step, Result]) -> Plan[Step, Result]:
+    """Run ``plan``, turning any SQLAlchemy error into ``StoreError("sqlalchemy: <operation>", ...)``."""
+    try:
+        return (yield from plan)
+    except ChronicaError:
+        raise
+    except SQLAlchemyError as error:
+        raise StoreError(f"sqlalchemy: {operation}", _detail(error)) from error
+
+
+class Plans:
+    """The statements of one store, built once for its dialect and tables, and its operations as plans.
+
+    Args:
+        tables: the table definitions (see :class:`chronica_sqlalchemy.schema.Tables`).
+        dialect: the engine's dialect; decides how the per-chronicum counter is read back and how
+            migrations are locked.
+        schema: the schema (database, on MariaDB/MySQL) holding the tables, created if missing;
+            ``None`` for the connection's default.
+    """
+
+    def __init__(self, tables: Tables, dialect: Dialect, schema: str | None = None) -> None:
+        self.tables = tables
+        self.dialect_name = "mysql" if is_mysql(dialect) else dialect.name
+        self.schema = schema
+        chronica, acta = tables.chronica, tables.acta
+        self._insert_chronicum = insert(chronica)
+        self._select_chronicum = select(
+            chronica.c.id, chronica.c.owner_id, chronica.c.started_at, chronica.c.last_actum_at
+        ).where(chronica.c.id == bindparam("id"))
+        advance = (
+            update(chronica)
+            .where(chronica.c.id == bindparam("chronicum_id"))
+            .values(last_actum_at=bindparam("at"))
+        )
+        if dialect.update_returning:
+            self._counter = "returning"
+            self._advance: Executable = advance.values(last_seq=chronica.c.last_seq + 1).returning(
+                chronica.c.last_seq
+            )
+        elif self.dialect_name == "mysql":
+            # One round trip: LAST_INSERT_ID(expr) hands the new value to the client as lastrowid.
+            self._counter = "lastrowid"
+            self._advance = advance.values(last_seq=func.last_insert_id(chronica.c.last_seq + 1))
+        else:
+            self._counter = "select"
+            self._advance = advance.values(last_seq=chronica.c.last_seq + 1)
+        self._select_counter = select(chronica.c.last_seq).where(chronica.c.id == bindparam("chronicum_id"))
+        self._insert_actum = insert(acta)
+        self._actum_columns = (
+            acta.c.id,
+            acta.c.kind,
+            acta.c.actor_kind,
+            acta.c.actor,
+            acta.c.content,
+            acta.c.at,
+        )
+        self._select_keyed = select(*self._actum_columns).where(
+            acta.c.chronicum_id == bindparam("chronicum_id"),
+            acta.c.idempotency_key == bindparam("idempotency_key"),
+        )
+        self._windows: dict[tuple[bool, bool, bool], Select[Any]] = {}
+        self._lock_key = self._migration_lock_key()
+
+    # --- the store's operations -------------------------------------------------------------
+
+    def create(self, chronicum: Chronicum) -> Plan[Step, None]:
+        """Save ``chronicum``; ``ChronicumExists`` if the primary key is taken (read back to be sure)."""
+        return _translated("create chronicum", self._create(chronicum))
+
+    def get(self, chronicum_id: str) -> Plan[Step, Chronicum]:
+        """Return the chronicum; ``ChronicumNotFound`` if there is none."""
+        return _translated("get chronicum", self._get(chronicum_id))
+
+    def record(self, actum: Actum) -> Plan[Step, Actum]:
+        """Append ``actum`` at the chronicum's next ``seq``; ``ChronicumNotFound`` if there is none."""
+        return _translated("record actum", self._record(actum, None))
+
+    def record_idempotent(self, actum: Actum, key: str) -> Plan[Step, Actum]:
+        """Append ``actum`` under ``key``, or return the actum the key already holds in the chronicum."""
+        return _translated("record actum", self._record(actum, key))
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
+        """Return the context window in one query; ``ChronicumNotFound`` if the chronicum is missing."""
+        return _translated("get acta", self._acta(chronicum_id, query))
+
+    def migrate(self) -> Plan[Step, None]:
+        """Create the tables, or bring them to :data:`SCHEMA_VERSION`, under a lock (see :meth:`_migrate`)."""
+        return _translated("migrate", self._migrate())
+
+    # --- the plans --------------------------------------------------------------------------
+
+    def _create(self, chronicum: Chronicum) -> Plan[Step, None]:
+        row = {
+            "id": chronicum.id,
+            "owner_id": chronicum.owner_id,
+            "started_at": chronicum.started_at,
+            "last_actum_at": chronicum.last_actum_at,
+            "last_seq": 0,
+        }
+        try:
+            yield _execute(self._insert_chronicum, row, write=True)
+            yield COMMIT
+        except IntegrityError:
+            yield ROLLBACK
+            existing: CursorResult[Any] = yield _execute(self._select_chronicum, {"id": chronicum.id})
+            if existing.first() is not None:
+                raise ChronicumExists(chronicum.id) from None
+            raise
+
+    def _get(self, chronicum_id: str) -> Plan[Step, Chronicum]:
+        result: CursorResult[Any] = yield _execute(self._select_chronicum, {"id": chronicum_id})
+        row = result.first()
+        if row is None:
+            raise ChronicumNotFound(chronicum_id)
+        return Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3])
+
+    def _advance_counter(self, chronicum_id: str, at: datetime) -> Plan[Step, int | None]:
+        """Move the chronicum's counter and ``last_actum_at``; return the new ``seq`` (``None``: missing).
+
+        The update also locks the chronicum's row until commit, so the writers of one chronicum
+        take their turns: that turn is the actum's place in the chronicum.
+        """
+        result: CursorResult[Any] = yield _execute(
+            self._advance, {"chronicum_id": chronicum_id, "at": at}, write=True
+        )
+        if self._counter == "returning":
+            row = result.first()
+            return None if row is None else int(row[0])
+        if result.rowcount == 0:
+            return None
+        if self._counter == "lastrowid":
+            return int(result.lastrowid)
+        counter: CursorResult[Any] = yield _execute(self._select_counter, {"chronicum_id": chronicum_id})
+        return int(counter.scalar_one())
+
+    def _record(self, actum: Actum, key: str | None) -> Plan[Step, Actum]:
+        at = datetime.now(UTC)
+        try:
+            seq = yield from self._advance_counter(actum.chronicum_id, at)
+            if seq is None:
+                raise ChronicumNotFound(actum.chronicum_id)
+            row = {
+                "chronicum_id": actum.chronicum_id,
+                "seq": seq,
+                "id": actum.id,
+                "kind": actum.kind.value,
+                "actor_kind": actum.actor_kind.value,
+                "actor": actum.actor,
+                "content": actum.content,
+                "at": at,
+                "idempotency_key": key,
+            }
+            yield _execute(self._insert_actum, row)
+            yield COMMIT
+        except IntegrityError:
+            if key is None:
+                raise
+            # Another write holds the key: discard ours and read theirs back (a fresh transaction).
+            yield ROLLBACK
+            keyed: CursorResult[Any] = yield _execute(
+                self._select_keyed, {"chronicum_id": actum.chronicum_id, "idempotency_key": key}
+            )
+            first = keyed.first()
+            if first is None:
+                raise
+            return self._actum(actum.chronicum_id, first, 0)
+        return replace(actum, at=at)
+
+    def _acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
+        parameters: dict[str, Any] = {"chronicum_id": chronicum_id}
+        if query.actum_kinds is not None:
+            parameters["actum_kinds"] = [kind.value for kind in query.actum_kinds]
+        if query.actor_kinds is not None:
+            parameters["actor_kinds"] = [actor_kind.value for actor_kind in query.actor_kinds]
+        if query.last_n > 0:
+            parameters["last_n"] = query.last_n
+        statement = self._window(
+            query.actum_kinds is not None, query.actor_kinds is not None, query.last_n > 0
+        )
+        result: CursorResult[Any] = yield _execute(statement, parameters)
+        rows = result.all()
+        if not rows:
+            raise ChronicumNotFound(chronicum_id)
+        return [self._actum(chronicum_id, row, 2) for row in rows if row[1] is not None]
+
+    def _window(self, by_kind: bool, by_actor_kind: bool, limited: bool) -> Select[Any]:
+        """The one query of a context window, built once per shape.
+
+        The chronicum's row is outer-joined to the filtered, limited acta: no row at all means
+        the chronicum is missing; one row of ``NULL`` acta means it has none that match.
+        Filters come first, then the newest ``last_n`` by ``seq``, then oldest first.
+        """
+        shape = (by_kind, by_actor_kind, limited)
+        statement = self._windows.get(shape)
+        if statement is not None:
+            return statement
+        chronica, acta = self.tables.chronica, self.tables.acta
+        recent = select(acta.c.seq, *self._actum_columns).where(
+            acta.c.chronicum_id == bindparam("chronicum_id")
+        )
+        if by_kind:
+            recent = recent.where(acta.c.kind.in_(bindparam("actum_kinds", expanding=True)))
+        if by_actor_kind:
+            recent = recent.where(acta.c.actor_kind.in_(bindparam("actor_kinds", expanding=True)))
+        if limited:
+            recent = recent.order_by(acta.c.seq.desc()).limit(bindparam("last_n", type_=Integer()))
+        window = recent.subquery("recent")
+        statement = (
+            select(chronica.c.id, window.c.seq, *(window.c[column.name] for column in self._actum_columns))
+            .select_from(chronica.outerjoin(window, true()))
+            .where(chronica.c.id == bindparam("chronicum_id"))
+            .order_by(window.c.seq)
+        )
+        self._windows[shape] = statement
+        return statement
+
+    @staticmethod
+    def _actum(chronicum_id: str, row: Any, offset: int) -> Actum:
+        """Turn ``row[offset:]`` (id, kind, actor kind, actor, content, at) into an actum."""
+        return Actum(
+            chronicum_id=chronicum_id,
+            id=row[offset],
+            kind=_KINDS[row[offset + 1]],
+            actor_kind=_ACTOR_KINDS[row[offset + 2]],
+            actor=row[offset + 3],
+            content=row[offset + 4],
+            at=row[offset + 5],
+        )
+
+    # --- migration --------------------------------------------------------------------------
+
+    def _migrate(self) -> Plan[Step, None]:
+        """Bring the tables to :data:`SCHEMA_VERSION`, safe with many processes starting at once.
+
+        Serialised per database (and schema): SQLite by ``BEGIN IMMEDIATE`` (its DDL is
+        transactional), PostgreSQL by a transaction-scoped advisory lock, MariaDB/MySQL by
+        ``GET_LOCK`` (its DDL commits by itself, so the lock is held by the session and
+        released at the end). Every ``CREATE`` also says ``IF NOT EXISTS``.
+        """
+        locked = yield from self._lock()
+        try:
+            yield from self._create_tables()
+        except GeneratorExit:
+            raise
+        except BaseException:
+            if locked:
+                yield from self._unlock()
+            raise
+        if locked:
+            yield from self._unlock()
+
+    def _create_tables(self) -> Plan[Step, None]:
+        tables = self.tables
+        if self.schema is not None and self.dialect_name in ("postgresql", "mysql"):
+            yield _execute(CreateSchema(self.schema, if_not_exists=True), write=True)
+        yield _execute(CreateTable(tables.versions, if_not_exists=True), write=True)
+        result: CursorResult[Any] = yield _execute(
+            select(tables.versions.c.version).where(tables.versions.c.component == _COMPONENT)
+        )
+        version = result.scalar()
+        if version is not None and version > SCHEMA_VERSION:
+            raise StoreError(
+                "sqlalchemy: migrate",
+                f"the database is at schema version {version}, newer than this chronica-sqlalchemy "
+                f"knows ({SCHEMA_VERSION}); upgrade chronica-sqlalchemy",
+            )
+        if version is None:
+            yield _execute(CreateTable(tables.chronica, if_not_exists=True))
+            yield _execute(CreateTable(tables.acta, if_not_exists=True))
+            yield _execute(insert(tables.versions), {"component": _COMPONENT, "version": SCHEMA_VERSION})
+        yield COMMIT
+
+    def _lock(self) -> Plan[Step, bool]:
+        """Take the migration lock; return whether it must be released by :meth:`_unlock`."""
+        if self.dialect_name == "postgresql":
+            yield _execute(select(func.pg_advisory_xact_lock(self._lock_key)), write=True)
+        elif self.dialect_name == "mysql":
+            result: CursorResult[Any] = yield _execute(
+                select(func.get_lock(self._lock_name(), _LOCK_TIMEOUT_SECONDS)), write=True
+            )
+            if result.scalar() != 1:
+                raise StoreError(
+                    "sqlalchemy: migrate",
+                    f"could not take the migration lock within {_LOCK_TIMEOUT_SECONDS} seconds",
+                )
+            return True
+        return False
+
+    def _unlock(self) -> Plan[Step, None]:
+        yield _execute(select(func.release_lock(self._lock_name())))
+
+    def _lock_name(self) -> Any:
+        """A MariaDB/MySQL lock name (server-wide, at most 64 characters), one per database."""
+        database = self.schema if self.schema is not None else func.database()
+        return func.concat("chronica:", func.sha1(func.concat("chronica-sqlalchemy:", database)))
+
+    def _migration_lock_key(self) -> int:
+        """A signed 64-bit advisory lock key, one per schema (the database is implied)."""
+        digest = hashlib.sha256(f"chronica-sqlalchemy:migrate:{self.schema or ''}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)

@@ -1,0 +1,198 @@
+"""The tables and column types, the same on every dialect (DESIGN §6, §7).
+
+Three tables (names may be qualified by a schema):
+
+- ``chronica``: one row a chronicum: ``id``, ``owner_id``, ``started_at``, ``last_actum_at`` and
+  ``last_seq``, the counter that hands each actum its place in the chronicum.
+- ``acta``: one row an actum, keyed by ``(chronicum_id, seq)``; ``seq`` is assigned by the store
+  (1, 2, 3, ... per chronicum, in the order writes were serialised) and is the only thing that
+  orders acta. A unique constraint on ``(chronicum_id, idempotency_key)`` makes a retried write
+  land once; acta written without a key have ``NULL`` there, and ``NULL`` never collides.
+- ``chronica_schema``: the schema version, so that a newer release can migrate an older database.
+
+Ids are data: on MariaDB/MySQL they use a binary collation without padding, so ``'a'`` and
+``'A'`` differ and so do ``'a'`` and ``'a '``. Timestamps are stored as UTC and always come back
+timezone-aware UTC, also on dialects whose column type keeps no zone. Content is ``TEXT`` (``LONGTEXT``
+on MariaDB/MySQL); on PostgreSQL, whose ``text`` cannot hold ``"\\x00"``, it is ``bytea`` holding UTF-8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Dialect,
+    ForeignKeyConstraint,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects import mysql
+from sqlalchemy.types import TypeEngine
+
+__all__ = ["ID_LENGTH", "SCHEMA_VERSION", "Content", "Identifier", "Tables", "UTCDateTime", "is_mysql"]
+
+SCHEMA_VERSION = 1
+"""The version of the tables this release creates and expects."""
+
+ID_LENGTH = 255
+"""The longest chronicum id, actum id, owner id, actor and idempotency key, in characters."""
+
+_MYSQL_CHARSET = "utf8mb4"
+
+
+def is_mysql(dialect: Dialect) -> bool:
+    """Whether ``dialect`` speaks to MariaDB or MySQL (named ``mysql`` or ``mariadb``)."""
+    return dialect.name in ("mysql", "mariadb")
+
+
+def _mysql_binary_collation(dialect: Dialect) -> str:
+    """A utf8mb4 collation comparing code points exactly, trailing spaces included (NO PAD)."""
+    if getattr(dialect, "is_mariadb", False):
+        return "utf8mb4_nopad_bin"  # MariaDB 10.2+; utf8mb4_bin would ignore trailing spaces
+    version = dialect.server_version_info or (8, 0, 17)
+    return "utf8mb4_0900_bin" if version >= (8, 0, 17) else "utf8mb4_bin"
+
+
+class Identifier(TypeDecorator[str]):
+    """An id compared byte for byte: ``VARCHAR(255)``, binary NO PAD collation on MariaDB/MySQL."""
+
+    impl = String(ID_LENGTH)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if is_mysql(dialect):
+            return dialect.type_descriptor(
+                mysql.VARCHAR(
+                    ID_LENGTH, charset=_MYSQL_CHARSET, collation=_mysql_binary_collation(dialect)
+                )
+            )
+        return dialect.type_descriptor(String(ID_LENGTH))
+
+
+class Content(TypeDecorator[str]):
+    """Actum content: any ``str`` (every plane, ``"\\x00"``, megabytes) that round-trips exactly."""
+
+    impl = Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if is_mysql(dialect):
+            return dialect.type_descriptor(mysql.LONGTEXT(charset=_MYSQL_CHARSET))
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(LargeBinary())
+        return dialect.type_descriptor(Text())
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
+        if value is not None and dialect.name == "postgresql":
+            return value.encode("utf-8")
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
+        if isinstance(value, bytes | memoryview):
+            return bytes(value).decode("utf-8")
+        return value  # type: ignore[no-any-return]
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A moment stored as UTC (microseconds kept) and read back as a timezone-aware UTC datetime."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if is_mysql(dialect):
+            return dialect.type_descriptor(mysql.DATETIME(fsp=6))
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(DateTime(timezone=True))
+        return dialect.type_descriptor(DateTime())
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+        return value if dialect.name == "postgresql" else value.replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """The three tables of one store, optionally inside a named schema (database on MariaDB/MySQL).
+
+    Attributes:
+        metadata: the :class:`MetaData` holding them.
+        chronica: one row a chronicum.
+        acta: one row an actum.
+        versions: one row: the schema version.
+    """
+
+    metadata: MetaData
+    chronica: Table
+    acta: Table
+    versions: Table
+
+    @classmethod
+    def build(cls, schema: str | None = None) -> Tables:
+        """Return the table definitions, qualified by ``schema`` when it is given."""
+        metadata = MetaData(schema=schema)
+        table_options = {"mysql_engine": "InnoDB", "mysql_charset": _MYSQL_CHARSET}
+        chronica = Table(
+            "chronica",
+            metadata,
+            Column("id", Identifier(), nullable=False),
+            Column("owner_id", Identifier(), nullable=False),
+            Column("started_at", UTCDateTime(), nullable=False),
+            Column("last_actum_at", UTCDateTime(), nullable=True),
+            Column("last_seq", BigInteger(), nullable=False),
+            PrimaryKeyConstraint("id", name="chronica_pkey"),
+            **table_options,
+        )
+        acta = Table(
+            "acta",
+            metadata,
+            Column("chronicum_id", Identifier(), nullable=False),
+            Column("seq", BigInteger(), nullable=False, autoincrement=False),
+            Column("id", Identifier(), nullable=False),
+            Column("kind", String(16), nullable=False),
+            Column("actor_kind", String(16), nullable=False),
+            Column("actor", Identifier(), nullable=False),
+            Column("content", Content(), nullable=False),
+            Column("at", UTCDateTime(), nullable=False),
+            Column("idempotency_key", Identifier(), nullable=True),
+            PrimaryKeyConstraint("chronicum_id", "seq", name="acta_pkey"),
+            UniqueConstraint("chronicum_id", "idempotency_key", name="acta_idempotency_key"),
+            ForeignKeyConstraint(
+                ["chronicum_id"],
+                [chronica.c.id],
+                name="acta_chronicum_fkey",
+            ),
+            **table_options,
+        )
+        versions = Table(
+            "chronica_schema",
+            metadata,
+            Column("component", String(64), nullable=False),
+            Column("version", Integer(), nullable=False),
+            PrimaryKeyConstraint("component", name="chronica_schema_pkey"),
+            **table_options,
+        )
+        return cls(metadata, chronica, acta, versions)

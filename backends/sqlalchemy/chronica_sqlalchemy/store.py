@@ -1,0 +1,201 @@
+"""The blocking and the asyncio SQLAlchemy stores: thin executors of the plans in :mod:`.plans`.
+
+Both keep DESIGN §6 on every dialect (checked by ``chronica-conformance``): acta ordered by a
+per-chronicum ``seq`` the store assigns, "missing" told apart from "empty", the context window in
+one query with the filters before the limit, idempotency through a unique constraint and a
+read-back. Neither checks owners nor validates: that is ``Chronicarius``'s job.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from chronica_core.errors import StoreError
+from chronica_core.model import ActaQuery, Actum, Chronicum
+from chronica_core.plans import Plan
+from chronica_core.store import AsyncIdempotentStore, IdempotentStore
+from sqlalchemy import Engine
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.util import greenlet_spawn
+
+from chronica_sqlalchemy.engines import (
+    EngineOptions,
+    configure_sqlite,
+    create_async_store_engine,
+    create_store_engine,
+)
+from chronica_sqlalchemy.plans import Plans, Step, execute_plan
+from chronica_sqlalchemy.schema import Tables
+
+__all__ = ["AsyncSQLAlchemyStore", "SQLAlchemyStore"]
+
+Result = TypeVar("Result")
+
+
+class _Store:
+    """What both stores share: the engine's plans, and whether the tables are yet to be migrated."""
+
+    def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
+        if schema is not None and engine.dialect.name == "sqlite":
+            raise StoreError("sqlalchemy: open", "option schema is not supported on SQLite")
+        self.plans = Plans(Tables.build(schema), engine.dialect, schema)
+        self._pending_migration = auto_migrate
+        self._owns_engine = owns_engine
+
+
+class SQLAlchemyStore(IdempotentStore, _Store):
+    """A blocking, thread-safe, idempotent store on a SQLAlchemy ``Engine``.
+
+    Args:
+        engine: the engine to use, e.g. from :func:`open_sqlalchemy_store` or your own
+            ``create_engine(...)``. A SQLite engine is given WAL mode, ``BEGIN IMMEDIATE`` for
+            writes and a busy timeout (see :func:`chronica_sqlalchemy.engines.configure_sqlite`)
+            unless it already has them. The store does not dispose an engine it was given.
+        schema: the schema (database, on MariaDB/MySQL) holding the tables, created if missing;
+            ``None`` for the connection's default. Not supported on SQLite.
+        auto_migrate: create or upgrade the tables now (safe with many processes at once).
+
+    Raises:
+        StoreError: the database could not be reached or migrated, or ``schema`` was given for SQLite.
+    """
+
+    def __init__(
+        self, engine: Engine, *, schema: str | None = None, auto_migrate: bool = True, _owns_engine: bool = False
+    ) -> None:
+        if engine.dialect.name == "sqlite":
+            configure_sqlite(engine)
+        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine)
+        self.engine = engine
+        if auto_migrate:
+            self.migrate()
+
+    @classmethod
+    def open(cls, url: str | URL, **options: Any) -> SQLAlchemyStore:
+        """Open a store on ``url`` (any URL SQLAlchemy parses; see :mod:`chronica_sqlalchemy.engines`).
+
+        Args:
+            url: e.g. ``sqlite:///chronica.db``, ``mariadb+pymysql://root@127.0.0.1/test``.
+            options: see :class:`chronica_sqlalchemy.engines.EngineOptions`.
+
+        Raises:
+            StoreError: a bad URL or option, or the database could not be reached or migrated.
+            ModuleNotFoundError: the dialect's driver is not installed.
+        """
+        parsed = EngineOptions(options)
+        engine = create_store_engine(url, parsed)
+        try:
+            return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)
+        except BaseException:
+            engine.dispose()
+            raise
+
+    def migrate(self) -> None:
+        """Create the tables, or bring them to the current schema version. Raises ``StoreError``."""
+        self._run(self.plans.migrate())
+        self._pending_migration = False
+
+    def create(self, chronicum: Chronicum) -> None:
+        """Save ``chronicum``. Raises ``ChronicumExists`` if its id is taken, ``StoreError``."""
+        self._run(self.plans.create(chronicum))
+
+    def get(self, chronicum_id: str) -> Chronicum:
+        """Return the chronicum. Raises ``ChronicumNotFound``, ``StoreError``."""
+        return self._run(self.plans.get(chronicum_id))
+
+    def record(self, actum: Actum) -> Actum:
+        """Append ``actum``; return it with ``at`` (UTC). Raises ``ChronicumNotFound``, ``StoreError``."""
+        return self._run(self.plans.record(actum))
+
+    def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """Append ``actum`` unless ``key`` holds an actum in its chronicum; then return that one.
+
+        Raises ``ChronicumNotFound``, ``StoreError``.
+        """
+        return self._run(self.plans.record_idempotent(actum, key))
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """Return the context window, oldest first. Raises ``ChronicumNotFound``, ``StoreError``."""
+        return self._run(self.plans.acta(chronicum_id, query))
+
+    def close(self) -> None:
+        """Dispose of the engine's connections if the store created the engine."""
+        if self._owns_engine:
+            self.engine.dispose()
+
+    def _run(self, plan: Plan[Step, Result]) -> Result:
+        return execute_plan(self.engine, plan)
+
+
+class AsyncSQLAlchemyStore(AsyncIdempotentStore, _Store):
+    """The asyncio twin of :class:`SQLAlchemyStore`, on a SQLAlchemy ``AsyncEngine``.
+
+    It runs the very same plans, through SQLAlchemy's greenlet bridge (the mechanism its
+    ``AsyncConnection`` uses): the drivers are asyncio ones (aiosqlite, aiomysql, psycopg's
+    async API), so waiting on the database never blocks the event loop. Constructing it does no
+    I/O; it connects, and migrates when ``auto_migrate``, on first use inside the running loop.
+
+    Args:
+        engine: the ``AsyncEngine`` to use (``create_async_engine(...)``); not disposed on close
+            unless the store created it.
+        schema: as for :class:`SQLAlchemyStore`.
+        auto_migrate: create or upgrade the tables before the first operation.
+
+    Raises:
+        StoreError: ``schema`` was given for SQLite (the other errors come from the operations).
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        schema: str | None = None,
+        auto_migrate: bool = True,
+        _owns_engine: bool = False,
+    ) -> None:
+        if engine.dialect.name == "sqlite":
+            configure_sqlite(engine.sync_engine)
+        _Store.__init__(self, engine.sync_engine, schema, auto_migrate, _owns_engine)
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str | URL, **options: Any) -> AsyncSQLAlchemyStore:
+        """Open an asyncio store on ``url`` without connecting; see :meth:`SQLAlchemyStore.open`."""
+        parsed = EngineOptions(options)
+        engine = create_async_store_engine(url, parsed)
+        return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)
+
+    async def migrate(self) -> None:
+        """See :meth:`SQLAlchemyStore.migrate`."""
+        await greenlet_spawn(execute_plan, self.engine.sync_engine, self.plans.migrate())
+        self._pending_migration = False
+
+    async def create(self, chronicum: Chronicum) -> None:
+        """See :meth:`SQLAlchemyStore.create`."""
+        await self._run(self.plans.create(chronicum))
+
+    async def get(self, chronicum_id: str) -> Chronicum:
+        """See :meth:`SQLAlchemyStore.get`."""
+        return await self._run(self.plans.get(chronicum_id))
+
+    async def record(self, actum: Actum) -> Actum:
+        """See :meth:`SQLAlchemyStore.record`."""
+        return await self._run(self.plans.record(actum))
+
+    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """See :meth:`SQLAlchemyStore.record_idempotent`."""
+        return await self._run(self.plans.record_idempotent(actum, key))
+
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`SQLAlchemyStore.acta`."""
+        return await self._run(self.plans.acta(chronicum_id, query))
+
+    async def close(self) -> None:
+        """Dispose of the engine's connections if the store created the engine."""
+        if self._owns_engine:
+            await self.engine.dispose()
+
+    async def _run(self, plan: Plan[Step, Result]) -> Result:
+        if self._pending_migration:
+            await self.migrate()
+        return await greenlet_spawn(execute_plan, self.engine.sync_engine, plan)
