@@ -1,0 +1,377 @@
+"""Every MongoDB store operation, written once as a plan that does no I/O.
+
+Each plan yields :class:`Command` values (one pymongo collection call each), receives their
+outcomes, turns documents into :class:`~chronica_core.Actum` and :class:`~chronica_core.Chronicum`
+and pymongo errors into Chronica errors. :class:`chronica_mongodb.MongoStore` performs the commands
+with a blocking ``MongoClient``, :class:`chronica_mongodb.AsyncMongoStore` awaits them on an
+``AsyncMongoClient``; neither decides anything.
+
+How order is kept (see the package README): an actum's sequence number is taken by the insert
+itself. The unique index on ``(chronicum_id, seq)`` lets exactly one insert have number ``n``, and a
+writer only tries ``n`` after it has seen ``n - 1`` stored (read back, or refused to it as a
+duplicate). So the acta of a chronicum always form an unbroken run ``1..n``, and any read that sees
+number ``n`` also sees every number before it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from bson import encode
+from bson.errors import BSONError
+from bson.int64 import Int64
+from bson.objectid import ObjectId
+from pymongo.errors import DuplicateKeyError, PyMongoError
+
+from chronica_core.errors import (
+    ActumTooLarge,
+    ChronicumExists,
+    ChronicumNotFound,
+    StoreError,
+)
+from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.plans import Plan
+
+__all__ = [
+    "ACTA",
+    "CHRONICA",
+    "MAX_DOCUMENT_BYTES",
+    "Command",
+    "MongoCore",
+]
+
+CHRONICA: Final = "chronica"
+"""The collection of chronica: ``_id`` (the chronicum id), ``owner_id``, ``started_at``."""
+
+ACTA: Final = "acta"
+"""The collection of acta, one document each, ordered within a chronicum by ``seq``."""
+
+MAX_DOCUMENT_BYTES: Final = 16 * 1024 * 1024
+"""MongoDB's limit on one BSON document (16 MiB), in bytes."""
+
+SEQUENCE_INDEX: Final = "chronicum_seq"
+"""Unique index ``(chronicum_id, seq)``: one actum per place in a chronicum's order."""
+
+IDEMPOTENCY_INDEX: Final = "chronicum_idempotency_key"
+"""Unique partial index ``(chronicum_id, idempotency_key)`` over the acta that have a key."""
+
+MAX_ATTEMPTS: Final = 10_000
+"""How many sequence numbers one write tries before giving up (each lost try is another's write)."""
+
+SEQUENCE_CACHE_SIZE: Final = 100_000
+"""How many chronica a store remembers the newest sequence number of."""
+
+_ACTUM_FIELDS: Final = {"_id": 0, "id": 1, "kind": 1, "actor_kind": 1, "actor": 1, "content": 1, "at": 1}
+_STRING_FIELDS_BOUND: Final = 4  # a code point takes at most 4 bytes in UTF-8
+_FIXED_FIELDS_BOUND: Final = 512  # field names, types, lengths, _id, seq and at: well under this
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One pymongo collection call for a store to perform.
+
+    Attributes:
+        collection: ``"chronica"`` or ``"acta"``.
+        method: the name of a pymongo ``Collection`` method, e.g. ``"insert_one"``.
+        args: its positional arguments.
+        kwargs: its keyword arguments.
+        cursor: the method returns a cursor; the outcome sent back is then its documents as a list.
+    """
+
+    collection: str
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    cursor: bool = False
+
+
+def _now() -> datetime:
+    """Now, in UTC, cut to the millisecond a BSON date holds (so ``at`` reads back exactly)."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond - now.microsecond % 1000)
+
+
+def _split_microseconds(moment: datetime) -> tuple[datetime, int]:
+    """Return ``moment`` cut to the millisecond and the microseconds cut off (0 to 999)."""
+    remainder = moment.microsecond % 1000
+    return moment - timedelta(microseconds=remainder), remainder
+
+
+def _violated_index(error: DuplicateKeyError) -> str:
+    """Say which unique index ``error`` is about: ``"seq"``, ``"key"``, ``"_id"`` or ``""``."""
+    details = error.details or {}
+    pattern = details.get("keyPattern")
+    fields = set(pattern) if isinstance(pattern, Mapping) else set()
+    message = str(details.get("errmsg", error))
+    if "idempotency_key" in fields or IDEMPOTENCY_INDEX in message:
+        return "key"
+    if "seq" in fields or SEQUENCE_INDEX in message:
+        return "seq"
+    if "_id" in fields or "_id_" in message:
+        return "_id"
+    return ""
+
+
+def _actum(chronicum_id: str, document: Mapping[str, Any]) -> Actum:
+    return Actum(
+        chronicum_id=chronicum_id,
+        kind=ActumKind(document["kind"]),
+        actor_kind=ActorKind(document["actor_kind"]),
+        actor=document["actor"],
+        content=document["content"],
+        id=document["id"],
+        at=document["at"],
+    )
+
+
+class MongoCore:
+    """The store operations as plans of :class:`Command`, shared by the sync and async stores.
+
+    Besides the documents, it keeps one piece of state: for each chronicum it has seen (up to
+    :data:`SEQUENCE_CACHE_SIZE`), the newest sequence number known to be stored. Nothing is ever
+    deleted, so a chronicum seen once still exists and its next actum is usually that number plus
+    one; a stale number only costs a refused insert and a re-read, never correctness.
+    """
+
+    def __init__(self) -> None:
+        self._newest: OrderedDict[str, int] = OrderedDict()
+        self._newest_lock = threading.Lock()
+
+    def migrate(self) -> Plan[Command, None]:
+        """Create the acta indexes if they are missing (idempotent; chronica needs only ``_id``).
+
+        Raises ``StoreError("mongodb: migrate: ...")``, e.g. when an index of the same name has
+        another definition.
+        """
+        yield from self._run(
+            Command(
+                ACTA,
+                "create_index",
+                ([("chronicum_id", 1), ("seq", 1)],),
+                {"unique": True, "name": SEQUENCE_INDEX},
+            ),
+            "migrate",
+        )
+        yield from self._run(
+            Command(
+                ACTA,
+                "create_index",
+                ([("chronicum_id", 1), ("idempotency_key", 1)],),
+                {
+                    "unique": True,
+                    "name": IDEMPOTENCY_INDEX,
+                    "partialFilterExpression": {"idempotency_key": {"$exists": True}},
+                },
+            ),
+            "migrate",
+        )
+
+    def create(self, chronicum: Chronicum) -> Plan[Command, None]:
+        """Insert ``chronicum``. Raises ``ChronicumExists`` if its id is taken, else ``StoreError``."""
+        started_at, started_at_us = _split_microseconds(chronicum.started_at)
+        document: dict[str, Any] = {
+            "_id": chronicum.id,
+            "owner_id": chronicum.owner_id,
+            "started_at": started_at,
+            "started_at_us": started_at_us,
+        }
+        try:
+            yield from self._run(
+                Command(CHRONICA, "insert_one", (document,)), "create chronicum", duplicates=True
+            )
+        except DuplicateKeyError as error:
+            if _violated_index(error) != "_id":
+                raise StoreError("mongodb: create chronicum", str(error)) from error
+            raise ChronicumExists(chronicum.id) from None
+        self._remember(chronicum.id, 0)
+
+    def get(self, chronicum_id: str) -> Plan[Command, Chronicum]:
+        """Read the chronicum; ``last_actum_at`` is the ``at`` of its newest actum.
+
+        Raises ``ChronicumNotFound``, else ``StoreError("mongodb: get chronicum: ...")``.
+        """
+        document = yield from self._probe(chronicum_id, "get chronicum")
+        newest = document["newest"][0] if document["newest"] else None
+        started_at: datetime = document["started_at"]
+        return Chronicum(
+            id=chronicum_id,
+            owner_id=document["owner_id"],
+            started_at=started_at + timedelta(microseconds=document.get("started_at_us", 0)),
+            last_actum_at=newest["at"] if newest is not None else None,
+        )
+
+    def record(self, actum: Actum, key: str | None = None) -> Plan[Command, Actum]:
+        """Append ``actum`` (with idempotency ``key`` when given) at the next place in its chronicum.
+
+        Returns the stored actum with ``at`` set (UTC, to the millisecond); with a key already used
+        in the chronicum, the actum stored that first time instead.
+
+        Raises:
+            ActumTooLarge: the document would exceed 16 MiB; checked before anything is sent.
+            ChronicumNotFound: the chronicum does not exist.
+            StoreError: anything else, as ``mongodb: record actum: ...``.
+        """
+        where = "record actum" if key is None else "record idempotent actum"
+        chronicum_id = actum.chronicum_id
+        stored = replace(actum, at=_now())
+        document: dict[str, Any] = {
+            "chronicum_id": chronicum_id,
+            "seq": Int64(0),
+            "id": stored.id,
+            "kind": str(stored.kind),
+            "actor_kind": str(stored.actor_kind),
+            "actor": stored.actor,
+            "content": stored.content,
+            "at": stored.at,
+        }
+        if key is not None:
+            document["idempotency_key"] = key
+        _check_size(document)
+        newest = self._known_newest(chronicum_id)
+        if newest is None:
+            newest = yield from self._newest_seq(chronicum_id, where)
+        for _attempt in range(MAX_ATTEMPTS):
+            document["seq"] = Int64(newest + 1)
+            try:
+                yield from self._run(Command(ACTA, "insert_one", (dict(document),)), where, duplicates=True)
+            except DuplicateKeyError as error:
+                violated = _violated_index(error)
+                if violated == "key" and key is not None:
+                    return (yield from self._keyed(chronicum_id, key, where, error))
+                if violated != "seq":
+                    raise StoreError(f"mongodb: {where}", str(error)) from error
+                # Another writer took this place: it is stored, so read the newest and go on after it.
+                newest = max(newest + 1, (yield from self._newest_seq(chronicum_id, where)))
+                continue
+            self._remember(chronicum_id, newest + 1)
+            return stored
+        raise StoreError(
+            f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"
+        )
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Command, list[Actum]]:
+        """Return the context window: one query that filters, sorts by ``seq`` descending and limits.
+
+        Returns the acta oldest first. Raises ``ChronicumNotFound`` when the chronicum does not
+        exist (an empty window of an existing one is ``[]``), else ``StoreError``.
+        """
+        where = "read acta"
+        criteria: dict[str, Any] = {"chronicum_id": chronicum_id}
+        if query.actum_kinds is not None:
+            criteria["kind"] = {"$in": [str(kind) for kind in query.actum_kinds]}
+        if query.actor_kinds is not None:
+            criteria["actor_kind"] = {"$in": [str(kind) for kind in query.actor_kinds]}
+        options: dict[str, Any] = {"projection": _ACTUM_FIELDS}
+        if query.last_n > 0:
+            options.update(sort=[("seq", -1)], limit=query.last_n)
+        else:
+            options.update(sort=[("seq", 1)])
+        documents: list[dict[str, Any]] = yield from self._run(
+            Command(ACTA, "find", (criteria,), options, cursor=True), where
+        )
+        if not documents:
+            found = yield from self._run(
+                Command(CHRONICA, "find_one", ({"_id": chronicum_id},), {"projection": {"_id": 1}}), where
+            )
+            if found is None:
+                raise ChronicumNotFound(chronicum_id)
+            return []
+        if query.last_n > 0:
+            documents.reverse()
+        return [_actum(chronicum_id, document) for document in documents]
+
+    def _keyed(
+        self, chronicum_id: str, key: str, where: str, error: DuplicateKeyError
+    ) -> Plan[Command, Actum]:
+        """Return the actum stored first with ``key`` (its insert refused ours as a duplicate)."""
+        document = yield from self._run(
+            Command(
+                ACTA,
+                "find_one",
+                ({"chronicum_id": chronicum_id, "idempotency_key": key},),
+                {"projection": _ACTUM_FIELDS},
+            ),
+            where,
+        )
+        if document is None:  # only if someone deleted it: acta are never deleted by Chronica
+            raise StoreError(f"mongodb: {where}", f"key {key!r} is taken but its actum is gone") from error
+        return _actum(chronicum_id, document)
+
+    def _probe(self, chronicum_id: str, where: str) -> Plan[Command, dict[str, Any]]:
+        """Read the chronicum and its newest actum's ``seq`` and ``at`` in one round trip.
+
+        Returns the chronicum document with ``newest``: a list of zero or one ``{seq, at}``.
+        Raises ``ChronicumNotFound``.
+        """
+        pipeline = [
+            {"$match": {"_id": chronicum_id}},
+            {
+                "$lookup": {
+                    "from": ACTA,
+                    "localField": "_id",
+                    "foreignField": "chronicum_id",
+                    "pipeline": [
+                        {"$sort": {"seq": -1}},
+                        {"$limit": 1},
+                        {"$project": {"_id": 0, "seq": 1, "at": 1}},
+                    ],
+                    "as": "newest",
+                }
+            },
+        ]
+        documents: list[dict[str, Any]] = yield from self._run(
+            Command(CHRONICA, "aggregate", (pipeline,), cursor=True), where
+        )
+        if not documents:
+            raise ChronicumNotFound(chronicum_id)
+        document = documents[0]
+        self._remember(chronicum_id, int(document["newest"][0]["seq"]) if document["newest"] else 0)
+        return document
+
+    def _newest_seq(self, chronicum_id: str, where: str) -> Plan[Command, int]:
+        document = yield from self._probe(chronicum_id, where)
+        return int(document["newest"][0]["seq"]) if document["newest"] else 0
+
+    def _known_newest(self, chronicum_id: str) -> int | None:
+        with self._newest_lock:
+            return self._newest.get(chronicum_id)
+
+    def _remember(self, chronicum_id: str, seq: int) -> None:
+        with self._newest_lock:
+            if seq >= self._newest.get(chronicum_id, 0):
+                self._newest[chronicum_id] = seq
+            self._newest.move_to_end(chronicum_id)
+            while len(self._newest) > SEQUENCE_CACHE_SIZE:
+                self._newest.popitem(last=False)
+
+    @staticmethod
+    def _run(command: Command, where: str, *, duplicates: bool = False) -> Plan[Command, Any]:
+        """Perform ``command``; a driver error becomes ``StoreError("mongodb: <where>: ...")``.
+
+        With ``duplicates``, a ``DuplicateKeyError`` is left to the caller to translate.
+        """
+        try:
+            return (yield command)
+        except (PyMongoError, BSONError) as error:
+            if duplicates and isinstance(error, DuplicateKeyError):
+                raise
+            raise StoreError(f"mongodb: {where}", str(error)) from error
+
+
+def _check_size(document: dict[str, Any]) -> None:
+    """Raise ``ActumTooLarge`` if ``document`` (with the ``_id`` pymongo adds) exceeds 16 MiB.
+
+    Cheap for ordinary acta: the exact BSON size is computed only when a bound on it (4 bytes per
+    code point) comes near the limit.
+    """
+    text = sum(len(value) for value in document.values() if isinstance(value, str))
+    if text * _STRING_FIELDS_BOUND + _FIXED_FIELDS_BOUND <= MAX_DOCUMENT_BYTES:
+        return
+    size = len(encode({"_id": ObjectId(), **document}))
+    if size > MAX_DOCUMENT_BYTES:
+        raise ActumTooLarge(size, MAX_DOCUMENT_BYTES)

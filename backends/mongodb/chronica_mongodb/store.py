@@ -1,0 +1,201 @@
+"""The MongoDB stores: :class:`MongoStore` (pymongo ``MongoClient``) and :class:`AsyncMongoStore`.
+
+Both only perform the commands that the plans of :mod:`chronica_mongodb.core` yield; every
+decision (documents, order, errors) lives in those plans, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from datetime import UTC
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
+
+from bson.codec_options import CodecOptions
+from pymongo import AsyncMongoClient, MongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.synchronous.database import Database
+
+from chronica_core.model import ActaQuery, Actum, Chronicum
+from chronica_core.plans import Plan, run_plan, run_plan_async
+from chronica_core.store import AsyncIdempotentStore, IdempotentStore
+from chronica_mongodb.core import Command, MongoCore
+
+__all__ = ["DEFAULT_DATABASE", "AsyncMongoStore", "MongoStore"]
+
+DEFAULT_DATABASE = "chronica"
+"""The database used when neither the ``database`` option nor the URL's path names one."""
+
+Result = TypeVar("Result")
+
+_CODEC_OPTIONS: CodecOptions[dict[str, Any]] = CodecOptions(tz_aware=True, tzinfo=UTC)
+_FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+
+
+def _flag(value: bool | str) -> bool:
+    """Read a boolean option given as a bool or as text (``--option auto_migrate=false``)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in _FALSE_WORDS
+    return bool(value)
+
+
+def _database_name(url: str | None, database: str | None) -> str:
+    """The database: the ``database`` option, else the URL's path, else :data:`DEFAULT_DATABASE`."""
+    if database:
+        return database
+    if url:
+        path = unquote(urlsplit(url).path).lstrip("/")
+        if path:
+            return path
+    return DEFAULT_DATABASE
+
+
+class MongoStore(IdempotentStore):
+    """A blocking, idempotent store on MongoDB (collections ``chronica`` and ``acta``).
+
+    Thread-safe: pymongo's ``MongoClient`` pools connections. Use it as a context manager or call
+    :meth:`close`.
+
+    Args:
+        url: a ``mongodb://`` or ``mongodb+srv://`` URL; its path names the database. Ignored when
+            ``client`` is given (except for the database name).
+        client: an existing ``MongoClient`` to use instead of opening one; the store then does not
+            close it.
+        database: the database name; overrides the URL's path (default ``"chronica"``).
+        auto_migrate: create the indexes on opening (``True`` or text such as ``"false"``).
+        client_options: passed to ``MongoClient`` (e.g. ``maxPoolSize=50``), when it opens one.
+
+    Raises:
+        StoreError: ``mongodb: migrate: ...`` when the indexes cannot be created.
+        pymongo.errors.ConfigurationError / InvalidURI: ``url`` or an option is malformed.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: MongoClient[dict[str, Any]] | None = None,
+        database: str | None = None,
+        auto_migrate: bool | str = True,
+        **client_options: Any,
+    ) -> None:
+        self._owns_client = client is None
+        self.client: MongoClient[dict[str, Any]] = (
+            client if client is not None else MongoClient(url or "mongodb://localhost", **client_options)
+        )
+        self.database: Database[dict[str, Any]] = self.client.get_database(
+            _database_name(url, database), codec_options=_CODEC_OPTIONS
+        )
+        self._core = MongoCore()
+        if _flag(auto_migrate):
+            self.migrate()
+
+    def migrate(self) -> None:
+        """Create the indexes if missing (safe to repeat, and from many processes at once)."""
+        self._execute(self._core.migrate())
+
+    def create(self, chronicum: Chronicum) -> None:
+        """Save ``chronicum``. Raises ``ChronicumExists`` if its id is taken, ``StoreError``."""
+        self._execute(self._core.create(chronicum))
+
+    def get(self, chronicum_id: str) -> Chronicum:
+        """Return the chronicum. Raises ``ChronicumNotFound``, ``StoreError``."""
+        return self._execute(self._core.get(chronicum_id))
+
+    def record(self, actum: Actum) -> Actum:
+        """Append ``actum``; see :meth:`MongoCore.record <chronica_mongodb.core.MongoCore.record>`."""
+        return self._execute(self._core.record(actum))
+
+    def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """Append ``actum`` once per ``key`` in its chronicum; returns the first one on a retry."""
+        return self._execute(self._core.record(actum, key))
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """Return the context window, oldest first. Raises ``ChronicumNotFound``, ``StoreError``."""
+        return self._execute(self._core.acta(chronicum_id, query))
+
+    def close(self) -> None:
+        """Close the client if the store opened it."""
+        if self._owns_client:
+            self.client.close()
+
+    def _execute(self, plan: Plan[Command, Result]) -> Result:
+        return run_plan(plan, self._perform)
+
+    def _perform(self, command: Command) -> Any:
+        outcome = getattr(self.database[command.collection], command.method)(*command.args, **command.kwargs)
+        return outcome.to_list() if command.cursor else outcome
+
+
+class AsyncMongoStore(AsyncIdempotentStore):
+    """The asyncio twin of :class:`MongoStore` on pymongo's ``AsyncMongoClient``.
+
+    Built without awaiting anything: the client connects, and the indexes are created
+    (``auto_migrate``), inside the event loop that first uses the store. Use it in that loop only,
+    and ``await store.close()`` there. Arguments are those of :class:`MongoStore`, with an
+    ``AsyncMongoClient`` as ``client``.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: AsyncMongoClient[dict[str, Any]] | None = None,
+        database: str | None = None,
+        auto_migrate: bool | str = True,
+        **client_options: Any,
+    ) -> None:
+        self._owns_client = client is None
+        self.client: AsyncMongoClient[dict[str, Any]] = (
+            client if client is not None else AsyncMongoClient(url or "mongodb://localhost", **client_options)
+        )
+        self.database: AsyncDatabase[dict[str, Any]] = self.client.get_database(
+            _database_name(url, database), codec_options=_CODEC_OPTIONS
+        )
+        self._core = MongoCore()
+        self._migrated = not _flag(auto_migrate)
+        self._migrating = asyncio.Lock()
+
+    async def migrate(self) -> None:
+        """Create the indexes if missing (safe to repeat, and from many processes at once)."""
+        await run_plan_async(self._core.migrate(), self._perform)
+        self._migrated = True
+
+    async def create(self, chronicum: Chronicum) -> None:
+        """See :meth:`MongoStore.create`."""
+        await self._execute(self._core.create(chronicum))
+
+    async def get(self, chronicum_id: str) -> Chronicum:
+        """See :meth:`MongoStore.get`."""
+        return await self._execute(self._core.get(chronicum_id))
+
+    async def record(self, actum: Actum) -> Actum:
+        """See :meth:`MongoStore.record`."""
+        return await self._execute(self._core.record(actum))
+
+    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """See :meth:`MongoStore.record_idempotent`."""
+        return await self._execute(self._core.record(actum, key))
+
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`MongoStore.acta`."""
+        return await self._execute(self._core.acta(chronicum_id, query))
+
+    async def close(self) -> None:
+        """Close the client if the store opened it."""
+        if self._owns_client:
+            await self.client.close()
+
+    async def _execute(self, plan: Plan[Command, Result]) -> Result:
+        if not self._migrated:
+            async with self._migrating:
+                if not self._migrated:
+                    await self.migrate()
+        return await run_plan_async(plan, self._perform)
+
+    async def _perform(self, command: Command) -> Any:
+        outcome = getattr(self.database[command.collection], command.method)(*command.args, **command.kwargs)
+        if inspect.isawaitable(outcome):  # find returns its cursor at once, the others a coroutine
+            outcome = await outcome
+        return await outcome.to_list() if command.cursor else outcome
