@@ -1,0 +1,151 @@
+"""The raw baseline for ``postgresql://``: psycopg on one autocommit connection, no pool, no plans.
+
+The first variant, ``psycopg``, runs exactly the SQL text the store runs (taken from
+``chronica_postgres.schema.Statements``): for ``record`` the one ``INSERT ... RETURNING`` whose CTE
+moves the chronicum's ``last_seq`` and ``last_actum_at``; for the context window the one lateral
+query. So its ratio is what the store, the pool and Chronicarius add on top of the same work.
+
+The second, ``psycopg plain INSERT``, is the issue's literal yardstick: a bare autocommit
+``INSERT INTO acta ... RETURNING at`` with a client-side ``seq`` (negative, so it never collides
+with the store's), which neither moves the chronicum nor orders concurrent writers; it shows
+what the ordering guarantee itself costs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from chronica_postgres import Options
+from chronica_postgres.schema import Statements
+from psycopg import sql
+
+from chronica_core import Actum
+
+__all__ = ["RawBaseline"]
+
+_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at, idempotency_key"
+
+
+class _Connection:
+    """One autocommit psycopg connection and the store's statements for the store's schema."""
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        self.schema = Options.parse(options).schema
+        self.statements = Statements(self.schema)
+        self.connection: psycopg.Connection[tuple[Any, ...]] = psycopg.connect(url, autocommit=True)
+
+    def table(self, name: str) -> sql.Identifier:
+        return sql.Identifier(self.schema, name)
+
+
+class _PlainInsert:
+    """``INSERT INTO acta ... RETURNING at`` alone, on its own connection."""
+
+    name = "psycopg plain INSERT"
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        self._raw = _Connection(url, options)
+        self._sql = (
+            sql.SQL(
+                "INSERT INTO {} (chronicum_id, seq, id, kind, actor_kind, actor, content, at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, clock_timestamp()) RETURNING at"
+            )
+            .format(self._raw.table("acta"))
+            .as_bytes(None)
+        )
+        self._seq: dict[str, Iterator[int]] = {}
+
+    def append(self, actum: Actum) -> None:
+        seq = next(self._seq.setdefault(actum.chronicum_id, itertools.count(-1, -1)))
+        parameters = (actum.chronicum_id, seq, actum.id, str(actum.kind), str(actum.actor_kind), actum.actor)
+        self._raw.connection.execute(self._sql, (*parameters, actum.content)).fetchone()
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        return _window(self._raw, chronicum_id, n)
+
+    def close(self) -> None:
+        self._raw.connection.close()
+
+
+def _window(raw: _Connection, chronicum_id: str, n: int) -> list[Any]:
+    statement = raw.statements.window(kinds=True, actor_kinds=False, limited=True)
+    return raw.connection.execute(statement, (chronicum_id, ["message"], n, chronicum_id)).fetchall()
+
+
+class RawBaseline:
+    """psycopg doing the store's SQL on one connection (one instance per writer thread).
+
+    Args:
+        url: the store's URL.
+        options: the store's options; ``schema`` picks the tables, the rest are ignored.
+    """
+
+    name = "psycopg"
+    thread_safe = False
+    fills_store = True
+
+    def __init__(self, url: str, **options: str) -> None:
+        self._raw = _Connection(url, options)
+        self.variants: dict[str, Any] = {self.name: self, _PlainInsert.name: _PlainInsert(url, options)}
+
+    def prepare(self, chronicum_id: str, owner_id: str) -> None:
+        """Insert the chronicum's row, as ``Store.create`` does."""
+        self._raw.connection.execute(
+            self._raw.statements.create, (chronicum_id, owner_id, datetime.now(UTC), None)
+        ).fetchall()
+
+    def fill(self, chronicum_id: str, acta: Sequence[Actum]) -> None:
+        """COPY the history into ``acta``, move the chronicum's counters, then ANALYZE."""
+        connection = self._raw.connection
+        with connection.transaction():
+            copy_sql = sql.SQL("COPY {} (" + _COLUMNS + ") FROM STDIN").format(self._raw.table("acta"))
+            with connection.cursor().copy(copy_sql) as copy:
+                for seq, actum in enumerate(acta, start=1):
+                    copy.write_row(
+                        (
+                            chronicum_id,
+                            seq,
+                            actum.id,
+                            str(actum.kind),
+                            str(actum.actor_kind),
+                            actum.actor,
+                            actum.content,
+                            None,
+                            actum.at,
+                            None,
+                        )
+                    )
+            connection.execute(
+                sql.SQL("UPDATE {} SET last_seq = %s, last_actum_at = %s WHERE id = %s").format(
+                    self._raw.table("chronica")
+                ),
+                (len(acta), acta[-1].at, chronicum_id),
+            )
+        connection.execute(sql.SQL("ANALYZE {}").format(self._raw.table("acta")))
+
+    def append(self, actum: Actum) -> None:
+        """The store's ``record`` statement, with the same parameters."""
+        parameters = (
+            actum.chronicum_id,
+            actum.id,
+            str(actum.kind),
+            str(actum.actor_kind),
+            actum.actor,
+            actum.content,
+            None,
+            None,
+        )
+        self._raw.connection.execute(self._raw.statements.record, parameters).fetchall()
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        """The store's context-window query for the last ``n`` messages; raw rows."""
+        return _window(self._raw, chronicum_id, n)
+
+    def close(self) -> None:
+        """Close both variants' connections."""
+        self.variants[_PlainInsert.name].close()
+        self._raw.connection.close()
