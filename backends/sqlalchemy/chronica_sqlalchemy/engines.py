@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chronica_core.errors import StoreError
 from sqlalchemy import Connection, Engine, create_engine, event, pool
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from chronica_core.errors import StoreError
 from chronica_sqlalchemy.plans import WRITE_OPTION
 
 __all__ = [
@@ -76,7 +76,7 @@ def sync_url(url: str | URL) -> URL:
     Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL.
     """
     parsed = _parse(url)
-    dialect, _, driver = parsed.drivername.partition("+")
+    driver = parsed.drivername.partition("+")[2]
     if driver and driver not in _ASYNC_ONLY:
         return parsed
     return _with_driver(parsed, _BLOCKING_DRIVERS, frozenset())
@@ -104,8 +104,10 @@ class EngineOptions:
     """
 
     def __init__(self, options: Mapping[str, Any]) -> None:
-        unknown = sorted(set(options) - {"schema", "auto_migrate", "synchronous", "busy_timeout",
-                                         "pool_size", "max_overflow", "echo"})
+        unknown = sorted(
+            set(options)
+            - {"schema", "auto_migrate", "synchronous", "busy_timeout", "pool_size", "max_overflow", "echo"}
+        )
         if unknown:
             raise StoreError("sqlalchemy: open", f"unknown option(s): {', '.join(unknown)}")
         schema = options.get("schema")
@@ -114,9 +116,9 @@ class EngineOptions:
         self.echo = _flag(options, "echo", default=False)
         self.synchronous = str(options.get("synchronous", DEFAULT_SYNCHRONOUS)).upper()
         if self.synchronous not in _SYNCHRONOUS_LEVELS:
+            levels = ", ".join(_SYNCHRONOUS_LEVELS)
             raise StoreError(
-                "sqlalchemy: open",
-                f"option synchronous must be one of {', '.join(_SYNCHRONOUS_LEVELS)}, not {self.synchronous!r}",
+                "sqlalchemy: open", f"option synchronous must be one of {levels}, not {self.synchronous!r}"
             )
         self.busy_timeout = _number(options, "busy_timeout", DEFAULT_BUSY_TIMEOUT_SECONDS)
         self.pool: dict[str, int] = {
@@ -151,7 +153,9 @@ def _is_memory(url: URL) -> bool:
     return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
 
 
-def _engine_arguments(url: URL, options: EngineOptions, queue_pool: type[pool.Pool]) -> tuple[URL, dict[str, Any]]:
+def _engine_arguments(
+    url: URL, options: EngineOptions, queue_pool: type[pool.Pool]
+) -> tuple[URL, dict[str, Any]]:
     """Return the URL and ``create_engine`` keyword arguments for the store's engine."""
     arguments: dict[str, Any] = {"echo": options.echo}
     dialect = url.get_backend_name()
@@ -194,7 +198,9 @@ def create_async_store_engine(url: str | URL, options: EngineOptions) -> AsyncEn
     except ArgumentError as error:
         raise StoreError("sqlalchemy: open", str(error)) from error
     if engine.dialect.name == "sqlite":
-        configure_sqlite(engine.sync_engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
+        configure_sqlite(
+            engine.sync_engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout
+        )
     return engine
 
 

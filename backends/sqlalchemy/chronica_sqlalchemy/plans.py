@@ -15,9 +15,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, TypeVar
 
-from chronica_core.errors import ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
-from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
-from chronica_core.plans import Plan, run_plan
 from sqlalchemy import (
     Connection,
     CursorResult,
@@ -36,6 +33,9 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateSchema, CreateTable
 
+from chronica_core.errors import ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
+from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.plans import Plan, run_plan
 from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables, is_mysql
 
 __all__ = ["COMMIT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "execute_plan"]
@@ -212,7 +212,7 @@ class Plans:
 
     def _get(self, chronicum_id: str) -> Plan[Step, Chronicum]:
         result: CursorResult[Any] = yield _execute(self._select_chronicum, {"id": chronicum_id})
-        row = result.first()
+        row: Any = result.first()
         if row is None:
             raise ChronicumNotFound(chronicum_id)
         return Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3])
@@ -281,7 +281,7 @@ class Plans:
             query.actum_kinds is not None, query.actor_kinds is not None, query.last_n > 0
         )
         result: CursorResult[Any] = yield _execute(statement, parameters)
-        rows = result.all()
+        rows: list[Any] = list(result.all())
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         return [self._actum(chronicum_id, row, 2) for row in rows if row[1] is not None]

@@ -1,4 +1,4 @@
-"""The tables and column types, the same on every dialect (DESIGN §6, §7).
+r"""The tables and column types, the same on every dialect (DESIGN §6, §7).
 
 Three tables (names may be qualified by a schema):
 
@@ -13,7 +13,7 @@ Three tables (names may be qualified by a schema):
 Ids are data: on MariaDB/MySQL they use a binary collation without padding, so ``'a'`` and
 ``'A'`` differ and so do ``'a'`` and ``'a '``. Timestamps are stored as UTC and always come back
 timezone-aware UTC, also on dialects whose column type keeps no zone. Content is ``TEXT`` (``LONGTEXT``
-on MariaDB/MySQL); on PostgreSQL, whose ``text`` cannot hold ``"\\x00"``, it is ``bytea`` holding UTF-8.
+on MariaDB/MySQL); on PostgreSQL, whose ``text`` cannot hold ``"\x00"``, it is ``bytea`` holding UTF-8.
 """
 
 from __future__ import annotations
@@ -72,22 +72,22 @@ class Identifier(TypeDecorator[str]):
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        """The column type on ``dialect``."""
         if is_mysql(dialect):
             return dialect.type_descriptor(
-                mysql.VARCHAR(
-                    ID_LENGTH, charset=_MYSQL_CHARSET, collation=_mysql_binary_collation(dialect)
-                )
+                mysql.VARCHAR(ID_LENGTH, charset=_MYSQL_CHARSET, collation=_mysql_binary_collation(dialect))
             )
         return dialect.type_descriptor(String(ID_LENGTH))
 
 
 class Content(TypeDecorator[str]):
-    """Actum content: any ``str`` (every plane, ``"\\x00"``, megabytes) that round-trips exactly."""
+    r"""Actum content: any ``str`` (every plane, ``"\x00"``, megabytes) that round-trips exactly."""
 
     impl = Text
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        """The column type on ``dialect``: ``LONGTEXT``, ``bytea`` (PostgreSQL) or ``TEXT``."""
         if is_mysql(dialect):
             return dialect.type_descriptor(mysql.LONGTEXT(charset=_MYSQL_CHARSET))
         if dialect.name == "postgresql":
@@ -95,11 +95,13 @@ class Content(TypeDecorator[str]):
         return dialect.type_descriptor(Text())
 
     def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
+        """Encode to UTF-8 for PostgreSQL's ``bytea``; pass through elsewhere."""
         if value is not None and dialect.name == "postgresql":
             return value.encode("utf-8")
         return value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
+        """Decode PostgreSQL's ``bytea`` from UTF-8; pass text through."""
         if isinstance(value, bytes | memoryview):
             return bytes(value).decode("utf-8")
         return value  # type: ignore[no-any-return]
@@ -112,6 +114,7 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        """``DATETIME(6)`` on MariaDB/MySQL, ``timestamptz`` on PostgreSQL, ``DATETIME`` elsewhere."""
         if is_mysql(dialect):
             return dialect.type_descriptor(mysql.DATETIME(fsp=6))
         if dialect.name == "postgresql":
@@ -119,6 +122,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         return dialect.type_descriptor(DateTime())
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Convert to UTC (a naive value is taken as UTC); drop the zone where the column keeps none."""
         if value is None:
             return None
         if value.tzinfo is None:
@@ -127,6 +131,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value if dialect.name == "postgresql" else value.replace(tzinfo=None)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Return a timezone-aware UTC datetime (a naive value from the column is UTC)."""
         if value is None:
             return None
         if value.tzinfo is None:
@@ -154,7 +159,6 @@ class Tables:
     def build(cls, schema: str | None = None) -> Tables:
         """Return the table definitions, qualified by ``schema`` when it is given."""
         metadata = MetaData(schema=schema)
-        table_options = {"mysql_engine": "InnoDB", "mysql_charset": _MYSQL_CHARSET}
         chronica = Table(
             "chronica",
             metadata,
@@ -164,7 +168,8 @@ class Tables:
             Column("last_actum_at", UTCDateTime(), nullable=True),
             Column("last_seq", BigInteger(), nullable=False),
             PrimaryKeyConstraint("id", name="chronica_pkey"),
-            **table_options,
+            mysql_engine="InnoDB",
+            mysql_charset=_MYSQL_CHARSET,
         )
         acta = Table(
             "acta",
@@ -185,7 +190,8 @@ class Tables:
                 [chronica.c.id],
                 name="acta_chronicum_fkey",
             ),
-            **table_options,
+            mysql_engine="InnoDB",
+            mysql_charset=_MYSQL_CHARSET,
         )
         versions = Table(
             "chronica_schema",
@@ -193,6 +199,7 @@ class Tables:
             Column("component", String(64), nullable=False),
             Column("version", Integer(), nullable=False),
             PrimaryKeyConstraint("component", name="chronica_schema_pkey"),
-            **table_options,
+            mysql_engine="InnoDB",
+            mysql_charset=_MYSQL_CHARSET,
         )
         return cls(metadata, chronica, acta, versions)

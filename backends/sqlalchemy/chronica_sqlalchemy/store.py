@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from chronica_core.errors import StoreError
-from chronica_core.model import ActaQuery, Actum, Chronicum
-from chronica_core.plans import Plan
-from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
+from chronica_core.errors import StoreError
+from chronica_core.model import ActaQuery, Actum, Chronicum
+from chronica_core.plans import Plan
+from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 from chronica_sqlalchemy.engines import (
     EngineOptions,
     configure_sqlite,
@@ -61,7 +61,12 @@ class SQLAlchemyStore(IdempotentStore, _Store):
     """
 
     def __init__(
-        self, engine: Engine, *, schema: str | None = None, auto_migrate: bool = True, _owns_engine: bool = False
+        self,
+        engine: Engine,
+        *,
+        schema: str | None = None,
+        auto_migrate: bool = True,
+        _owns_engine: bool = False,
     ) -> None:
         if engine.dialect.name == "sqlite":
             configure_sqlite(engine)

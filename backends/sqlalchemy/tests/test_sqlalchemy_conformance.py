@@ -1,0 +1,11 @@
+"""The whole conformance suite on each selected dialect, in both flavours, in the session's database."""
+
+from __future__ import annotations
+
+from chronica_conformance import ConformanceSuite
+
+
+class TestSQLAlchemyConformance(ConformanceSuite):
+    """``store`` and ``async_store`` come from conftest.py (one fresh database per dialect and session)."""
+
+    declares_idempotent = True

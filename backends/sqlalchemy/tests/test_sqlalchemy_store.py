@@ -1,0 +1,545 @@
+"""What the SQLAlchemy backend promises beyond the conformance suite, on each selected dialect."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronica_sqlalchemy import DEFAULT_URL, SCHEMA_VERSION, AsyncSQLAlchemyStore, SQLAlchemyStore
+from chronica_sqlalchemy.engines import async_url, sync_url
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from chronica_core import (
+    ActaQuery,
+    ActorKind,
+    Actum,
+    ActumKind,
+    AsyncChronicarius,
+    Chronicarius,
+    Chronicum,
+    ChronicumExists,
+    ChronicumNotFound,
+    StoreError,
+    open_async_store,
+    open_store,
+)
+from chronica_core.registry import registry
+
+EVERY_PLANE = "".join(chr(plane * 0x10000 + 0x41) for plane in range(17))
+ROUND_TRIPS = [
+    "",
+    "line one\nline two\r\nline three",
+    "emoji 😀🧑‍🍳🇮🇩 and CJK 漢字",
+    EVERY_PLANE,
+    "\x00",
+    "a\x00b\x00",
+    "'; DROP TABLE acta; --",
+    "\U0010ffff\ud7ff\ue000",
+]
+
+
+def new_id(label: str = "c") -> str:
+    return f"{label}-{uuid.uuid4().hex}"
+
+
+def started(chronicum_id: str, owner_id: str = "ardian") -> Chronicum:
+    return Chronicum(chronicum_id, owner_id, started_at=datetime.now(UTC))
+
+
+def message(chronicum_id: str, content: str = "hello", *, actum_id: str | None = None) -> Actum:
+    return Actum(
+        chronicum_id,
+        ActumKind.MESSAGE,
+        ActorKind.HUMAN,
+        "ardian",
+        content,
+        id=actum_id or uuid.uuid4().hex,
+    )
+
+
+def assert_aware_utc(moment: datetime | None) -> datetime:
+    assert moment is not None
+    assert moment.tzinfo is not None
+    assert moment.utcoffset() == timedelta(0)
+    return moment
+
+
+# --- URLs and registration ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "blocking", "asynchronous"),
+    [
+        ("sqlite://", "sqlite+pysqlite", "sqlite+aiosqlite"),
+        ("sqlite:///chronica.db", "sqlite+pysqlite", "sqlite+aiosqlite"),
+        ("sqlite+aiosqlite:///x.db", "sqlite+pysqlite", "sqlite+aiosqlite"),
+        ("mysql://root@h/db", "mysql+pymysql", "mysql+aiomysql"),
+        ("mariadb+pymysql://root@h/db", "mariadb+pymysql", "mariadb+aiomysql"),
+        ("mysql+asyncmy://root@h/db", "mysql+pymysql", "mysql+asyncmy"),
+        ("mysql+mysqldb://root@h/db", "mysql+mysqldb", "mysql+aiomysql"),
+        ("postgresql+psycopg://u@h/db", "postgresql+psycopg", "postgresql+psycopg"),
+        ("postgresql+asyncpg://u@h/db", "postgresql+psycopg", "postgresql+asyncpg"),
+        ("postgresql+psycopg2://u@h/db", "postgresql+psycopg2", "postgresql+psycopg"),
+    ],
+)
+def test_each_flavour_takes_the_driver_of_its_kind(url: str, blocking: str, asynchronous: str) -> None:
+    assert sync_url(url).drivername == blocking
+    assert async_url(url).drivername == asynchronous
+
+
+def test_the_registry_routes_sqlalchemy_schemes_here_and_leaves_plain_postgresql() -> None:
+    current = registry(reload=True)
+    for url in (
+        "sqlite://",
+        "sqlite+pysqlite:///x.db",
+        "mysql+pymysql://h/d",
+        "mariadb+aiomysql://h/d",
+        "postgresql+psycopg://h/d",
+    ):
+        assert current.backend_for(url).name == "sqlalchemy", url
+    ours = [item.backend for item in current.installed() if item.backend.name == "sqlalchemy"]
+    assert [backend.needs_server for backend in ours] == [False, True]
+    assert ours[0].example_url == "sqlite://"
+    assert all("postgresql" not in backend.schemes for backend in ours)
+    assert DEFAULT_URL == "sqlite:///chronica.db"
+
+
+def test_open_store_by_url_gives_both_flavours_on_one_sqlite_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'both.db'}"
+    chronicum_id = new_id()
+    with open_store(url) as store:
+        assert isinstance(store, SQLAlchemyStore)
+        store.create(started(chronicum_id))
+        store.record(message(chronicum_id, "from the blocking store"))
+
+    async def read() -> list[Actum]:
+        async with open_async_store(url) as async_store:
+            assert isinstance(async_store, AsyncSQLAlchemyStore)
+            return await async_store.acta(chronicum_id, ActaQuery())
+
+    assert [actum.content for actum in asyncio.run(read())] == ["from the blocking store"]
+
+
+def test_bad_options_name_the_option(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'options.db'}"
+    with pytest.raises(StoreError, match="synchronous"):
+        SQLAlchemyStore.open(url, synchronous="sometimes")
+    with pytest.raises(StoreError, match=r"unknown option.*colour"):
+        SQLAlchemyStore.open(url, colour="blue")
+    with pytest.raises(StoreError, match="schema is not supported on SQLite"):
+        SQLAlchemyStore.open(url, schema="elsewhere")
+
+
+# --- SQLite specifics --------------------------------------------------------------------------
+
+
+def test_sqlite_file_is_in_wal_mode_with_full_sync_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "wal.db"
+    with SQLAlchemyStore.open(f"sqlite:///{path}") as store, store.engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+        assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    with (
+        SQLAlchemyStore.open(f"sqlite:///{path}", synchronous="normal", busy_timeout="2.5") as store,
+        store.engine.connect() as connection,
+    ):
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 2_500
+
+
+def test_forty_threads_with_their_own_stores_write_one_sqlite_chronicum(tmp_path: Path) -> None:
+    """Forty writers, each with its own engine and connection (as forty processes would have), all
+    land, each once, with no "database is locked" reaching any of them."""
+    url = f"sqlite:///{tmp_path / 'forty.db'}"
+    chronicum_id = new_id()
+    with SQLAlchemyStore.open(url) as first:
+        first.create(started(chronicum_id))
+    stores = [SQLAlchemyStore.open(url, auto_migrate=False) for _ in range(40)]
+    barrier = threading.Barrier(40)
+    failures: list[BaseException] = []
+
+    def write(index: int) -> None:
+        barrier.wait()
+        try:
+            for round_ in range(5):
+                stores[index].record(message(chronicum_id, f"{index}:{round_}"))
+        except BaseException as error:  # noqa: BLE001 - collected and asserted below
+            failures.append(error)
+
+    threads = [threading.Thread(target=write, args=(index,)) for index in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in stores:
+        store.close()
+    assert failures == []
+    with SQLAlchemyStore.open(url) as store:
+        contents = [actum.content for actum in store.acta(chronicum_id, ActaQuery())]
+    assert sorted(contents) == sorted(f"{index}:{round_}" for index in range(40) for round_ in range(5))
+    for index in range(40):  # each writer's own acta keep its order
+        mine = [content for content in contents if content.startswith(f"{index}:")]
+        assert mine == [f"{index}:{round_}" for round_ in range(5)]
+
+
+def test_forty_threads_through_one_chronicarius_on_a_sqlite_file(tmp_path: Path) -> None:
+    with SQLAlchemyStore.open(f"sqlite:///{tmp_path / 'shared.db'}") as store:
+        chronicarius = Chronicarius(store)
+        chronicum_id = new_id()
+        barrier = threading.Barrier(40)
+        results: list[Actum] = []
+
+        def write(index: int) -> None:
+            barrier.wait()
+            results.append(chronicarius.record_actum("ardian", message(chronicum_id, str(index))))
+
+        threads = [threading.Thread(target=write, args=(index,)) for index in range(40)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        stored = chronicarius.get_acta("ardian", chronicum_id)
+    assert len(results) == 40
+    assert sorted(actum.id for actum in stored) == sorted(actum.id for actum in results)
+
+
+def test_in_memory_sqlite_is_one_database_for_every_thread() -> None:
+    with open_store("sqlite://") as store:
+        chronicum_id = new_id()
+        store.create(started(chronicum_id))
+        threads = [
+            threading.Thread(target=store.record, args=(message(chronicum_id, str(index)),))
+            for index in range(10)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(store.acta(chronicum_id, ActaQuery())) == 10
+
+
+def test_a_given_sqlite_engine_is_set_up_and_not_disposed(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'given.db'}")
+    chronicum_id = new_id()
+    with SQLAlchemyStore(engine) as store:
+        store.create(started(chronicum_id))
+        store.record(message(chronicum_id))
+    with engine.connect() as connection:  # still usable: the store did not dispose it
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert connection.execute(text("SELECT count(*) FROM acta")).scalar() == 1
+    engine.dispose()
+
+
+def test_a_given_async_engine(tmp_path: Path) -> None:
+    async def scenario() -> list[str]:
+        engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'given-async.db'}")
+        chronicarius = AsyncChronicarius(AsyncSQLAlchemyStore(engine))
+        chronicum_id = new_id()
+        await chronicarius.record_actum("ardian", message(chronicum_id, "one"))
+        await chronicarius.record_actum("ardian", message(chronicum_id, "two"))
+        window = await chronicarius.get_acta("ardian", chronicum_id, last_n=1)
+        await engine.dispose()
+        return [actum.content for actum in window]
+
+    assert asyncio.run(scenario()) == ["two"]
+
+
+# --- every dialect -----------------------------------------------------------------------------
+
+
+def test_timestamps_are_aware_utc_on_write_and_read(store: SQLAlchemyStore) -> None:
+    chronicum_id = new_id()
+    jakarta = timezone(timedelta(hours=7))
+    started_at = datetime(2026, 11, 30, 15, 4, 5, 123456, tzinfo=jakarta)
+    store.create(Chronicum(chronicum_id, "ardian", started_at=started_at))
+    fetched = store.get(chronicum_id)
+    assert assert_aware_utc(fetched.started_at) == started_at
+    assert fetched.started_at.hour == 8  # the same instant, told in UTC
+    assert fetched.last_actum_at is None
+    before = datetime.now(UTC)
+    recorded = store.record(message(chronicum_id))
+    after = datetime.now(UTC)
+    assert before <= assert_aware_utc(recorded.at) <= after
+    (read,) = store.acta(chronicum_id, ActaQuery())
+    assert assert_aware_utc(read.at) == recorded.at
+    assert assert_aware_utc(store.get(chronicum_id).last_actum_at) == recorded.at
+
+
+def test_timestamps_are_aware_utc_in_the_async_flavour(async_store: AsyncSQLAlchemyStore) -> None:
+    async def scenario() -> tuple[Actum, list[Actum], Chronicum]:
+        chronicum_id = new_id()
+        await async_store.create(started(chronicum_id))
+        recorded = await async_store.record(message(chronicum_id))
+        window = await async_store.acta(chronicum_id, ActaQuery())
+        chronicum = await async_store.get(chronicum_id)
+        await async_store.close()
+        return recorded, window, chronicum
+
+    recorded, window, chronicum = asyncio.run(scenario())
+    assert assert_aware_utc(window[0].at) == assert_aware_utc(recorded.at)
+    assert assert_aware_utc(chronicum.last_actum_at) == recorded.at
+    assert_aware_utc(chronicum.started_at)
+
+
+@pytest.mark.parametrize("content", ROUND_TRIPS, ids=range(len(ROUND_TRIPS)))
+def test_content_round_trips_exactly(store: SQLAlchemyStore, content: str) -> None:
+    chronicum_id = new_id()
+    store.create(started(chronicum_id))
+    store.record(Actum(chronicum_id, ActumKind.TOOL_RESPONSE, ActorKind.AGENT, "search", content, id="x"))
+    (read,) = store.acta(chronicum_id, ActaQuery())
+    assert read.content == content
+    assert len(read.content) == len(content)
+
+
+def test_a_mebibyte_of_four_byte_characters_round_trips(store: SQLAlchemyStore) -> None:
+    chronicum_id = new_id()
+    content = "😀\x00漢" * (1 << 18)  # 786,432 characters, 2 MiB of UTF-8
+    store.create(started(chronicum_id))
+    store.record(message(chronicum_id, content))
+    (read,) = store.acta(chronicum_id, ActaQuery())
+    assert read.content == content
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ("a", "A"),
+        ("a", "a "),
+        ("straße", "strasse"),
+        ("é", "e\u0301"),
+        ("x%", "x_"),
+        ("😀", "😁"),
+        ("ı", "i"),
+    ],
+    ids=["case", "trailing-space", "sharp-s", "normalisation", "like-wildcards", "emoji", "dotless-i"],
+)
+def test_ids_that_a_collation_might_confuse_stay_apart(store: SQLAlchemyStore, pair: tuple[str, str]) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    first, second = (f"{suffix}{name}" for name in pair)
+    store.create(started(first, "first-owner"))
+    store.create(started(second, "second-owner"))  # not ChronicumExists: a different id
+    store.record(message(first, "for the first"))
+    store.record_idempotent(message(second, "keyed a"), pair[0])
+    store.record_idempotent(message(second, "keyed b"), pair[1])  # another key: a second actum
+    assert store.get(first).owner_id == "first-owner"
+    assert store.get(second).owner_id == "second-owner"
+    assert [actum.content for actum in store.acta(first, ActaQuery())] == ["for the first"]
+    assert [actum.content for actum in store.acta(second, ActaQuery())] == ["keyed a", "keyed b"]
+    with pytest.raises(ChronicumExists):
+        store.create(started(first))
+
+
+def test_a_context_window_is_one_statement(store: SQLAlchemyStore) -> None:
+    chronicum_id = new_id()
+    store.create(started(chronicum_id))
+    for index in range(30):
+        kind = ActumKind.MESSAGE if index % 3 == 0 else ActumKind.THOUGHT
+        store.record(Actum(chronicum_id, kind, ActorKind.AGENT, "concierge", str(index), id=str(index)))
+    statements: list[str] = []
+
+    def seen(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        window = store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=4))
+        with pytest.raises(ChronicumNotFound):
+            store.acta(new_id("missing"), ActaQuery(last_n=4))
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    assert [actum.content for actum in window] == ["18", "21", "24", "27"]
+    assert (
+        len([statement for statement in statements if statement.lstrip().upper().startswith("SELECT")]) == 2
+    )
+
+
+def test_an_existing_chronicum_without_acta_is_empty_not_missing(store: SQLAlchemyStore) -> None:
+    chronicum_id = new_id()
+    store.create(started(chronicum_id))
+    store.record(Actum(chronicum_id, ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "hmm", id="t"))
+    assert store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=3)) == []
+    with pytest.raises(ChronicumNotFound):
+        store.acta(new_id("missing"), ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=3))
+
+
+@pytest.mark.dialects("mariadb", "postgresql")  # SQLite does not enforce VARCHAR lengths
+def test_an_id_too_long_for_the_column_is_a_store_error(store: SQLAlchemyStore) -> None:
+    with pytest.raises(StoreError, match=r"^sqlalchemy: create chronicum: ") as caught:
+        store.create(started("x" * 300))
+    assert isinstance(caught.value.__cause__, SQLAlchemyError)
+
+
+def test_an_unreachable_server_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match=r"^sqlalchemy: migrate: ") as caught:
+        SQLAlchemyStore.open("mariadb+pymysql://root@127.0.0.1:1/nowhere")
+    assert isinstance(caught.value.__cause__, SQLAlchemyError)
+
+    async def scenario() -> None:
+        store = AsyncSQLAlchemyStore.open(
+            "postgresql+psycopg://postgres@127.0.0.1:1/nowhere", auto_migrate=False
+        )
+        try:
+            await store.get("anything")
+        finally:
+            await store.close()
+
+    with pytest.raises(StoreError, match=r"^sqlalchemy: get chronicum: "):
+        asyncio.run(scenario())
+
+
+def test_a_newer_schema_version_is_refused(database_url: str, shared_store: SQLAlchemyStore) -> None:
+    tables = shared_store.plans.tables
+    with shared_store.engine.begin() as connection:
+        connection.execute(tables.versions.update().values(version=SCHEMA_VERSION + 1))
+    try:
+        with pytest.raises(StoreError, match="schema version 2, newer than"):
+            SQLAlchemyStore.open(database_url)
+    finally:
+        with shared_store.engine.begin() as connection:
+            connection.execute(tables.versions.update().values(version=SCHEMA_VERSION))
+
+
+# --- concurrent auto-migrations ----------------------------------------------------------------
+
+MIGRATING_PROCESS = """
+import sys, time
+from chronica_sqlalchemy import SQLAlchemyStore
+url, schema, start_at = sys.argv[1], sys.argv[2] or None, float(sys.argv[3])
+time.sleep(max(0.0, start_at - time.time()))
+with SQLAlchemyStore.open(url, schema=schema) as store:
+    pass
+"""
+
+
+@pytest.fixture
+def fresh_target(
+    dialect: str, servers: Any, database_url: str, tmp_path: Path
+) -> Iterator[tuple[str, str | None]]:
+    """A URL and schema nobody has migrated yet: a new SQLite file, MariaDB database or PG schema."""
+    if servers is None:
+        yield f"sqlite:///{tmp_path / 'fresh.db'}", None
+        return
+    schema = f"chronica_test_{uuid.uuid4().hex[:12]}"
+    if dialect == "postgresql":
+        yield database_url, schema
+        engine = create_engine(database_url, isolation_level="AUTOCOMMIT")
+        with engine.connect() as connection:
+            connection.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        engine.dispose()
+    else:
+        yield database_url, schema
+        servers.drop_schema(schema)
+
+
+def test_processes_starting_at_once_migrate_safely(fresh_target: tuple[str, str | None]) -> None:
+    url, schema = fresh_target
+    start_at = time.time() + 3.0  # long enough for every interpreter to import and wait
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", MIGRATING_PROCESS, url, schema or "", str(start_at)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        for _ in range(6)
+    ]
+    outcomes = [
+        (process.wait(timeout=120), process.stderr.read() if process.stderr else "") for process in processes
+    ]
+    assert [code for code, _ in outcomes] == [0] * 6, [error for _, error in outcomes]
+    with SQLAlchemyStore.open(url, schema=schema) as store:
+        with store.engine.connect() as connection:
+            versions = connection.execute(store.plans.tables.versions.select()).all()
+        assert [tuple(row) for row in versions] == [("chronica", SCHEMA_VERSION)]
+        chronicum_id = new_id()
+        store.create(started(chronicum_id))
+        assert store.record(message(chronicum_id)).chronicum_id == chronicum_id
+
+
+def test_threads_starting_at_once_migrate_safely(fresh_target: tuple[str, str | None]) -> None:
+    url, schema = fresh_target
+    barrier = threading.Barrier(8)
+    failures: list[BaseException] = []
+
+    def open_and_write() -> None:
+        barrier.wait()
+        try:
+            with SQLAlchemyStore.open(url, schema=schema) as store:
+                chronicum_id = new_id()
+                store.create(started(chronicum_id))
+                store.record(message(chronicum_id))
+        except BaseException as error:  # noqa: BLE001 - collected and asserted below
+            failures.append(error)
+
+    threads = [threading.Thread(target=open_and_write) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+def test_async_stores_starting_at_once_migrate_safely(fresh_target: tuple[str, str | None]) -> None:
+    url, schema = fresh_target
+
+    async def one() -> str:
+        store = AsyncSQLAlchemyStore.open(url, schema=schema)
+        try:
+            chronicum_id = new_id()
+            await store.create(started(chronicum_id))
+            return (await store.record(message(chronicum_id, "async"))).content
+        finally:
+            await store.close()
+
+    async def all_at_once() -> list[str]:
+        return list(await asyncio.gather(*(one() for _ in range(6))))
+
+    assert asyncio.run(all_at_once()) == ["async"] * 6
+
+
+# --- MariaDB specifics -------------------------------------------------------------------------
+
+
+@pytest.mark.dialects("mariadb")
+def test_mariadb_columns_are_utf8mb4_with_binary_no_pad_ids(store: SQLAlchemyStore) -> None:
+    with store.engine.connect() as connection:
+        columns = {
+            (row.TABLE_NAME, row.COLUMN_NAME): (row.CHARACTER_SET_NAME, row.COLLATION_NAME, row.COLUMN_TYPE)
+            for row in connection.execute(
+                text(
+                    "SELECT TABLE_NAME, COLUMN_NAME, CHARACTER_SET_NAME, COLLATION_NAME, COLUMN_TYPE "
+                    "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+                    "AND TABLE_NAME IN ('chronica', 'acta')"
+                )
+            )
+        }
+    for key in [("chronica", "id"), ("acta", "chronicum_id"), ("acta", "idempotency_key")]:
+        assert columns[key] == ("utf8mb4", "utf8mb4_nopad_bin", "varchar(255)"), key
+    assert columns[("acta", "content")][0] == "utf8mb4"
+    assert columns[("acta", "content")][2] == "longtext"
+    assert columns[("acta", "at")][2] == "datetime(6)"
+
+
+@pytest.mark.dialects("mariadb")
+def test_mariadb_utf8mb4_round_trips_through_chronicarius(store: SQLAlchemyStore) -> None:
+    chronicarius = Chronicarius(store, owner_cache_size=0)
+    chronicum_id = f"🍽️ dinner-friday 漢字 {uuid.uuid4().hex[:8]}"
+    for content in [*ROUND_TRIPS[1:], "🧑‍🍳" * 1000]:
+        chronicarius.record_actum("árdian 😀", message(chronicum_id, content))
+    window = chronicarius.get_acta("árdian 😀", chronicum_id)
+    assert [actum.content for actum in window] == [*ROUND_TRIPS[1:], "🧑‍🍳" * 1000]
+    assert chronicarius.get_chronicum("árdian 😀", chronicum_id).id == chronicum_id
