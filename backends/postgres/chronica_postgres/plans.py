@@ -179,7 +179,8 @@ class Options:
 
 
 def _utc(moment: datetime) -> datetime:
-    return moment.astimezone(UTC)
+    """``moment`` in UTC (already so on the store's own connections, which run in UTC)."""
+    return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
 
 
 def _content_parameters(content: str) -> tuple[str | None, bytes | None]:
@@ -192,15 +193,11 @@ def _content_parameters(content: str) -> tuple[str | None, bytes | None]:
 def _actum(chronicum_id: str, row: tuple[Any, ...]) -> Actum:
     """Build an actum from ``(id, kind, actor_kind, actor, content, content_bytes, at)``."""
     actum_id, kind, actor_kind, actor, content, content_bytes, at = row
-    return Actum(
-        chronicum_id,
-        _KINDS[kind],
-        _ACTOR_KINDS[actor_kind],
-        actor,
-        content if content is not None else bytes(content_bytes).decode(),
-        actum_id,
-        at.astimezone(UTC),
-    )
+    if content is None:
+        content = bytes(content_bytes).decode()
+    if at.tzinfo is not UTC:
+        at = at.astimezone(UTC)
+    return Actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
 
 
 def connection_lost(error: Exception) -> bool:

@@ -34,6 +34,7 @@ __all__ = [
     "CHRONICA_PRIMARY_KEY",
     "LATEST_VERSION",
     "MIGRATIONS",
+    "SET_UTC",
     "Migration",
     "Statements",
 ]
@@ -100,6 +101,9 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 LATEST_VERSION = MIGRATIONS[-1].version
 """The schema version this package reads and writes."""
+
+SET_UTC = b"SET TIME ZONE 'UTC'"
+"""Run on each new pooled connection: timestamps then arrive in UTC, with no conversion to do."""
 
 _ACTUM_COLUMNS = "id, kind, actor_kind, actor, content, content_bytes, at"
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any, TypeVar
 
+import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from chronica_core import ActaQuery, Actum, Chronicum, StoreError
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement
-from chronica_postgres.schema import Statements
+from chronica_postgres.schema import SET_UTC, Statements
 
 __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate"]
 
@@ -27,6 +28,15 @@ def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[Option
         raise StoreError("postgres: open store", "give a postgresql:// URL or an open pool")
     parsed = Options.parse(options)
     return parsed, Plans(Statements(parsed.schema))
+
+
+def _in_utc(connection: psycopg.Connection[Any]) -> None:
+    """Have the server send timestamps in UTC, which psycopg then reads as ``datetime.UTC``."""
+    connection.execute(SET_UTC)
+
+
+async def _in_utc_async(connection: psycopg.AsyncConnection[Any]) -> None:
+    await connection.execute(SET_UTC)
 
 
 class PostgresStore(IdempotentStore):
@@ -52,7 +62,9 @@ class PostgresStore(IdempotentStore):
         self.options, self._plans = _configured(url, pool, options)
         self._owns_pool = pool is None
         self._pool = (
-            pool if pool is not None else ConnectionPool(url, open=True, **self.options.pool_arguments())
+            pool
+            if pool is not None
+            else ConnectionPool(url, open=True, configure=_in_utc, **self.options.pool_arguments())
         )
         if self.options.auto_migrate:
             try:
@@ -109,11 +121,13 @@ class PostgresStore(IdempotentStore):
         if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
             self._pool.check()
             return []
-        with self._pool.connection() as connection:
-            if not connection.autocommit:
+        connection = self._pool.getconn()
+        try:
+            if not connection.autocommit:  # a pool given by the caller
                 connection.autocommit = True
-            cursor = connection.execute(operation.sql, operation.params)
-            return cursor.fetchall() if cursor.description is not None else []
+            return connection.execute(operation.sql, operation.params).fetchall()
+        finally:
+            self._pool.putconn(connection)
 
 
 class AsyncPostgresStore(AsyncIdempotentStore):
@@ -182,7 +196,9 @@ class AsyncPostgresStore(AsyncIdempotentStore):
         self._opening = self._opening or asyncio.Lock()
         async with self._opening:
             if self._pool is None:
-                self._pool = AsyncConnectionPool(self._url, open=False, **self.options.pool_arguments())
+                self._pool = AsyncConnectionPool(
+                    self._url, open=False, configure=_in_utc_async, **self.options.pool_arguments()
+                )
                 await self._pool.open()
             if not self._ready and self.options.auto_migrate:
                 await self.migrate()
@@ -195,11 +211,14 @@ class AsyncPostgresStore(AsyncIdempotentStore):
         if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
             await pool.check()
             return []
-        async with pool.connection() as connection:
-            if not connection.autocommit:
+        connection = await pool.getconn()
+        try:
+            if not connection.autocommit:  # a pool given by the caller
                 await connection.set_autocommit(True)
             cursor = await connection.execute(operation.sql, operation.params)
-            return await cursor.fetchall() if cursor.description is not None else []
+            return await cursor.fetchall()
+        finally:
+            await pool.putconn(connection)
 
 
 def migrate(url: str, **options: Any) -> int:

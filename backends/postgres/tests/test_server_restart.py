@@ -22,9 +22,9 @@ from typing import TypeVar
 
 import psycopg
 import pytest
+from chronica_postgres import AsyncPostgresStore, PostgresStore
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, StoreError, new_actum_id
-from chronica_postgres import AsyncPostgresStore, PostgresStore
 
 Result = TypeVar("Result")
 
