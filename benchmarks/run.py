@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import platform
@@ -655,7 +656,6 @@ class StoreBench:
         assert self.chronicarius is not None
         writers, writes = self.settings.writers, self.settings.writes_per_writer
         warmup = max(2, min(self.settings.warmup, 10))
-        total = writers * writes
         print(f"  {writers} writers x {writes} writes: threads", file=sys.stderr, flush=True)
         chronicarius = self.chronicarius
         run_label = secrets.token_hex(3)
@@ -665,16 +665,13 @@ class StoreBench:
             acta = [story_actum(chronicum_id, number) for number in range(warmup + writes)]
             return lambda number: chronicarius.record_actum(OWNER, acta[number])
 
-        seconds = run_threads(writers, store_writer, warmup, writes)
-        self.report.concurrent.append(
-            ConcurrentRow("chronica threads", writers, total, seconds, total / seconds)
-        )
-
-        if self.baselines is not None:
-            for name in self.baselines.variants:
-                seconds = self._raw_threads(self.baselines, name, run_label, warmup)
-                self.report.concurrent.append(
-                    ConcurrentRow(f"{name} threads", writers, total, seconds, total / seconds)
+        self._concurrent("chronica threads", lambda: run_threads(writers, store_writer, warmup, writes))
+        baselines = self.baselines
+        if baselines is not None:
+            for name in baselines.variants:
+                self._concurrent(
+                    f"{name} threads",
+                    functools.partial(self._raw_threads, baselines, name, run_label, warmup),
                 )
 
         if self.async_chronicarius is not None:
@@ -686,10 +683,19 @@ class StoreBench:
                 acta = [story_actum(chronicum_id, number) for number in range(warmup + writes)]
                 return lambda number: async_chronicarius.record_actum(OWNER, acta[number])
 
-            seconds = runner.run(run_tasks(writers, task_writer, warmup, writes))
-            self.report.concurrent.append(
-                ConcurrentRow("chronica async tasks", writers, total, seconds, total / seconds)
+            self._concurrent(
+                "chronica async tasks", lambda: runner.run(run_tasks(writers, task_writer, warmup, writes))
             )
+
+    def _concurrent(self, writer: str, measure: Callable[[], float]) -> None:
+        """Add the row ``measure()`` times, or a note when it fails (the other rows still count)."""
+        writers, total = self.settings.writers, self.settings.writers * self.settings.writes_per_writer
+        try:
+            seconds = measure()
+        except Exception as error:  # noqa: BLE001 - reported in the notes, the run goes on
+            self.note(f"{writers} {writer}: failed: {error}")
+            return
+        self.report.concurrent.append(ConcurrentRow(writer, writers, total, seconds, total / seconds))
 
     def _raw_threads(self, shared: Baselines, name: str, run_label: str, warmup: int) -> float:
         """Time raw variant ``name`` appending from many threads, each on its own chronicum."""
