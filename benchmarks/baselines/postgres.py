@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 from chronica_postgres import Options
-from chronica_postgres.schema import Statements
+from chronica_postgres.schema import SET_UTC, Statements
 from psycopg import sql
 
 from chronica_core import Actum
@@ -31,15 +31,27 @@ _COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, content_byt
 
 
 class _Connection:
-    """One autocommit psycopg connection and the store's statements for the store's schema."""
+    """One autocommit psycopg connection (opened on first use) and the store's statements."""
 
     def __init__(self, url: str, options: dict[str, str]) -> None:
+        self.url = url
         self.schema = Options.parse(options).schema
         self.statements = Statements(self.schema)
-        self.connection: psycopg.Connection[tuple[Any, ...]] = psycopg.connect(url, autocommit=True)
+        self._connection: psycopg.Connection[tuple[Any, ...]] | None = None
+
+    @property
+    def connection(self) -> psycopg.Connection[tuple[Any, ...]]:
+        if self._connection is None:
+            self._connection = psycopg.connect(self.url, autocommit=True)
+            self._connection.execute(SET_UTC)  # as the store's connections
+        return self._connection
 
     def table(self, name: str) -> sql.Identifier:
         return sql.Identifier(self.schema, name)
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
 
 
 class _PlainInsert:
@@ -68,7 +80,7 @@ class _PlainInsert:
         return _window(self._raw, chronicum_id, n)
 
     def close(self) -> None:
-        self._raw.connection.close()
+        self._raw.close()
 
 
 def _window(raw: _Connection, chronicum_id: str, n: int) -> list[Any]:
@@ -148,4 +160,4 @@ class RawBaseline:
     def close(self) -> None:
         """Close both variants' connections."""
         self.variants[_PlainInsert.name].close()
-        self._raw.connection.close()
+        self._raw.close()
