@@ -273,12 +273,22 @@ async def time_async(operation: Callable[[int], Awaitable[object]], warmup: int,
 Writer = Callable[[int], object]
 """Performs write number ``n`` of one writer."""
 
+Closer = Callable[[], object]
+"""Releases what one writer opened; called in the writer's own thread (SQLite insists)."""
 
-def run_threads(writers: int, make_writer: Callable[[int], Writer], warmup: int, writes: int) -> float:
+
+def _nothing_to_close() -> None:
+    """A :data:`Closer` for writers that opened nothing."""
+
+
+def run_threads(
+    writers: int, make_writer: Callable[[int], tuple[Writer, Closer]], warmup: int, writes: int
+) -> float:
     """Start ``writers`` threads, each writing ``warmup`` then ``writes`` times; return timed seconds.
 
     ``make_writer(index)`` runs inside thread ``index`` before anything is timed (open a
-    connection, create the chronicum, build the acta). The timed part starts when every thread has
+    connection, create the chronicum, build the acta) and returns the writer and its closer, which
+    the same thread calls when done. The timed part starts when every thread has
     finished its warm-up writes (a barrier); the result runs from the earliest thread's start to
     the latest thread's end, each taken by the thread itself (a main-thread clock could start late:
     with the GIL, the writers may run before the main thread wakes).
@@ -291,13 +301,15 @@ def run_threads(writers: int, make_writer: Callable[[int], Writer], warmup: int,
     spans: list[tuple[float, float]] = []
 
     def work(index: int) -> None:
+        close: Closer = _nothing_to_close
         try:
-            write = make_writer(index)
+            write, close = make_writer(index)
             for number in range(warmup):
                 write(number)
         except Exception as error:  # noqa: BLE001 - reported by the main thread
             failures.append(error)
             barrier.abort()
+            _close_quietly(close, failures)
             return
         try:
             barrier.wait()
@@ -306,9 +318,10 @@ def run_threads(writers: int, make_writer: Callable[[int], Writer], warmup: int,
                 write(number)
             spans.append((start, time.perf_counter()))
         except threading.BrokenBarrierError:
-            return
+            pass
         except Exception as error:  # noqa: BLE001 - reported by the main thread
             failures.append(error)
+        _close_quietly(close, failures)
 
     threads = [threading.Thread(target=work, args=(index,), daemon=True) for index in range(writers)]
     with quiet_collector():
@@ -319,6 +332,13 @@ def run_threads(writers: int, make_writer: Callable[[int], Writer], warmup: int,
     if failures:
         raise RuntimeError(f"{len(failures)} writer thread(s) failed: {failures[0]!r}") from failures[0]
     return max(end for _, end in spans) - min(start for start, _ in spans)
+
+
+def _close_quietly(close: Closer, failures: list[BaseException]) -> None:
+    try:
+        close()
+    except Exception as error:  # noqa: BLE001 - reported by the main thread
+        failures.append(error)
 
 
 AsyncWriter = Callable[[int], Awaitable[object]]
@@ -660,10 +680,10 @@ class StoreBench:
         chronicarius = self.chronicarius
         run_label = secrets.token_hex(3)
 
-        def store_writer(index: int) -> Writer:
+        def store_writer(index: int) -> tuple[Writer, Closer]:
             chronicum_id = fresh_id(f"threads-{run_label}-{index}")
             acta = [story_actum(chronicum_id, number) for number in range(warmup + writes)]
-            return lambda number: chronicarius.record_actum(OWNER, acta[number])
+            return (lambda number: chronicarius.record_actum(OWNER, acta[number])), _nothing_to_close
 
         self._concurrent("chronica threads", lambda: run_threads(writers, store_writer, warmup, writes))
         baselines = self.baselines
@@ -698,27 +718,26 @@ class StoreBench:
         self.report.concurrent.append(ConcurrentRow(writer, writers, total, seconds, total / seconds))
 
     def _raw_threads(self, shared: Baselines, name: str, run_label: str, warmup: int) -> float:
-        """Time raw variant ``name`` appending from many threads, each on its own chronicum."""
-        opened: list[Baselines] = []
-        opened_lock = threading.Lock()
+        """Time raw variant ``name`` appending from many threads, each on its own chronicum.
+
+        A baseline that is not thread-safe is opened (and closed) by each thread for itself.
+        """
         writes = self.settings.writes_per_writer
 
-        def raw_writer(index: int) -> Writer:
+        def raw_writer(index: int) -> tuple[Writer, Closer]:
             own = shared.for_thread()
-            if own is not shared:
-                with opened_lock:
-                    opened.append(own)
-            chronicum_id = fresh_id(f"raw-threads-{run_label}-{index}")
-            own.prepare_everywhere(chronicum_id, None)
-            baseline = own.variants[name]
-            acta = [story_actum(chronicum_id, number, with_id=True) for number in range(warmup + writes)]
-            return lambda number: baseline.append(acta[number])
+            close: Closer = _nothing_to_close if own is shared else own.close
+            try:
+                chronicum_id = fresh_id(f"raw-threads-{run_label}-{index}")
+                own.prepare_everywhere(chronicum_id, None)
+                baseline = own.variants[name]
+                acta = [story_actum(chronicum_id, number, with_id=True) for number in range(warmup + writes)]
+            except BaseException:
+                close()
+                raise
+            return (lambda number: baseline.append(acta[number])), close
 
-        try:
-            return run_threads(self.settings.writers, raw_writer, warmup, writes)
-        finally:
-            for own in opened:
-                own.close()
+        return run_threads(self.settings.writers, raw_writer, warmup, writes)
 
 
 def _raw_reader(baseline: Baseline, chronicum_id: str) -> Callable[[int], object]:
