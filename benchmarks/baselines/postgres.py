@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 from chronica_postgres import Options
+from chronica_postgres.plans import text_array
 from chronica_postgres.schema import SET_UTC, Statements
 from psycopg import sql
 
@@ -85,7 +86,8 @@ class _PlainInsert:
 
 def _window(raw: _Connection, chronicum_id: str, n: int) -> list[Any]:
     statement = raw.statements.window(kinds=True, actor_kinds=False, limited=True)
-    return raw.connection.execute(statement, (chronicum_id, ["message"], n, chronicum_id)).fetchall()
+    kinds = text_array(["message"])  # the parameter as the store sends it: one text[] literal
+    return raw.connection.execute(statement, (chronicum_id, kinds, n, chronicum_id)).fetchall()
 
 
 class RawBaseline:

@@ -9,7 +9,7 @@ errors into Chronica errors. :class:`chronica_postgres.PostgresStore` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final, cast
@@ -200,6 +200,15 @@ def _actum(chronicum_id: str, row: tuple[Any, ...]) -> Actum:
     return Actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
 
 
+def text_array(values: Iterable[str]) -> str:
+    """A PostgreSQL ``text[]`` literal of ``values``, each quoted: ``{"message","thought"}``.
+
+    Sent as one string and cast in SQL, it costs psycopg far less than adapting a Python list.
+    """
+    quoted = ('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in map(str, values))
+    return "{" + ",".join(quoted) + "}"
+
+
 def connection_lost(error: Exception) -> bool:
     """Whether ``error`` says the connection died (the server restarted, the backend was killed)."""
     if not isinstance(error, psycopg.OperationalError) or isinstance(error, PoolTimeout):
@@ -313,9 +322,9 @@ class Plans:
             raise ChronicumNotFound(chronicum_id)
         parameters: list[Any] = [chronicum_id]
         if query.actum_kinds is not None:
-            parameters.append([str(kind) for kind in query.actum_kinds])
+            parameters.append(text_array(query.actum_kinds))
         if query.actor_kinds is not None:
-            parameters.append([str(kind) for kind in query.actor_kinds])
+            parameters.append(text_array(query.actor_kinds))
         if query.last_n > 0:
             parameters.append(query.last_n)
         parameters.append(chronicum_id)

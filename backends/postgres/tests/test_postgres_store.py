@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 from chronica_postgres import LATEST_VERSION, AsyncPostgresStore, InvalidOption, PostgresStore, migrate
+from chronica_postgres.plans import text_array
 from chronica_postgres.schema import Statements
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -209,7 +210,7 @@ def test_context_window_uses_the_primary_key_on_a_large_chronicum(
     admin.execute(sql.SQL("SET plan_cache_mode = {}").format(sql.Literal(plan_cache_mode)))
     try:
         with admin.cursor() as cursor:
-            cursor.execute(b"EXPLAIN " + window, (chronicum_id, ["message"], 20, chronicum_id))
+            cursor.execute(b"EXPLAIN " + window, (chronicum_id, text_array(["message"]), 20, chronicum_id))
             plan = "\n".join(row[0] for row in cursor.fetchall())
     finally:
         admin.execute("RESET plan_cache_mode")
@@ -256,6 +257,12 @@ def test_missing_and_empty_chronica_are_told_apart(store: PostgresStore) -> None
     assert store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.THOUGHT,), last_n=3)) == []
     with pytest.raises(ChronicumNotFound):
         store.acta(f"{chronicum_id}-missing", ActaQuery(last_n=3))
+
+
+def test_kinds_are_sent_as_a_text_array_literal_that_keeps_every_value(admin: Admin) -> None:
+    values = ["message", 'q"uote', "back\\slash", "a,b", "{brace}", "NULL", "", "with space"]
+    row = admin.execute("SELECT %s::text[]", (text_array(values),)).fetchone()
+    assert row == (values,)
 
 
 # -- content ---------------------------------------------------------------------------------
