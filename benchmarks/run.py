@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import functools
 import gc
+import inspect
 import json
 import platform
 import secrets
@@ -229,13 +230,22 @@ def quiet_collector() -> Iterator[None]:
             gc.enable()
 
 
-def time_interleaved(
+STORE = ""
+"""Key of the store's (sync Chronicarius) operation among the timed operations."""
+
+ASYNC_STORE = "\x00async"
+"""Key of the ``AsyncChronicarius`` operation among the timed operations."""
+
+
+async def time_interleaved(
     operations: dict[str, Callable[[int], object]], warmup: int, repeat: int
 ) -> dict[str, Timing]:
     """Time each operation ``repeat`` times after ``warmup`` untimed calls, interleaved.
 
     Each round calls every operation once (the starting one rotating), so drift on a busy machine
-    hits all columns alike. An operation gets its round number, to pick pre-built input.
+    hits all columns alike. An operation gets its round number, to pick pre-built input; when it
+    returns an awaitable (an async store's call), that is awaited inside the timed span. The sync
+    operations run blocking on the event loop, which is idle meanwhile.
 
     Returns:
         Per operation name, its :class:`Timing` over the timed rounds.
@@ -249,25 +259,13 @@ def time_interleaved(
             for name in names[shift:] + names[:shift]:
                 operation = operations[name]
                 start = clock()
-                operation(round_number)
+                outcome = operation(round_number)
+                if inspect.isawaitable(outcome):
+                    await outcome
                 elapsed = clock() - start
                 if round_number >= warmup:
                     samples[name].append(elapsed)
     return {name: Timing.of(values) for name, values in samples.items()}
-
-
-async def time_async(operation: Callable[[int], Awaitable[object]], warmup: int, repeat: int) -> Timing:
-    """Await ``operation`` ``repeat`` times after ``warmup`` untimed calls; return its :class:`Timing`."""
-    samples: list[int] = []
-    clock = time.perf_counter_ns
-    with quiet_collector():
-        for round_number in range(warmup + repeat):
-            start = clock()
-            await operation(round_number)
-            elapsed = clock() - start
-            if round_number >= warmup:
-                samples.append(elapsed)
-    return Timing.of(samples)
 
 
 Writer = Callable[[int], object]
@@ -596,24 +594,22 @@ class StoreBench:
         def store_read(_: int) -> object:
             return chronicarius.get_acta(OWNER, chronicum_id, last_n=LAST_N, actum_kinds=message_only)
 
-        operations: dict[str, Callable[[int], object]] = {"": store_read}
+        operations: dict[str, Callable[[int], object]] = {STORE: store_read}
         if self.baselines is not None:
             for name, baseline in self.baselines.variants.items():
                 operations[name] = _raw_reader(baseline, chronicum_id)
-        timings = time_interleaved(operations, self.settings.warmup, self.settings.repeat)
-        operation = f"get_acta last {LAST_N} messages"
-        sync_timing = self._add_sync_row(operation, size, timings)
         if self.async_chronicarius is not None:
             async_chronicarius = self.async_chronicarius
 
-            async def async_read(_: int) -> object:
-                return await async_chronicarius.get_acta(
+            def async_read(_: int) -> object:
+                return async_chronicarius.get_acta(
                     OWNER, async_chronicum_id, last_n=LAST_N, actum_kinds=message_only
                 )
 
-            runner.run(async_chronicarius.get_acta(OWNER, async_chronicum_id, last_n=1))
-            timing = runner.run(time_async(async_read, self.settings.warmup, self.settings.repeat))
-            self._add_async_row(operation, size, timing, sync_timing)
+            operations[ASYNC_STORE] = async_read
+            runner.run(async_chronicarius.get_acta(OWNER, async_chronicum_id, last_n=1))  # owner cache
+        timings = runner.run(time_interleaved(operations, self.settings.warmup, self.settings.repeat))
+        self._add_rows(f"get_acta last {LAST_N} messages", size, timings)
 
     def _measure_appends(
         self, chronicum_id: str, async_chronicum_id: str, size: int, runner: asyncio.Runner
@@ -626,34 +622,32 @@ class StoreBench:
         def store_append(number: int) -> object:
             return chronicarius.record_actum(OWNER, store_acta[number])
 
-        operations: dict[str, Callable[[int], object]] = {"": store_append}
+        operations: dict[str, Callable[[int], object]] = {STORE: store_append}
         if self.baselines is not None:
             for name, baseline in self.baselines.variants.items():
                 raw_acta = [story_actum(chronicum_id, index, with_id=True) for index in range(rounds)]
                 operations[name] = _raw_appender(baseline, raw_acta)
-        timings = time_interleaved(operations, self.settings.warmup, self.settings.repeat)
-        sync_timing = self._add_sync_row("record_actum", size, timings)
         if self.async_chronicarius is not None:
             async_chronicarius = self.async_chronicarius
             async_acta = [story_actum(async_chronicum_id, index) for index in range(rounds)]
 
-            async def async_append(number: int) -> object:
-                return await async_chronicarius.record_actum(OWNER, async_acta[number])
+            def async_append(number: int) -> object:
+                return async_chronicarius.record_actum(OWNER, async_acta[number])
 
-            timing = runner.run(time_async(async_append, self.settings.warmup, self.settings.repeat))
-            self._add_async_row("record_actum", size, timing, sync_timing)
+            operations[ASYNC_STORE] = async_append
+        timings = runner.run(time_interleaved(operations, self.settings.warmup, self.settings.repeat))
+        self._add_rows("record_actum", size, timings)
 
-    def _add_sync_row(self, operation: str, size: int, timings: dict[str, Timing]) -> Timing:
-        """Add a sync row from interleaved timings (the store's under ``""``); return the store's."""
-        raw = {name: timing for name, timing in timings.items() if name}
-        store = timings[""]
+    def _add_rows(self, operation: str, size: int, timings: dict[str, Timing]) -> None:
+        """Add the sync row (store beside each raw variant) and, if timed, the async row."""
+        store = timings[STORE]
+        raw = {name: timing for name, timing in timings.items() if name not in (STORE, ASYNC_STORE)}
         ratio = {name: store.median_ns / timing.median_ns for name, timing in raw.items()}
         self.report.latency.append(LatencyRow(operation, "sync", size, store, raw, ratio))
-        return store
-
-    def _add_async_row(self, operation: str, size: int, timing: Timing, sync: Timing) -> None:
-        ratio = {"sync": timing.median_ns / sync.median_ns}
-        self.report.latency.append(LatencyRow(operation, "async", size, timing, {}, ratio))
+        if ASYNC_STORE in timings:
+            timing = timings[ASYNC_STORE]
+            async_ratio = {"sync": timing.median_ns / store.median_ns}
+            self.report.latency.append(LatencyRow(operation, "async", size, timing, {}, async_ratio))
 
     def _flatness(self) -> None:
         """Last-20 median at the largest history over the smallest, for the store and each raw variant."""
