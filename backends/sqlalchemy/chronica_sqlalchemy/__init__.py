@@ -2,12 +2,26 @@
 
 Open it by URL through the registry (``open_store("sqlite:///chronica.db")``) or directly from an
 engine you already have (``SQLAlchemyStore(engine)``, ``AsyncSQLAlchemyStore(async_engine)``).
+
+Importing this package is cheap (the plugin module is loaded by every ``chronica`` command);
+SQLAlchemy is imported when one of the names below is first used.
 """
 
-from chronica_sqlalchemy.engines import DEFAULT_BUSY_TIMEOUT_SECONDS, DEFAULT_SYNCHRONOUS, configure_sqlite
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from chronica_sqlalchemy.plugin import DEFAULT_URL
-from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables
-from chronica_sqlalchemy.store import AsyncSQLAlchemyStore, SQLAlchemyStore
+
+if TYPE_CHECKING:
+    from chronica_sqlalchemy.engines import (
+        DEFAULT_BUSY_TIMEOUT_SECONDS,
+        DEFAULT_SYNCHRONOUS,
+        configure_sqlite,
+    )
+    from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables
+    from chronica_sqlalchemy.store import AsyncSQLAlchemyStore, SQLAlchemyStore
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_SECONDS",
@@ -19,3 +33,21 @@ __all__ = [
     "Tables",
     "configure_sqlite",
 ]
+
+_HOMES = {
+    "DEFAULT_BUSY_TIMEOUT_SECONDS": "engines",
+    "DEFAULT_SYNCHRONOUS": "engines",
+    "configure_sqlite": "engines",
+    "SCHEMA_VERSION": "schema",
+    "Tables": "schema",
+    "AsyncSQLAlchemyStore": "store",
+    "SQLAlchemyStore": "store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the public names on first use, so that loading the plugin does not import SQLAlchemy."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"chronica_sqlalchemy.{home}"), name)

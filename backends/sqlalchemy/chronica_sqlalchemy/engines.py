@@ -18,8 +18,8 @@ otherwise (``sqlite+aiosqlite://`` opens a blocking store on ``pysqlite``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, pool
 from sqlalchemy.engine import URL, make_url
@@ -39,6 +39,8 @@ __all__ = [
     "create_store_engine",
     "sync_url",
 ]
+
+AnyEngine = TypeVar("AnyEngine", Engine, AsyncEngine)
 
 DEFAULT_SYNCHRONOUS = "FULL"
 """SQLite's ``PRAGMA synchronous`` by default. In WAL mode ``FULL`` syncs the log at every commit,
@@ -180,28 +182,31 @@ def create_store_engine(url: str | URL, options: EngineOptions) -> Engine:
     Raises ``StoreError`` for a URL SQLAlchemy cannot use; a missing driver raises
     ``ModuleNotFoundError`` (the registry reports it as ``BackendUnavailable``).
     """
-    parsed, arguments = _engine_arguments(sync_url(url), options, pool.QueuePool)
-    try:
-        engine = create_engine(parsed, **arguments)
-    except ArgumentError as error:
-        raise StoreError("sqlalchemy: open", str(error)) from error
-    if engine.dialect.name == "sqlite":
-        configure_sqlite(engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
+    engine = _created(create_engine, sync_url(url), options, pool.QueuePool)
+    _configured(engine, options)
     return engine
 
 
 def create_async_store_engine(url: str | URL, options: EngineOptions) -> AsyncEngine:
     """Create the asyncio engine for ``url``; same rules and errors as :func:`create_store_engine`."""
-    parsed, arguments = _engine_arguments(async_url(url), options, pool.AsyncAdaptedQueuePool)
+    engine = _created(create_async_engine, async_url(url), options, pool.AsyncAdaptedQueuePool)
+    _configured(engine.sync_engine, options)
+    return engine
+
+
+def _created(
+    factory: Callable[..., AnyEngine], url: URL, options: EngineOptions, queue_pool: type[pool.Pool]
+) -> AnyEngine:
+    url, arguments = _engine_arguments(url, options, queue_pool)
     try:
-        engine = create_async_engine(parsed, **arguments)
+        return factory(url, **arguments)
     except ArgumentError as error:
         raise StoreError("sqlalchemy: open", str(error)) from error
+
+
+def _configured(engine: Engine, options: EngineOptions) -> None:
     if engine.dialect.name == "sqlite":
-        configure_sqlite(
-            engine.sync_engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout
-        )
-    return engine
+        configure_sqlite(engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
 
 
 def configure_sqlite(
@@ -216,8 +221,8 @@ def configure_sqlite(
     timeout of ``busy_timeout`` seconds and foreign keys on. SQLAlchemy, not the driver, begins
     transactions: ``BEGIN IMMEDIATE`` on connections that write (so a writer waits for the lock
     up front, under the busy timeout, instead of failing with "database is locked" when it tries
-    to upgrade a read lock), a plain ``BEGIN`` on those that only read. Calling it twice on one
-    engine does nothing more.
+    to upgrade a read lock), and none on those that only read (the store's reads are single
+    statements, atomic by themselves in WAL mode). Calling it twice on one engine does nothing more.
     """
     if event.contains(engine, "begin", _begin):
         return
@@ -242,5 +247,5 @@ def configure_sqlite(
 
 
 def _begin(connection: Connection) -> None:
-    writes = connection.get_execution_options().get(WRITE_OPTION, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
+    if connection.get_execution_options().get(WRITE_OPTION, False):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")

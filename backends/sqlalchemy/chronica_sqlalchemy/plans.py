@@ -10,7 +10,6 @@ asyncio store runs that same function inside SQLAlchemy's greenlet bridge on its
 from __future__ import annotations
 
 import hashlib
-from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, TypeVar
@@ -23,6 +22,7 @@ from sqlalchemy import (
     Executable,
     Integer,
     Select,
+    String,
     bindparam,
     func,
     insert,
@@ -32,6 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateSchema, CreateTable
+from sqlalchemy.sql.elements import BindParameter
 
 from chronica_core.errors import ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
@@ -80,17 +81,20 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
     with its ``AsyncEngine.sync_engine``. A failure to connect is thrown into the plan like any
     other step's failure, so the plan's error translation covers it. Returns the plan's result.
     """
-    with ExitStack() as stack:
-        held: list[Connection] = []
+    held: list[Connection] = []
 
-        def perform(step: Step) -> Any:
-            if not held:
-                held.append(stack.enter_context(engine.connect()))
-                if step.write:
-                    held[0].execution_options(**{WRITE_OPTION: True})
-            return getattr(held[0], step.method)(*step.args)
+    def perform(step: Step) -> Any:
+        if not held:
+            held.append(engine.connect())
+            if step.write:
+                held[0].execution_options(**{WRITE_OPTION: True})
+        return getattr(held[0], step.method)(*step.args)
 
+    try:
         return run_plan(plan, perform)
+    finally:
+        if held:
+            held[0].close()
 
 
 def _detail(error: SQLAlchemyError) -> str:
@@ -110,8 +114,22 @@ def _translated(operation: str, plan: Plan[Step, Result]) -> Plan[Step, Result]:
         raise StoreError(f"sqlalchemy: {operation}", _detail(error)) from error
 
 
+def _slots(name: str, count: int) -> list[BindParameter[str]]:
+    return [bindparam(f"{name}_{index}", type_=String()) for index in range(count)]
+
+
+def _padded(name: str, values: list[str], count: int) -> dict[str, str]:
+    """``values`` in ``count`` parameters ``name_0``..., the last value repeated (``IN`` ignores it)."""
+    values = values[:count]
+    return {f"{name}_{index}": values[min(index, len(values) - 1)] for index in range(count)}
+
+
 class Plans:
     """The statements of one store, built once for its dialect and tables, and its operations as plans.
+
+    The statements of ``record`` and of a context window are public (``advance_statement``,
+    ``counter``, ``insert_actum_statement``, :meth:`window`) so that benchmarks can time SQLAlchemy
+    Core running exactly them.
 
     Args:
         tables: the table definitions (see :class:`chronica_sqlalchemy.schema.Tables`).
@@ -136,19 +154,19 @@ class Plans:
             .values(last_actum_at=bindparam("at"))
         )
         if dialect.update_returning:
-            self._counter = "returning"
-            self._advance: Executable = advance.values(last_seq=chronica.c.last_seq + 1).returning(
+            self.counter = "returning"
+            self.advance_statement: Executable = advance.values(last_seq=chronica.c.last_seq + 1).returning(
                 chronica.c.last_seq
             )
         elif self.dialect_name == "mysql":
             # One round trip: LAST_INSERT_ID(expr) hands the new value to the client as lastrowid.
-            self._counter = "lastrowid"
-            self._advance = advance.values(last_seq=func.last_insert_id(chronica.c.last_seq + 1))
+            self.counter = "lastrowid"
+            self.advance_statement = advance.values(last_seq=func.last_insert_id(chronica.c.last_seq + 1))
         else:
-            self._counter = "select"
-            self._advance = advance.values(last_seq=chronica.c.last_seq + 1)
+            self.counter = "select"
+            self.advance_statement = advance.values(last_seq=chronica.c.last_seq + 1)
         self._select_counter = select(chronica.c.last_seq).where(chronica.c.id == bindparam("chronicum_id"))
-        self._insert_actum = insert(acta)
+        self.insert_actum_statement = insert(acta)
         self._actum_columns = (
             acta.c.id,
             acta.c.kind,
@@ -224,14 +242,14 @@ class Plans:
         take their turns: that turn is the actum's place in the chronicum.
         """
         result: CursorResult[Any] = yield _execute(
-            self._advance, {"chronicum_id": chronicum_id, "at": at}, write=True
+            self.advance_statement, {"chronicum_id": chronicum_id, "at": at}, write=True
         )
-        if self._counter == "returning":
+        if self.counter == "returning":
             row = result.first()
             return None if row is None else int(row[0])
         if result.rowcount == 0:
             return None
-        if self._counter == "lastrowid":
+        if self.counter == "lastrowid":
             return int(result.lastrowid)
         counter: CursorResult[Any] = yield _execute(self._select_counter, {"chronicum_id": chronicum_id})
         return int(counter.scalar_one())
@@ -253,7 +271,7 @@ class Plans:
                 "at": at,
                 "idempotency_key": key,
             }
-            yield _execute(self._insert_actum, row)
+            yield _execute(self.insert_actum_statement, row)
             yield COMMIT
         except IntegrityError:
             if key is None:
@@ -270,24 +288,33 @@ class Plans:
         return replace(actum, at=at)
 
     def _acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
-        parameters: dict[str, Any] = {"chronicum_id": chronicum_id}
-        if query.actum_kinds is not None:
-            parameters["actum_kinds"] = [kind.value for kind in query.actum_kinds]
-        if query.actor_kinds is not None:
-            parameters["actor_kinds"] = [actor_kind.value for actor_kind in query.actor_kinds]
-        if query.last_n > 0:
-            parameters["last_n"] = query.last_n
-        statement = self._window(
-            query.actum_kinds is not None, query.actor_kinds is not None, query.last_n > 0
-        )
+        statement, parameters = self.window_for(chronicum_id, query)
         result: CursorResult[Any] = yield _execute(statement, parameters)
         rows: list[Any] = list(result.all())
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        return [self._actum(chronicum_id, row, 2) for row in rows if row[1] is not None]
+        return self._window_acta(chronicum_id, rows)
 
-    def _window(self, by_kind: bool, by_actor_kind: bool, limited: bool) -> Select[Any]:
+    def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Select[Any], dict[str, Any]]:
+        """Return the context-window statement for ``query`` and its parameters."""
+        parameters: dict[str, Any] = {"chronicum_id": chronicum_id}
+        if query.actum_kinds:
+            parameters.update(_padded("actum_kind", [kind.value for kind in query.actum_kinds], len(_KINDS)))
+        if query.actor_kinds:
+            values = [actor_kind.value for actor_kind in query.actor_kinds]
+            parameters.update(_padded("actor_kind", values, len(_ACTOR_KINDS)))
+        if query.last_n > 0:
+            parameters["last_n"] = query.last_n
+        shape = (bool(query.actum_kinds), bool(query.actor_kinds), query.last_n > 0)
+        return self.window(*shape), parameters
+
+    def window(self, by_kind: bool, by_actor_kind: bool, limited: bool) -> Select[Any]:
         """The one query of a context window, built once per shape.
+
+        Its parameters (see :meth:`window_for`): ``chronicum_id``; ``actum_kind_0`` to
+        ``actum_kind_3`` and ``actor_kind_0`` to ``actor_kind_2`` (the wanted values, the last one
+        repeated to fill every slot: a fixed number of parameters keeps the SQL text, and so its
+        compiled form, the same for every query of a shape); ``last_n``.
 
         The chronicum's row is outer-joined to the filtered, limited acta: no row at all means
         the chronicum is missing; one row of ``NULL`` acta means it has none that match.
@@ -302,9 +329,9 @@ class Plans:
             acta.c.chronicum_id == bindparam("chronicum_id")
         )
         if by_kind:
-            recent = recent.where(acta.c.kind.in_(bindparam("actum_kinds", expanding=True)))
+            recent = recent.where(acta.c.kind.in_(_slots("actum_kind", len(_KINDS))))
         if by_actor_kind:
-            recent = recent.where(acta.c.actor_kind.in_(bindparam("actor_kinds", expanding=True)))
+            recent = recent.where(acta.c.actor_kind.in_(_slots("actor_kind", len(_ACTOR_KINDS))))
         if limited:
             recent = recent.order_by(acta.c.seq.desc()).limit(bindparam("last_n", type_=Integer()))
         window = recent.subquery("recent")
@@ -320,15 +347,18 @@ class Plans:
     @staticmethod
     def _actum(chronicum_id: str, row: Any, offset: int) -> Actum:
         """Turn ``row[offset:]`` (id, kind, actor kind, actor, content, at) into an actum."""
-        return Actum(
-            chronicum_id=chronicum_id,
-            id=row[offset],
-            kind=_KINDS[row[offset + 1]],
-            actor_kind=_ACTOR_KINDS[row[offset + 2]],
-            actor=row[offset + 3],
-            content=row[offset + 4],
-            at=row[offset + 5],
-        )
+        actum_id, kind, actor_kind, actor, content, at = row[offset : offset + 6]
+        return Actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
+
+    @staticmethod
+    def _window_acta(chronicum_id: str, rows: list[Any]) -> list[Actum]:
+        """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none)."""
+        kinds, actor_kinds = _KINDS, _ACTOR_KINDS
+        return [
+            Actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
+            for _, seq, actum_id, kind, actor_kind, actor, content, at in rows
+            if seq is not None
+        ]
 
     # --- migration --------------------------------------------------------------------------
 

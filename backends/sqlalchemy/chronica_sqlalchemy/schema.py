@@ -18,6 +18,7 @@ on MariaDB/MySQL); on PostgreSQL, whose ``text`` cannot hold ``"\x00"``, it is `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -100,6 +101,12 @@ class Content(TypeDecorator[str]):
             return value.encode("utf-8")
         return value
 
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
+        """Decode on PostgreSQL only; elsewhere the driver's ``str`` is returned untouched."""
+        if dialect.name == "postgresql":
+            return super().result_processor(dialect, coltype)
+        return None
+
     def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
         """Decode PostgreSQL's ``bytea`` from UTF-8; pass text through."""
         if isinstance(value, bytes | memoryview):
@@ -129,6 +136,17 @@ class UTCDateTime(TypeDecorator[datetime]):
             value = value.replace(tzinfo=UTC)
         value = value.astimezone(UTC)
         return value if dialect.name == "postgresql" else value.replace(tzinfo=None)
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
+        """On SQLite parse the stored text straight into an aware UTC datetime (one C call)."""
+        if dialect.name != "sqlite":
+            return super().result_processor(dialect, coltype)
+        parse = datetime.fromisoformat
+
+        def process(value: str | None) -> datetime | None:
+            return None if value is None else parse(value).replace(tzinfo=UTC)
+
+        return process
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         """Return a timezone-aware UTC datetime (a naive value from the column is UTC)."""

@@ -37,8 +37,10 @@ class _Store:
     """What both stores share: the engine's plans, and whether the tables are yet to be migrated."""
 
     def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
-        if schema is not None and engine.dialect.name == "sqlite":
-            raise StoreError("sqlalchemy: open", "option schema is not supported on SQLite")
+        if engine.dialect.name == "sqlite":
+            if schema is not None:
+                raise StoreError("sqlalchemy: open", "option schema is not supported on SQLite")
+            configure_sqlite(engine)
         self.plans = Plans(Tables.build(schema), engine.dialect, schema)
         self._pending_migration = auto_migrate
         self._owns_engine = owns_engine
@@ -68,8 +70,6 @@ class SQLAlchemyStore(IdempotentStore, _Store):
         auto_migrate: bool = True,
         _owns_engine: bool = False,
     ) -> None:
-        if engine.dialect.name == "sqlite":
-            configure_sqlite(engine)
         _Store.__init__(self, engine, schema, auto_migrate, _owns_engine)
         self.engine = engine
         if auto_migrate:
@@ -158,8 +158,6 @@ class AsyncSQLAlchemyStore(AsyncIdempotentStore, _Store):
         auto_migrate: bool = True,
         _owns_engine: bool = False,
     ) -> None:
-        if engine.dialect.name == "sqlite":
-            configure_sqlite(engine.sync_engine)
         _Store.__init__(self, engine.sync_engine, schema, auto_migrate, _owns_engine)
         self.engine = engine
 

@@ -1,0 +1,267 @@
+"""The raw baselines for the SQLAlchemy backend: SQLAlchemy Core, and the bare DB-API driver.
+
+Two columns, both doing exactly the statements the store runs, on the tables the store created:
+
+- ``core``: SQLAlchemy Core executing the store's own statement objects (taken from
+  ``chronica_sqlalchemy.plans.Plans``) on an engine configured as the store's (same pool, WAL,
+  ``synchronous``, ``BEGIN IMMEDIATE`` for writes on SQLite, ``READ COMMITTED`` on MariaDB).
+  ``record``: connect, move the chronicum's counter (``UPDATE ... RETURNING`` on SQLite and
+  PostgreSQL, ``UPDATE ... LAST_INSERT_ID(...)`` on MariaDB/MySQL), ``INSERT`` the actum,
+  ``COMMIT``. Context window: the one outer-joined ``SELECT``. Its ratio is what the plans, the
+  row conversion and ``Chronicarius`` add: the issue's target (≤ 1.2×).
+- the DB-API driver itself (``sqlite3``, ``pymysql`` or ``psycopg``): the same SQL, hand-written,
+  on one connection, with rows left as the driver returns them. It shows what SQLAlchemy costs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from chronica_sqlalchemy.engines import EngineOptions, create_store_engine, sync_url
+from chronica_sqlalchemy.plans import WRITE_OPTION, Plans
+from chronica_sqlalchemy.schema import Tables, is_mysql
+from sqlalchemy import Engine, update
+
+from chronica_core import ActaQuery, Actum, ActumKind
+
+__all__ = ["RawBaseline"]
+
+_FILL_BATCH = 5_000
+_ACTA_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, at, idempotency_key"
+
+
+def _row(actum: Actum, seq: int, at: datetime) -> dict[str, Any]:
+    return {
+        "chronicum_id": actum.chronicum_id,
+        "seq": seq,
+        "id": actum.id,
+        "kind": actum.kind.value,
+        "actor_kind": actum.actor_kind.value,
+        "actor": actum.actor,
+        "content": actum.content,
+        "at": at,
+        "idempotency_key": None,
+    }
+
+
+class _Core:
+    """SQLAlchemy Core running the store's statement objects on a store-configured engine."""
+
+    name = "core"
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        parsed = EngineOptions(options)
+        self.engine: Engine = create_store_engine(url, parsed)
+        self.plans = Plans(Tables.build(parsed.schema), self.engine.dialect, parsed.schema)
+
+    def append(self, actum: Actum) -> None:
+        at = datetime.now(UTC)
+        with self.engine.connect() as connection:
+            connection.execution_options(**{WRITE_OPTION: True})
+            result = connection.execute(
+                self.plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": at}
+            )
+            seq = result.scalar_one() if self.plans.counter == "returning" else result.lastrowid
+            connection.execute(self.plans.insert_actum_statement, _row(actum, seq, at))
+            connection.commit()
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        query = ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=n)
+        statement, parameters = self.plans.window_for(chronicum_id, query)
+        with self.engine.connect() as connection:
+            return list(connection.execute(statement, parameters).all())
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+class _DBAPI:
+    """The bare driver: the store's SQL by hand on one connection (sqlite3, pymysql or psycopg)."""
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        parsed_options = EngineOptions(options)
+        parsed = sync_url(url)
+        dialect = parsed.get_backend_name()
+        schema = f"{parsed_options.schema}." if parsed_options.schema else ""
+        chronica, acta = f"{schema}chronica", f"{schema}acta"
+        self.mysql = dialect in ("mysql", "mariadb")
+        if dialect == "sqlite":
+            import sqlite3
+
+            self.name = "sqlite3"
+            self.connection: Any = sqlite3.connect(
+                parsed.database or ":memory:", isolation_level=None, check_same_thread=False
+            )
+            for pragma in (
+                f"PRAGMA busy_timeout = {int(parsed_options.busy_timeout * 1000)}",
+                f"PRAGMA synchronous = {parsed_options.synchronous}",
+                "PRAGMA foreign_keys = ON",
+            ):
+                self.connection.execute(pragma)
+            mark = "?"
+        elif self.mysql:
+            pymysql = importlib.import_module("pymysql")
+
+            self.name = "pymysql"
+            self.connection = pymysql.connect(
+                host=parsed.host or "localhost",
+                port=parsed.port or 3306,
+                user=parsed.username or "root",
+                password=parsed.password or "",
+                database=parsed.database,
+                charset="utf8mb4",
+                autocommit=False,
+            )
+            with self.connection.cursor() as cursor:
+                cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            mark = "%s"
+        else:
+            import psycopg
+
+            self.name = "psycopg"
+            self.connection = psycopg.connect(
+                parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+            )
+            mark = "%s"
+        self.sqlite = dialect == "sqlite"
+        if self.mysql:
+            self.advance = (
+                f"UPDATE {chronica} SET last_actum_at = {mark}, last_seq = LAST_INSERT_ID(last_seq + 1) "
+                f"WHERE {chronica}.id = {mark}"
+            )
+        else:
+            self.advance = (
+                f"UPDATE {chronica} SET last_actum_at = {mark}, last_seq = last_seq + 1 "
+                f"WHERE {chronica}.id = {mark} RETURNING last_seq"
+            )
+        self.insert = f"INSERT INTO {acta} ({_ACTA_COLUMNS}) VALUES ({', '.join([mark] * 9)})"
+        self.window = (
+            f"SELECT {chronica}.id, recent.seq, recent.id, recent.kind, recent.actor_kind, recent.actor, "
+            "recent.content, recent.at FROM "
+            f"{chronica} LEFT OUTER JOIN (SELECT seq, id, kind, actor_kind, actor, content, at FROM {acta} "
+            f"WHERE chronicum_id = {mark} AND kind IN ({mark}, {mark}, {mark}, {mark}) "
+            f"ORDER BY seq DESC LIMIT {mark}) AS recent "
+            f"ON 1 = 1 WHERE {chronica}.id = {mark} ORDER BY recent.seq"
+        )
+
+    def _moment(self, at: datetime) -> Any:
+        if self.sqlite:
+            return at.replace(tzinfo=None).isoformat(" ")
+        return at.replace(tzinfo=None) if self.mysql else at
+
+    def append(self, actum: Actum) -> None:
+        at = self._moment(datetime.now(UTC))
+        cursor = self.connection.cursor()
+        try:
+            if self.sqlite:
+                cursor.execute("BEGIN IMMEDIATE")
+            cursor.execute(self.advance, (at, actum.chronicum_id))
+            seq = cursor.lastrowid if self.mysql else cursor.fetchone()[0]
+            content: Any = actum.content if self.sqlite or self.mysql else actum.content.encode()
+            cursor.execute(
+                self.insert,
+                (
+                    actum.chronicum_id,
+                    seq,
+                    actum.id,
+                    actum.kind.value,
+                    actum.actor_kind.value,
+                    actum.actor,
+                    content,
+                    at,
+                    None,
+                ),
+            )
+            if self.sqlite:
+                cursor.execute("COMMIT")
+            else:
+                self.connection.commit()
+        finally:
+            cursor.close()
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        cursor = self.connection.cursor()
+        try:
+            kinds = (ActumKind.MESSAGE.value,) * 4  # the store's fixed four slots, padded
+            cursor.execute(self.window, (chronicum_id, *kinds, n, chronicum_id))
+            rows = list(cursor.fetchall())
+        finally:
+            cursor.close()
+        if not self.sqlite:
+            self.connection.commit()  # end the read transaction, as the store's connection does
+        return rows
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class RawBaseline:
+    """SQLAlchemy Core and the DB-API driver doing the store's statements (one instance per thread).
+
+    Args:
+        url: the store's URL (any the SQLAlchemy backend takes).
+        options: the store's options (``schema``, ``synchronous``, ``busy_timeout``, ...).
+    """
+
+    name = "core"
+    thread_safe = False
+    fills_store = True
+
+    def __init__(self, url: str, **options: str) -> None:
+        self._core = _Core(url, dict(options))
+        self._driver = _DBAPI(url, dict(options))
+        self.variants: dict[str, Any] = {self._core.name: self._core, self._driver.name: self._driver}
+
+    def prepare(self, chronicum_id: str, owner_id: str) -> None:
+        """Insert the chronicum's row, as ``Store.create`` does."""
+        with self._core.engine.connect() as connection:
+            connection.execute(
+                self._core.plans.tables.chronica.insert(),
+                {
+                    "id": chronicum_id,
+                    "owner_id": owner_id,
+                    "started_at": datetime.now(UTC),
+                    "last_actum_at": None,
+                    "last_seq": 0,
+                },
+            )
+            connection.commit()
+
+    def fill(self, chronicum_id: str, acta: Sequence[Actum]) -> None:
+        """Insert the history in batches (executemany) and move the chronicum's counter past it."""
+        tables = self._core.plans.tables
+        with self._core.engine.connect() as connection:
+            for start in range(0, len(acta), _FILL_BATCH):
+                batch = acta[start : start + _FILL_BATCH]
+                rows = [
+                    _row(actum, seq, actum.at or datetime.now(UTC))
+                    for seq, actum in enumerate(batch, start=start + 1)
+                ]
+                connection.execute(tables.acta.insert(), rows)
+            connection.execute(
+                update(tables.chronica)
+                .where(tables.chronica.c.id == chronicum_id)
+                .values(last_seq=len(acta), last_actum_at=acta[-1].at)
+            )
+            connection.commit()
+            if is_mysql(self._core.engine.dialect):
+                connection.exec_driver_sql(f"ANALYZE TABLE {tables.acta.fullname}")
+            else:
+                connection.exec_driver_sql(f"ANALYZE {tables.acta.fullname}")
+            connection.commit()
+
+    def append(self, actum: Actum) -> None:
+        """The Core variant's ``append`` (the first column)."""
+        self._core.append(actum)
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        """The Core variant's context window (the first column)."""
+        return self._core.last_messages(chronicum_id, n)
+
+    def close(self) -> None:
+        """Close both variants."""
+        self._driver.close()
+        self._core.close()
