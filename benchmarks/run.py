@@ -18,6 +18,7 @@ import functools
 import gc
 import inspect
 import json
+import os
 import platform
 import secrets
 import statistics
@@ -169,6 +170,7 @@ class Report:
     repeat: int
     python: str
     started_at: str
+    machine: str = ""
     raw_variants: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     latency: list[LatencyRow] = field(default_factory=list)
@@ -477,6 +479,7 @@ class StoreBench:
             repeat=settings.repeat,
             python=f"{platform.python_implementation()} {platform.python_version()}",
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            machine=_machine(),
         )
         self.store: Store | None = None
         self.chronicarius: Chronicarius | None = None
@@ -843,6 +846,12 @@ def judge(report: Report) -> list[Verdict]:
 # Output
 
 
+def _machine() -> str:
+    """CPU count and load average now: timings on a loaded machine are read with that in mind."""
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return f"{os.cpu_count()} CPUs, load average {load}"
+
+
 def _micro(nanoseconds: float) -> str:
     microseconds = nanoseconds / 1000
     return f"{microseconds:.2f}" if microseconds < 100 else f"{microseconds:.0f}"
@@ -866,6 +875,7 @@ def render(report: Report) -> str:
     out: list[str] = []
     options = " ".join(f"{key}={value}" for key, value in report.options.items())
     out.append(f"== {report.store_url} {options}".rstrip() + f"  (backend {report.backend}, {report.python})")
+    out.append(f"   {report.machine} at the start ({report.started_at})")
     out.append(
         f"   {report.repeat} timed calls per operation and size after a warm-up; times in microseconds"
     )
