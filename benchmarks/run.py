@@ -526,7 +526,7 @@ class StoreBench:
     def _open_baselines(self) -> Baselines | None:
         try:
             baseline_class = load_baseline_class(self.backend.name)
-        except (ModuleNotFoundError, AttributeError) as error:
+        except (ImportError, AttributeError) as error:
             self.note(f"no raw baseline for {self.backend.name!r} ({error}); store numbers only")
             return None
         return Baselines(baseline_class, self.url, self.settings.options)

@@ -54,7 +54,7 @@ def load_baseline_class(backend_name: str) -> type[Any]:
     """Return ``benchmarks.baselines.<backend_name>.RawBaseline``.
 
     Raises:
-        ModuleNotFoundError: there is no baseline module for the backend (or its driver is missing).
+        ImportError: there is no baseline module for the backend, or its driver is missing.
         AttributeError: the module has no ``RawBaseline``.
     """
     module = importlib.import_module(f"{__name__}.{backend_name}")
