@@ -16,8 +16,8 @@ PROFILES: dict[str, dict[str, object]] = {
         "database": None,
         "deadline": None,
         "print_blob": True,
-        "max_examples": 60,
-        "stateful_step_count": 40,
+        "max_examples": 40,
+        "stateful_step_count": 30,
         "suppress_health_check": [HealthCheck.too_slow],
     },
     # Random and a little longer, with hypothesis's example database, for development.

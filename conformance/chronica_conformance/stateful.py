@@ -138,6 +138,11 @@ _SPOILED_FIELD = {
     "lone_surrogate": "content",
 }
 
+_WRITER = st.sampled_from(["its owner"] * 5 + ["another owner"])
+_READER = st.sampled_from(["its owner"] * 5 + ["another owner", "empty owner"])
+_ACTORS = st.sampled_from(["ardian", "concierge", "search", "booking"])
+_KEYS = st.one_of(st.none(), st.none(), st.sampled_from(["key-a", "key-b", "key-c"]))
+
 _KIND_VALUES: list[ActumKind | str] = [*ActumKind, *(kind.value for kind in ActumKind)]
 _ACTOR_KIND_VALUES: list[ActorKind | str] = [*ActorKind, *(kind.value for kind in ActorKind)]
 
@@ -186,19 +191,34 @@ class ChronicaMachine(RuleBasedStateMachine):
         except ChronicaError as error:
             return error
 
+    def _owner(self, chronicum: int, who: str) -> str:
+        """The owner id for ``who``: the chronicum's usual owner, another owner, or an empty one."""
+        usual = chronicum % len(self.owners)
+        if who == "its owner":
+            return self.owners[usual]
+        if who == "another owner":
+            return self.owners[(usual + 1) % len(self.owners)]
+        return ""
+
+    def _chronicum_id(self, chronicum: int) -> str:
+        """One of the run's chronicum ids, or (past their end) an id never written."""
+        if chronicum < len(self.chronicum_ids):
+            return self.chronicum_ids[chronicum]
+        return new_id("never-written")
+
     @rule(
-        owner=st.integers(0, 2),
+        who=_WRITER,
         chronicum=st.integers(0, 2),
         kind=st.sampled_from(_KIND_VALUES),
         actor_kind=st.sampled_from(_ACTOR_KIND_VALUES),
-        actor=st.sampled_from(["ardian", "concierge", "search", "booking"]),
-        content=st.one_of(st.just(""), st.text(max_size=12)),
-        key=st.one_of(st.none(), st.sampled_from(["key-a", "key-b", "key-c"])),
-        spoil=st.one_of(st.none(), st.none(), st.none(), st.sampled_from(SPOILS)),
+        actor=_ACTORS,
+        content=st.text(max_size=12),
+        key=_KEYS,
+        spoil=st.one_of(st.none(), st.none(), st.none(), st.none(), st.sampled_from(SPOILS)),
     )
     def record_actum(
         self,
-        owner: int,
+        who: str,
         chronicum: int,
         kind: ActumKind | str,
         actor_kind: ActorKind | str,
@@ -208,13 +228,34 @@ class ChronicaMachine(RuleBasedStateMachine):
         spoil: str | None,
     ) -> None:
         """A write, valid or spoiled in exactly one way."""
-        owner_id = "" if spoil == "empty_owner" else self.owners[owner]
-        actum = Actum(self.chronicum_ids[chronicum], kind, actor_kind, actor, content, id="caller-id")  # type: ignore[arg-type]
+        owner_id = "" if spoil == "empty_owner" else self._owner(chronicum, who)
+        actum = Actum(self._chronicum_id(chronicum), kind, actor_kind, actor, content, id="caller-id")  # type: ignore[arg-type]
         if spoil is not None:
             if ActumKind(actum.kind) in (ActumKind.MESSAGE, ActumKind.THOUGHT) and not content:
                 actum = replace(actum, content="not empty")
             actum = _spoiled(actum, spoil)
             key = "" if spoil == "empty_key" else key
+        self._record_and_compare(owner_id, actum, key, spoil)
+
+    @rule(
+        who=_WRITER,
+        chronicum=st.integers(0, 2),
+        turns=st.lists(
+            st.tuples(st.sampled_from(list(ActumKind)), st.sampled_from(list(ActorKind)), _ACTORS, _KEYS),
+            min_size=2,
+            max_size=6,
+        ),
+    )
+    def record_a_conversation(
+        self, who: str, chronicum: int, turns: list[tuple[ActumKind, ActorKind, str, str | None]]
+    ) -> None:
+        """Several valid writes in a row by one owner (builds histories worth filtering)."""
+        owner_id = self._owner(chronicum, who)
+        for index, (kind, actor_kind, actor, key) in enumerate(turns):
+            actum = Actum(self._chronicum_id(chronicum), kind, actor_kind, actor, f"turn {index} by {actor}")
+            self._record_and_compare(owner_id, actum, key, None)
+
+    def _record_and_compare(self, owner_id: str, actum: Actum, key: str | None, spoil: str | None) -> None:
         expected = self.model.expect_record(owner_id, actum, key, spoil)
         outcome = self._call("record_actum", owner_id, actum, idempotency_key=key)
         what = f"record_actum({owner_id!r}, {actum!r}, idempotency_key={key!r})"
@@ -228,35 +269,40 @@ class ChronicaMachine(RuleBasedStateMachine):
         assert _HEX_ID.fullmatch(outcome.id), f"{what}: id {outcome.id!r}"
         assert outcome.id not in self.seen_ids, f"{what}: id {outcome.id} reused"
         self.seen_ids.add(outcome.id)
-        sent = (actum.chronicum_id, ActumKind(actum.kind), ActorKind(actum.actor_kind), actor, actum.content)
-        assert (
-            outcome.chronicum_id,
-            outcome.kind,
-            outcome.actor_kind,
-            outcome.actor,
-            outcome.content,
-        ) == sent, what
+        sent = (
+            actum.chronicum_id,
+            ActumKind(actum.kind),
+            ActorKind(actum.actor_kind),
+            actum.actor,
+            actum.content,
+        )
+        got = (outcome.chronicum_id, outcome.kind, outcome.actor_kind, outcome.actor, outcome.content)
+        assert got == sent, what
         assert_aware_utc(outcome.at, "actum.at")
         self.model.stored(owner_id, outcome, key)
 
     @rule(
-        owner=st.integers(0, 3),
+        who=_READER,
         chronicum=st.integers(0, 3),
-        actum_kinds=st.one_of(st.none(), st.lists(st.sampled_from(_KIND_VALUES), max_size=3)),
-        actor_kinds=st.one_of(st.none(), st.lists(st.sampled_from(_ACTOR_KIND_VALUES), max_size=2)),
-        last_n=st.sampled_from([-1, 0, 1, 2, 3, 5, 50]),
+        actum_kinds=st.one_of(
+            st.none(), st.just([]), st.lists(st.sampled_from(_KIND_VALUES), min_size=1, max_size=2)
+        ),
+        actor_kinds=st.one_of(
+            st.none(), st.lists(st.sampled_from(_ACTOR_KIND_VALUES), min_size=1, max_size=2)
+        ),
+        last_n=st.sampled_from([1, 2, 3, 5, 1, 2, 0, -1, 50]),
     )
     def get_acta(
         self,
-        owner: int,
+        who: str,
         chronicum: int,
         actum_kinds: list[ActumKind | str] | None,
         actor_kinds: list[ActorKind | str] | None,
         last_n: int,
     ) -> None:
-        """A context window: owner index 3 is an empty owner, chronicum index 3 one never written."""
-        owner_id = self.owners[owner] if owner < 3 else ""
-        chronicum_id = self.chronicum_ids[chronicum] if chronicum < 3 else new_id("never-written")
+        """A context window by the usual owner, another or an empty one; chronicum 3 was never written."""
+        owner_id = self._owner(chronicum, who)
+        chronicum_id = self._chronicum_id(chronicum)
         expected = self.model.window(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n)
         outcome = self._call(
             "get_acta",
@@ -273,11 +319,11 @@ class ChronicaMachine(RuleBasedStateMachine):
             assert isinstance(outcome, list), f"{what}: expected a list, got {outcome!r}"
             _same_acta(outcome, expected, what)
 
-    @rule(owner=st.integers(0, 3), chronicum=st.integers(0, 3))
-    def get_chronicum(self, owner: int, chronicum: int) -> None:
+    @rule(who=_READER, chronicum=st.integers(0, 3))
+    def get_chronicum(self, who: str, chronicum: int) -> None:
         """The chronicum as one of the owners sees it."""
-        owner_id = self.owners[owner] if owner < 3 else ""
-        chronicum_id = self.chronicum_ids[chronicum] if chronicum < 3 else new_id("never-written")
+        owner_id = self._owner(chronicum, who)
+        chronicum_id = self._chronicum_id(chronicum)
         expected = self.model.chronicum(owner_id, chronicum_id)
         outcome = self._call("get_chronicum", owner_id, chronicum_id)
         what = f"get_chronicum({owner_id!r}, {chronicum_id!r})"
