@@ -28,7 +28,12 @@ from chronica_core import Actum
 
 __all__ = ["RawBaseline"]
 
-_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at, idempotency_key"
+_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, at"
+
+
+def _fields(actum: Actum) -> tuple[str, str, str, str, str]:
+    """``(id, kind, actor_kind, actor, content)`` as the store writes them."""
+    return (actum.id, str(actum.kind), str(actum.actor_kind), actum.actor, actum.content)
 
 
 class _Connection:
@@ -74,8 +79,8 @@ class _PlainInsert:
 
     def append(self, actum: Actum) -> None:
         seq = next(self._seq.setdefault(actum.chronicum_id, itertools.count(-1, -1)))
-        parameters = (actum.chronicum_id, seq, actum.id, str(actum.kind), str(actum.actor_kind), actum.actor)
-        self._raw.connection.execute(self._sql, (*parameters, actum.content)).fetchone()
+        parameters = (actum.chronicum_id, seq, *_fields(actum))
+        self._raw.connection.execute(self._sql, parameters).fetchone()
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
         return _window(self._raw, chronicum_id, n)
@@ -119,20 +124,7 @@ class RawBaseline:
             copy_sql = sql.SQL("COPY {} (" + _COLUMNS + ") FROM STDIN").format(self._raw.table("acta"))
             with connection.cursor().copy(copy_sql) as copy:
                 for seq, actum in enumerate(acta, start=1):
-                    copy.write_row(
-                        (
-                            chronicum_id,
-                            seq,
-                            actum.id,
-                            str(actum.kind),
-                            str(actum.actor_kind),
-                            actum.actor,
-                            actum.content,
-                            None,
-                            actum.at,
-                            None,
-                        )
-                    )
+                    copy.write_row((chronicum_id, seq, *_fields(actum), actum.at))
             connection.execute(
                 sql.SQL("UPDATE {} SET last_seq = %s, last_actum_at = %s WHERE id = %s").format(
                     self._raw.table("chronica")
@@ -143,16 +135,7 @@ class RawBaseline:
 
     def append(self, actum: Actum) -> None:
         """The store's ``record`` statement, with the same parameters."""
-        parameters = (
-            actum.chronicum_id,
-            actum.id,
-            str(actum.kind),
-            str(actum.actor_kind),
-            actum.actor,
-            actum.content,
-            None,
-            None,
-        )
+        parameters = (actum.chronicum_id, *_fields(actum), None, None)  # no NUL, no key
         self._raw.connection.execute(self._raw.statements.record, parameters).fetchall()
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:

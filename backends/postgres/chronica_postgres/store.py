@@ -158,6 +158,7 @@ class AsyncPostgresStore(AsyncIdempotentStore):
 
         Raises ``StoreError``.
         """
+        await self._open_pool()
         return await run_plan_async(self._plans.migrate(), self._perform)
 
     async def create(self, chronicum: Chronicum) -> None:
@@ -195,14 +196,20 @@ class AsyncPostgresStore(AsyncIdempotentStore):
         """Open the pool in the running loop and migrate, once, however many tasks arrive together."""
         self._opening = self._opening or asyncio.Lock()
         async with self._opening:
-            if self._pool is None:
-                self._pool = AsyncConnectionPool(
-                    self._url, open=False, configure=_in_utc_async, **self.options.pool_arguments()
-                )
-                await self._pool.open()
-            if not self._ready and self.options.auto_migrate:
-                await self.migrate()
-            self._ready = True
+            if not self._ready:
+                if self.options.auto_migrate:
+                    await self.migrate()
+                else:
+                    await self._open_pool()
+                self._ready = True
+
+    async def _open_pool(self) -> None:
+        if self._pool is None:
+            pool = AsyncConnectionPool(
+                self._url, open=False, configure=_in_utc_async, **self.options.pool_arguments()
+            )
+            self._pool = pool
+            await pool.open()
 
     async def _perform(self, operation: Operation) -> Rows:
         pool = self._pool

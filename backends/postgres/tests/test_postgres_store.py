@@ -369,6 +369,36 @@ def test_an_unreachable_server_is_a_store_error() -> None:
     assert isinstance(raised.value.__cause__, psycopg.OperationalError)
 
 
+def test_an_unreachable_server_is_a_store_error_for_the_async_store_too() -> None:
+    store = AsyncPostgresStore("postgresql://postgres@127.0.0.1:1/test", connect_timeout=2, pool_timeout=2)
+
+    async def first_call() -> None:
+        try:
+            await store.get("anything")
+        finally:
+            await store.close()
+
+    with pytest.raises(StoreError) as raised:
+        asyncio.run(first_call())
+    assert raised.value.where == "postgres: migrate"
+    assert isinstance(raised.value.__cause__, psycopg.OperationalError)
+
+
+def test_async_migrate_opens_the_pool_itself(postgres_url: str, fresh_schema: str) -> None:
+    store = AsyncPostgresStore(postgres_url, schema=fresh_schema, auto_migrate=False)
+
+    async def scenario() -> tuple[int, list[Actum]]:
+        try:
+            version = await store.migrate()
+            chronicum_id = f"pg-async-migrate-{uuid.uuid4().hex}"
+            await store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+            return version, await store.acta(chronicum_id, ActaQuery())
+        finally:
+            await store.close()
+
+    assert asyncio.run(scenario()) == (LATEST_VERSION, [])
+
+
 # -- options, pools given by the caller, registration ------------------------------------------
 
 
