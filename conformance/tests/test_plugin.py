@@ -1,0 +1,257 @@
+"""Tests of the conformance plugin itself: options, discovery, flavours, skipping and errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytest_plugins = ("pytester",)
+
+PLAIN_STORE = """
+import pytest
+
+from chronica_core import MemoryStore, Store
+
+
+class PlainStore(Store):
+    '''A correct store that is not idempotent (no record_idempotent).'''
+
+    def __init__(self):
+        self.inner = MemoryStore()
+
+    def create(self, chronicum):
+        self.inner.create(chronicum)
+
+    def get(self, chronicum_id):
+        return self.inner.get(chronicum_id)
+
+    def record(self, actum):
+        return self.inner.record(actum)
+
+    def acta(self, chronicum_id, query):
+        return self.inner.acta(chronicum_id, query)
+
+    def close(self):
+        pass
+"""
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CHRONICA_TEST_STORES", raising=False)
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "ci")
+
+
+def outcome_names(result: pytest.RunResult | pytest.HookRecorder) -> tuple[list[str], list[str], list[str]]:
+    assert isinstance(result, pytest.HookRecorder)
+    passed, skipped, failed = result.listoutcomes()
+    return (
+        [report.nodeid for report in passed],
+        [report.nodeid for report in skipped],
+        [report.nodeid for report in failed],
+    )
+
+
+def test_chronica_store_option_runs_at_least_40_cases_per_flavour_all_passing(
+    pytester: pytest.Pytester,
+) -> None:
+    passed, skipped, failed = outcome_names(
+        pytester.inline_run("--chronica-store", "memory://", "-p", "no:cacheprovider")
+    )
+    assert not failed
+    assert not skipped
+    sync = [
+        nodeid for nodeid in passed if nodeid.endswith("[memory://-sync]") or "[memory://-sync-" in nodeid
+    ]
+    asynchronous = [nodeid for nodeid in passed if "[memory://-async" in nodeid]
+    assert len(sync) >= 40
+    assert len(asynchronous) == len(sync)
+    assert len(passed) == len(sync) + len(asynchronous)
+    assert any(
+        "test_stateful_rules_match_the_reference_model[memory://-async]" in nodeid for nodeid in passed
+    )
+
+
+def test_environment_variable_adds_the_suite_per_url(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHRONICA_TEST_STORES", "memory://, memory://?second")
+    result = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider")
+    lines = [line for line in result.outlines if "::" in line]
+    first = [line for line in lines if "[memory://-" in line]
+    second = [line for line in lines if "[memory://?second-" in line]
+    assert len(first) >= 80
+    assert len(second) == len(first)
+
+
+def test_option_and_environment_together_run_each_url_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHRONICA_TEST_STORES", "memory://")
+    result = pytester.runpytest_inprocess(
+        "--chronica-store", "memory://", "--collect-only", "-q", "-p", "no:cacheprovider"
+    )
+    lines = [line for line in result.outlines if "test_s1_get_returns_the_stored_owner" in line]
+    assert sorted(line.rsplit("[", 1)[1] for line in lines) == ["memory://-async]", "memory://-sync]"]
+
+
+def test_nothing_is_added_to_an_unrelated_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_unrelated="def test_one():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_an_unknown_scheme_is_a_clear_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_inprocess(
+        "--chronica-store", "nosuchstore://somewhere", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--chronica-store nosuchstore://somewhere: no installed backend handles nosuchstore://*memory*"]
+    )
+
+
+def test_pyargs_without_urls_runs_every_backend_needing_no_server(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_inprocess(
+        "--pyargs", "chronica_conformance", "--collect-only", "-q", "-p", "no:cacheprovider"
+    )
+    lines = [line for line in result.outlines if "::" in line]
+    assert any("[memory://-sync]" in line for line in lines)
+    assert any("[memory://-async]" in line for line in lines)
+    assert not any("postgresql://" in line or "mongodb://" in line for line in lines)
+
+
+def test_a_subclass_supplying_only_store_runs_only_the_sync_flavour(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_mine="""
+import pytest
+from chronica_core import MemoryStore
+from chronica_conformance import StoreContract
+
+
+class TestMine(StoreContract):
+    @pytest.fixture
+    def store(self):
+        with MemoryStore() as store:
+            yield store
+"""
+    )
+    passed, skipped, failed = outcome_names(pytester.inline_run("-p", "no:cacheprovider"))
+    assert not failed
+    assert not skipped
+    assert len(passed) >= 20
+    assert all(nodeid.endswith("[sync]") or "[sync-" in nodeid for nodeid in passed)
+
+
+def test_a_subclass_supplying_only_async_store_runs_only_the_async_flavour(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_mine="""
+import pytest
+from chronica_core import AsyncMemoryStore
+from chronica_conformance import RulesContract
+
+
+class TestMine(RulesContract):
+    @pytest.fixture
+    def async_store(self):
+        return AsyncMemoryStore()
+"""
+    )
+    passed, skipped, failed = outcome_names(pytester.inline_run("-p", "no:cacheprovider"))
+    assert not failed
+    assert not skipped
+    assert len(passed) >= 20
+    assert all(nodeid.endswith("[async]") or "[async-" in nodeid for nodeid in passed)
+
+
+def test_a_subclass_supplying_no_store_is_a_clear_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_mine="""
+from chronica_conformance import StoreContract
+
+
+class TestMine(StoreContract):
+    pass
+"""
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    assert result.ret != pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*TestMine runs the Chronica conformance suite but supplies neither*"])
+
+
+def test_a_store_that_is_not_idempotent_skips_the_idempotent_group_with_the_reason(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_plain=PLAIN_STORE
+        + """
+from chronica_conformance import ConformanceSuite
+
+
+class TestPlain(ConformanceSuite):
+    @pytest.fixture
+    def store(self):
+        return PlainStore()
+"""
+    )
+    recorder = pytester.inline_run("-p", "no:cacheprovider")
+    passed, skipped, failed = outcome_names(recorder)
+    assert not failed
+    assert len(skipped) == 9
+    reasons = {
+        str(report.longrepr[2]) for report in recorder.listoutcomes()[1] if isinstance(report.longrepr, tuple)
+    }
+    assert len(reasons) == 1
+    assert "PlainStore is not an IdempotentStore (it has no record_idempotent)" in reasons.pop()
+    assert all(
+        "::test_s10_" in nodeid or "::test_r8_" in nodeid or "::test_s2_record_idempotent" in nodeid
+        for nodeid in skipped
+    )
+    assert any("test_r9_key_on_a_store_that_is_not_idempotent" in nodeid for nodeid in passed)
+    assert any("test_stateful_rules_match_the_reference_model" in nodeid for nodeid in passed)
+
+
+def test_a_store_declared_idempotent_that_is_not_fails_the_idempotent_group(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_plain=PLAIN_STORE
+        + """
+from chronica_conformance import IdempotentContract
+
+
+class TestPlain(IdempotentContract):
+    declares_idempotent = True
+
+    @pytest.fixture
+    def store(self):
+        return PlainStore()
+"""
+    )
+    passed, skipped, failed = outcome_names(pytester.inline_run("-p", "no:cacheprovider"))
+    assert not passed
+    assert not skipped
+    assert len(failed) == 9
+
+
+def test_run_returns_pytest_exit_codes(pytester: pytest.Pytester) -> None:
+    script = (
+        "import sys\n"
+        "from chronica_conformance import run\n"
+        "sys.exit(run(sys.argv[1:2], ['-q', '-k', sys.argv[2]]))\n"
+    )
+    pytester.makepyfile(run_suite=script)
+
+    def exit_code(url: str, selection: str) -> int:
+        return subprocess.run(
+            [sys.executable, "run_suite.py", url, selection],
+            cwd=pytester.path,
+            capture_output=True,
+            check=False,
+        ).returncode
+
+    assert exit_code("memory://", "test_s1 or test_r6") == 0
+    assert exit_code("nosuchstore://", "test_s1") == pytest.ExitCode.USAGE_ERROR
+    assert exit_code("memory://", "no_case_has_this_name") == pytest.ExitCode.NO_TESTS_COLLECTED
