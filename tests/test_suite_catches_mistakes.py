@@ -6,6 +6,7 @@ the same shape passes it all, so the failures come from the mistake.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ from hypothesis import Phase, settings
 pytest_plugins = ("pytester",)
 
 TESTS = Path(__file__).parent
+
+Outcomes = tuple[set[str], set[str], set[str]]
+SuiteRun = Callable[..., Outcomes]
 
 SUITE_MODULE = """
 import pytest
@@ -78,7 +82,7 @@ EXPECTED_FAILURES: dict[str, tuple[tuple[str, ...], set[str]]] = {
 
 
 @pytest.fixture
-def suite_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+def suite_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> SuiteRun:
     """Run the whole suite against one store of broken_stores; return (passed, skipped, failed) case names."""
     monkeypatch.delenv("CHRONICA_TEST_STORES", raising=False)
     # A failing stateful run is not shrunk here: shrinking only makes the report shorter.
@@ -88,7 +92,7 @@ def suite_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HYPOTHESIS_PROFILE", "chronica-catch")
     pytester.syspathinsert(TESTS)
 
-    def run(name: str, flavours: tuple[str, ...], *pytest_args: str) -> tuple[set[str], set[str], set[str]]:
+    def run(name: str, flavours: tuple[str, ...], *pytest_args: str) -> Outcomes:
         async_fixture = ASYNC_FIXTURE.format(name=name) if "async" in flavours else ""
         pytester.makepyfile(test_broken_store=SUITE_MODULE.format(name=name, async_fixture=async_fixture))
         outcomes = pytester.inline_run("-p", "no:cacheprovider", "-q", *pytest_args).listoutcomes()
@@ -104,7 +108,7 @@ def case_names(cases: set[str], flavours: tuple[str, ...]) -> set[str]:
     return {f"{case}[{flavour}]" for case in cases for flavour in flavours}
 
 
-def test_a_correct_store_of_the_same_shape_passes_every_case(suite_run) -> None:
+def test_a_correct_store_of_the_same_shape_passes_every_case(suite_run: SuiteRun) -> None:
     passed, skipped, failed = suite_run("ListStore", ("sync", "async"))
     assert not failed
     assert not skipped
@@ -113,7 +117,7 @@ def test_a_correct_store_of_the_same_shape_passes_every_case(suite_run) -> None:
 
 
 @pytest.mark.parametrize("store_name", list(EXPECTED_FAILURES))
-def test_the_suite_fails_a_broken_store_naming_the_case(suite_run, store_name: str) -> None:
+def test_the_suite_fails_a_broken_store_naming_the_case(suite_run: SuiteRun, store_name: str) -> None:
     flavours, cases = EXPECTED_FAILURES[store_name]
     # The stateful test (the slowest case) only where it is among the expected failures.
     selection = () if any("stateful" in case for case in cases) else ("-k", "not stateful")
