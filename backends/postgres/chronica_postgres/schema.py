@@ -105,7 +105,8 @@ LATEST_VERSION = MIGRATIONS[-1].version
 SET_UTC = b"SET TIME ZONE 'UTC'"
 """Run on each new pooled connection: timestamps then arrive in UTC, with no conversion to do."""
 
-_ACTUM_COLUMNS = "id, kind, actor_kind, actor, content, content_bytes, at"
+_ACTUM_COLUMNS = "seq, id, kind, actor_kind, actor, content, content_bytes, at"
+"""The columns of an actum row, in the order every statement returns them."""
 
 
 def _migration_lock_key(schema: str) -> int:
@@ -151,11 +152,11 @@ class Statements:
             SELECT chronicum.id, chronicum.last_seq, %s, %s, %s, %s, %s::text, %s::bytea,
                 chronicum.last_actum_at, %s::text
             FROM chronicum
-            RETURNING at
+            RETURNING seq, at
             """,
         )
-        # Parameters: chronicum id, key, then those of `record`. One row: (true, at, NULLs...) when
-        # inserted, (false, the stored actum's columns) when the key was used before; none when
+        # Parameters: chronicum id, key, then those of `record`. One row: (true, seq, NULLs..., at)
+        # when inserted, (false, the stored actum's columns) when the key was used before; none when
         # the chronicum is missing. A writer racing on the same key fails on the unique index.
         self.record_idempotent = self._compose(
             quoted,
@@ -175,11 +176,11 @@ class Statements:
                 SELECT chronicum.id, chronicum.last_seq, %s, %s, %s, %s, %s::text, %s::bytea,
                     chronicum.last_actum_at, %s::text
                 FROM chronicum
-                RETURNING at
+                RETURNING seq, at
             )
-            SELECT true, at, NULL, NULL, NULL, NULL, NULL, NULL::bytea FROM inserted
+            SELECT true, seq, NULL, NULL, NULL, NULL, NULL, NULL::bytea, at FROM inserted
             UNION ALL
-            SELECT false, at, id, kind, actor_kind, actor, content, content_bytes FROM existing
+            SELECT false, {_ACTUM_COLUMNS} FROM existing
             """,
         )
         self.read_keyed = self._compose(
@@ -217,10 +218,10 @@ class Statements:
         return Statements._compose(
             quoted,
             f"""
-            SELECT recent.seq, recent.{_ACTUM_COLUMNS.replace(", ", ", recent.")}
+            SELECT recent.{_ACTUM_COLUMNS.replace(", ", ", recent.")}
             FROM {{schema}}.chronica AS chronicum
             LEFT JOIN LATERAL (
-                SELECT seq, {_ACTUM_COLUMNS} FROM {{schema}}.acta
+                SELECT {_ACTUM_COLUMNS} FROM {{schema}}.acta
                 WHERE chronicum_id = %s{filters}{newest}
             ) AS recent ON true
             WHERE chronicum.id = %s

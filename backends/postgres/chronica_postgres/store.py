@@ -27,7 +27,7 @@ def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[Option
     if not url and pool is None:
         raise StoreError("postgres: open store", "give a postgresql:// URL or an open pool")
     parsed = Options.parse(options)
-    return parsed, Plans(Statements(parsed.schema))
+    return parsed, Plans(Statements(parsed.schema), parsed.known_acta)
 
 
 def _in_utc(connection: psycopg.Connection[Any]) -> None:
