@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import functools
 import gc
-import inspect
 import json
 import os
 import platform
@@ -240,31 +239,40 @@ ASYNC_STORE = "\x00async"
 
 
 async def time_interleaved(
-    operations: dict[str, Callable[[int], object]], warmup: int, repeat: int
+    operations: dict[str, Callable[[int], object]],
+    warmup: int,
+    repeat: int,
+    async_operations: dict[str, Callable[[int], Awaitable[object]]] | None = None,
 ) -> dict[str, Timing]:
     """Time each operation ``repeat`` times after ``warmup`` untimed calls, interleaved.
 
     Each round calls every operation once (the starting one rotating), so drift on a busy machine
-    hits all columns alike. An operation gets its round number, to pick pre-built input; when it
-    returns an awaitable (an async store's call), that is awaited inside the timed span. The sync
-    operations run blocking on the event loop, which is idle meanwhile.
+    hits all columns alike. An operation gets its round number, to pick pre-built input. The
+    ``async_operations`` (an async store's calls) are awaited inside their timed span; the sync
+    ones run blocking on the event loop, which is idle meanwhile.
 
     Returns:
-        Per operation name, its :class:`Timing` over the timed rounds.
+        Per operation name (of both dictionaries), its :class:`Timing` over the timed rounds.
     """
-    names = list(operations)
-    samples: dict[str, list[int]] = {name: [] for name in names}
+    awaited = async_operations or {}
+    entries: list[tuple[str, Callable[[int], object] | None, Callable[[int], Awaitable[object]] | None]] = [
+        (name, operation, None) for name, operation in operations.items()
+    ] + [(name, None, operation) for name, operation in awaited.items()]
+    samples: dict[str, list[int]] = {name: [] for name, _, _ in entries}
     clock = time.perf_counter_ns
     with quiet_collector():
         for round_number in range(warmup + repeat):
-            shift = round_number % len(names)
-            for name in names[shift:] + names[:shift]:
-                operation = operations[name]
-                start = clock()
-                outcome = operation(round_number)
-                if inspect.isawaitable(outcome):
-                    await outcome
-                elapsed = clock() - start
+            shift = round_number % len(entries)
+            for name, operation, async_operation in entries[shift:] + entries[:shift]:
+                if async_operation is None:
+                    assert operation is not None
+                    start = clock()
+                    operation(round_number)
+                    elapsed = clock() - start
+                else:
+                    start = clock()
+                    await async_operation(round_number)
+                    elapsed = clock() - start
                 if round_number >= warmup:
                     samples[name].append(elapsed)
     return {name: Timing.of(values) for name, values in samples.items()}
@@ -446,6 +454,15 @@ class Baselines:
 # The run
 
 
+@dataclass(frozen=True, slots=True)
+class Filled:
+    """A chronicum filled to ``size`` acta, and the one the async store reads (the same when shared)."""
+
+    size: int
+    chronicum_id: str
+    async_chronicum_id: str
+
+
 @dataclass(slots=True)
 class Settings:
     """What to run (from the command line)."""
@@ -508,8 +525,9 @@ class StoreBench:
                 elif self.settings.run_async:
                     self.note(f"backend {self.backend.name!r} has no asyncio store: no async rows")
                 try:
-                    for size in self.settings.sizes:
-                        self._measure_size(size, runner)
+                    chronica = [self._filled(size, runner) for size in self.settings.sizes]
+                    self._measure_reads(chronica, runner)
+                    self._measure_appends(chronica, runner)
                     self._measure_concurrent(runner)
                 finally:
                     if self.async_store is not None:
@@ -533,8 +551,8 @@ class StoreBench:
 
     # -- per history size ------------------------------------------------------------------
 
-    def _measure_size(self, size: int, runner: asyncio.Runner) -> None:
-        assert self.chronicarius is not None
+    def _filled(self, size: int, runner: asyncio.Runner) -> Filled:
+        """Fill a fresh chronicum with ``size`` acta (and one for the async store if it cannot share)."""
         print(f"  history {size:,}: filling", file=sys.stderr, flush=True)
         chronicum_id = fresh_id(str(size))
         acta = history(chronicum_id, size)
@@ -545,10 +563,8 @@ class StoreBench:
             async_chronicum_id = fresh_id(f"{size}-async")
             runner.run(self._fill_async(async_chronicum_id, size))
         print(f"  history {size:,}: filled in {time.perf_counter() - fill_started:.1f} s", file=sys.stderr)
-        del acta
         self._check_window(chronicum_id, size)
-        self._measure_reads(chronicum_id, async_chronicum_id, size, runner)
-        self._measure_appends(chronicum_id, async_chronicum_id, size, runner)
+        return Filled(size, chronicum_id, async_chronicum_id)
 
     def _store_shares_fill(self) -> bool:
         return self.baselines is not None and self.baselines.fills_store
@@ -587,62 +603,67 @@ class StoreBench:
                     f"history {size}: raw {name!r} last_messages returned {raw} rows, expected {expected}"
                 )
 
-    def _measure_reads(
-        self, chronicum_id: str, async_chronicum_id: str, size: int, runner: asyncio.Runner
-    ) -> None:
+    def _measure_reads(self, chronica: list[Filled], runner: asyncio.Runner) -> None:
+        """Time the last-20 read on every filled chronicum, every size and column in the same rounds.
+
+        Interleaving the sizes keeps the flatness ratio honest when the machine's load drifts.
+        """
         assert self.chronicarius is not None
         chronicarius = self.chronicarius
         message_only = [ActumKind.MESSAGE]
-
-        def store_read(_: int) -> object:
-            return chronicarius.get_acta(OWNER, chronicum_id, last_n=LAST_N, actum_kinds=message_only)
-
-        operations: dict[str, Callable[[int], object]] = {STORE: store_read}
-        if self.baselines is not None:
-            for name, baseline in self.baselines.variants.items():
-                operations[name] = _raw_reader(baseline, chronicum_id)
-        if self.async_chronicarius is not None:
-            async_chronicarius = self.async_chronicarius
-
-            def async_read(_: int) -> object:
-                return async_chronicarius.get_acta(
-                    OWNER, async_chronicum_id, last_n=LAST_N, actum_kinds=message_only
+        operations: dict[str, Callable[[int], object]] = {}
+        async_operations: dict[str, Callable[[int], Awaitable[object]]] = {}
+        for filled in chronica:
+            operations[_key(filled.size, STORE)] = functools.partial(
+                _store_read, chronicarius, filled.chronicum_id, message_only
+            )
+            if self.baselines is not None:
+                for name, baseline in self.baselines.variants.items():
+                    operations[_key(filled.size, name)] = _raw_reader(baseline, filled.chronicum_id)
+            if self.async_chronicarius is not None:
+                async_operations[_key(filled.size, ASYNC_STORE)] = functools.partial(
+                    _async_store_read, self.async_chronicarius, filled.async_chronicum_id, message_only
                 )
+                # The owner cache, warm before timing:
+                runner.run(self.async_chronicarius.get_acta(OWNER, filled.async_chronicum_id, last_n=1))
+        timings = runner.run(
+            time_interleaved(operations, self.settings.warmup, self.settings.repeat, async_operations)
+        )
+        for filled in chronica:
+            self._add_rows(f"get_acta last {LAST_N} messages", filled.size, timings)
 
-            operations[ASYNC_STORE] = async_read
-            runner.run(async_chronicarius.get_acta(OWNER, async_chronicum_id, last_n=1))  # owner cache
-        timings = runner.run(time_interleaved(operations, self.settings.warmup, self.settings.repeat))
-        self._add_rows(f"get_acta last {LAST_N} messages", size, timings)
-
-    def _measure_appends(
-        self, chronicum_id: str, async_chronicum_id: str, size: int, runner: asyncio.Runner
-    ) -> None:
+    def _measure_appends(self, chronica: list[Filled], runner: asyncio.Runner) -> None:
+        """Time ``record_actum`` and the raw append into every filled chronicum, in the same rounds."""
         assert self.chronicarius is not None
-        chronicarius = self.chronicarius
         rounds = self.settings.warmup + self.settings.repeat
-        store_acta = [story_actum(chronicum_id, index) for index in range(rounds)]
+        operations: dict[str, Callable[[int], object]] = {}
+        async_operations: dict[str, Callable[[int], Awaitable[object]]] = {}
+        for filled in chronica:
+            store_acta = [story_actum(filled.chronicum_id, index) for index in range(rounds)]
+            operations[_key(filled.size, STORE)] = _store_appender(self.chronicarius, store_acta)
+            if self.baselines is not None:
+                for name, baseline in self.baselines.variants.items():
+                    raw_acta = [
+                        story_actum(filled.chronicum_id, index, with_id=True) for index in range(rounds)
+                    ]
+                    operations[_key(filled.size, name)] = _raw_appender(baseline, raw_acta)
+            if self.async_chronicarius is not None:
+                async_acta = [story_actum(filled.async_chronicum_id, index) for index in range(rounds)]
+                async_operations[_key(filled.size, ASYNC_STORE)] = _async_store_appender(
+                    self.async_chronicarius, async_acta
+                )
+        timings = runner.run(
+            time_interleaved(operations, self.settings.warmup, self.settings.repeat, async_operations)
+        )
+        for filled in chronica:
+            self._add_rows("record_actum", filled.size, timings)
 
-        def store_append(number: int) -> object:
-            return chronicarius.record_actum(OWNER, store_acta[number])
-
-        operations: dict[str, Callable[[int], object]] = {STORE: store_append}
-        if self.baselines is not None:
-            for name, baseline in self.baselines.variants.items():
-                raw_acta = [story_actum(chronicum_id, index, with_id=True) for index in range(rounds)]
-                operations[name] = _raw_appender(baseline, raw_acta)
-        if self.async_chronicarius is not None:
-            async_chronicarius = self.async_chronicarius
-            async_acta = [story_actum(async_chronicum_id, index) for index in range(rounds)]
-
-            def async_append(number: int) -> object:
-                return async_chronicarius.record_actum(OWNER, async_acta[number])
-
-            operations[ASYNC_STORE] = async_append
-        timings = runner.run(time_interleaved(operations, self.settings.warmup, self.settings.repeat))
-        self._add_rows("record_actum", size, timings)
-
-    def _add_rows(self, operation: str, size: int, timings: dict[str, Timing]) -> None:
-        """Add the sync row (store beside each raw variant) and, if timed, the async row."""
+    def _add_rows(self, operation: str, size: int, all_timings: dict[str, Timing]) -> None:
+        """Add the sync row (store beside each raw variant) and, if timed, the async row for ``size``."""
+        prefix = _key(size, "")
+        timings = {
+            key[len(prefix) :]: timing for key, timing in all_timings.items() if key.startswith(prefix)
+        }
         store = timings[STORE]
         raw = {name: timing for name, timing in timings.items() if name not in (STORE, ASYNC_STORE)}
         ratio = {name: store.median_ns / timing.median_ns for name, timing in raw.items()}
@@ -735,6 +756,31 @@ class StoreBench:
             return (lambda number: baseline.append(acta[number])), close
 
         return run_threads(self.settings.writers, raw_writer, warmup, writes)
+
+
+def _key(size: int, name: str) -> str:
+    """Name of a timed operation: its history size and its column."""
+    return f"{size}\x1f{name}"
+
+
+def _store_read(chronicarius: Chronicarius, chronicum_id: str, kinds: list[ActumKind], _: int) -> object:
+    return chronicarius.get_acta(OWNER, chronicum_id, last_n=LAST_N, actum_kinds=kinds)
+
+
+def _async_store_read(
+    chronicarius: AsyncChronicarius, chronicum_id: str, kinds: list[ActumKind], _: int
+) -> Awaitable[object]:
+    return chronicarius.get_acta(OWNER, chronicum_id, last_n=LAST_N, actum_kinds=kinds)
+
+
+def _store_appender(chronicarius: Chronicarius, acta: list[Actum]) -> Callable[[int], object]:
+    return lambda number: chronicarius.record_actum(OWNER, acta[number])
+
+
+def _async_store_appender(
+    chronicarius: AsyncChronicarius, acta: list[Actum]
+) -> Callable[[int], Awaitable[object]]:
+    return lambda number: chronicarius.record_actum(OWNER, acta[number])
 
 
 def _raw_reader(baseline: Baseline, chronicum_id: str) -> Callable[[int], object]:
