@@ -11,15 +11,17 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import cast
 
 from chronica_core import (
     ActaQuery,
     Actum,
-    AsyncIdempotentStore,
+    AsyncMemoryStore,
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
     IdempotentStore,
+    MemoryStore,
 )
 
 
@@ -157,26 +159,8 @@ class WritesKeyTwiceUnderConcurrency(ListStore):
         return (chronicum_id, f"{key}\x00{threading.get_ident()}")
 
 
-class AsyncFace(AsyncIdempotentStore):
+class AsyncFace(AsyncMemoryStore):
     """The asyncio face of a broken store, so the async flavour meets the same mistake."""
 
     def __init__(self, store: ListStore) -> None:
-        self.sync_store = store
-
-    async def create(self, chronicum: Chronicum) -> None:
-        self.sync_store.create(chronicum)
-
-    async def get(self, chronicum_id: str) -> Chronicum:
-        return self.sync_store.get(chronicum_id)
-
-    async def record(self, actum: Actum) -> Actum:
-        return self.sync_store.record(actum)
-
-    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        return self.sync_store.record_idempotent(actum, key)
-
-    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        return self.sync_store.acta(chronicum_id, query)
-
-    async def close(self) -> None:
-        pass
+        super().__init__(store=cast(MemoryStore, store))

@@ -21,39 +21,9 @@ from chronica_core import (
     IdempotencyUnsupported,
     InvalidActum,
 )
+from chronica_core.story import DINNER_STORY
 
-__all__ = ["DINNER_STORY", "RulesContract"]
-
-DINNER_STORY: list[tuple[ActumKind, ActorKind, str, str]] = [
-    (
-        ActumKind.MESSAGE,
-        ActorKind.HUMAN,
-        "ardian",
-        "Find us a quiet table for four in Kemang on Friday at 7pm.",
-    ),
-    (ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first, then hand the booking over."),
-    (ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", '{"area":"Kemang","party":4,"quiet":true}'),
-    (
-        ActumKind.TOOL_RESPONSE,
-        ActorKind.AGENT,
-        "search",
-        '[{"name":"Rumah Teduh","table":true},{"name":"Kayu Manis","table":true}]',
-    ),
-    (
-        ActumKind.MESSAGE,
-        ActorKind.AGENT,
-        "search",
-        "Rumah Teduh and Kayu Manis both have a quiet table for four at 7pm.",
-    ),
-    (ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Rumah Teduh."),
-    (
-        ActumKind.MESSAGE,
-        ActorKind.AGENT,
-        "concierge",
-        "Book Rumah Teduh for four at 7pm on Friday under Ardian.",
-    ),
-]
-"""The dinner story of DESIGN §10: (kind, actor kind, actor, content) in order."""
+__all__ = ["RulesContract"]
 
 _HEX_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -81,10 +51,8 @@ _INVALID: dict[str, tuple[Callable[[Actum], Actum], str | None, str]] = {
 
 
 def _record_dinner_story(harness: Harness, owner: str, chronicum_id: str) -> list[Actum]:
-    return [
-        harness.record_actum(owner, Actum(chronicum_id, kind, actor_kind, actor, content))
-        for kind, actor_kind, actor, content in DINNER_STORY
-    ]
+    """Record the dinner story of DESIGN §10 into ``chronicum_id`` for ``owner``; return the stored acta."""
+    return [harness.record_actum(owner, replace(actum, chronicum_id=chronicum_id)) for actum in DINNER_STORY]
 
 
 def _not_found_like_missing(error: BaseException, chronicum_id: str) -> None:
@@ -245,7 +213,7 @@ class RulesContract(SuiteBase):
         owner, chronicum_id = new_owner("ardian"), new_id("dinner-friday")
         stored = _record_dinner_story(chronica_harness, owner, chronicum_id)
         window = chronica_harness.get_acta(owner, chronicum_id, actum_kinds=[ActumKind.MESSAGE], last_n=3)
-        assert [actum.content for actum in window] == [content for *_, content in DINNER_STORY[-3:]]
+        assert [actum.content for actum in window] == [actum.content for actum in DINNER_STORY[-3:]]
         assert ids(window) == ids(stored[-3:])
 
     def test_r6_filters_apply_before_the_limit(self, chronica_harness: Harness) -> None:
