@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from hypothesis import HealthCheck, settings
+from hypothesis.errors import InvalidArgument
 
 __all__ = ["PROFILES", "load_profile_from_environment", "register_profiles"]
 
@@ -33,9 +34,17 @@ def register_profiles() -> None:
 
 
 def load_profile_from_environment() -> str | None:
-    """Load the profile ``HYPOTHESIS_PROFILE`` names, if it names one; return its name or ``None``."""
+    """Load the profile ``HYPOTHESIS_PROFILE`` names; return its name.
+
+    Returns ``None`` (and loads nothing) when the variable is unset or names a profile not
+    registered yet (a project may register its own later, in a conftest).
+    """
     name = os.environ.get("HYPOTHESIS_PROFILE")
     if not name:
+        return None
+    try:
+        settings.get_profile(name)  # load_profile would record an unknown name as current before failing
+    except InvalidArgument:
         return None
     settings.load_profile(name)
     return name

@@ -97,6 +97,14 @@ def test_option_and_environment_together_run_each_url_once(
     assert sorted(line.rsplit("[", 1)[1] for line in lines) == ["memory://-async]", "memory://-sync]"]
 
 
+def test_an_unregistered_hypothesis_profile_is_left_to_the_project(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "registered-by-the-project-later")
+    pytester.makepyfile(test_unrelated="def test_one():\n    assert 1 + 1 == 2\n")
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 def test_nothing_is_added_to_an_unrelated_run(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_unrelated="def test_one():\n    assert 1 + 1 == 2\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
@@ -240,7 +248,7 @@ def test_run_returns_pytest_exit_codes(pytester: pytest.Pytester) -> None:
     script = (
         "import sys\n"
         "from chronica_conformance import run\n"
-        "sys.exit(run(sys.argv[1:2], ['-q', '-k', sys.argv[2]]))\n"
+        "sys.exit(run([url for url in sys.argv[1:2] if url], ['-q', '-k', sys.argv[2]]))\n"
     )
     pytester.makepyfile(run_suite=script)
 
@@ -253,5 +261,8 @@ def test_run_returns_pytest_exit_codes(pytester: pytest.Pytester) -> None:
         ).returncode
 
     assert exit_code("memory://", "test_s1 or test_r6") == 0
+    assert (
+        exit_code("", "test_s1_get_returns_the_stored_owner") == 0
+    )  # no URL: every backend needing no server
     assert exit_code("nosuchstore://", "test_s1") == pytest.ExitCode.USAGE_ERROR
     assert exit_code("memory://", "no_case_has_this_name") == pytest.ExitCode.NO_TESTS_COLLECTED
