@@ -9,6 +9,7 @@ errors into Chronica errors. :class:`chronica_postgres.PostgresStore` and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -221,6 +222,12 @@ def text_array(values: Iterable[str]) -> str:
     return "{" + ",".join(quoted) + "}"
 
 
+@functools.lru_cache(maxsize=256)
+def _kinds_array(kinds: tuple[str, ...]) -> str:
+    """:func:`text_array` of a query's kinds, remembered (queries repeat the same few)."""
+    return text_array(kinds)
+
+
 def connection_lost(error: Exception) -> bool:
     """Whether ``error`` says the connection died (the server restarted, the backend was killed)."""
     if not isinstance(error, psycopg.OperationalError) or isinstance(error, PoolTimeout):
@@ -275,14 +282,17 @@ class KnownActa:
     def acta(self, chronicum_id: str, rows: Rows) -> list[Actum]:
         """The acta of ``rows`` (``(seq, id, kind, ...)``), built only when not known already."""
         known = self._acta.get
-        acta: list[Actum] = []
-        for row in rows:
-            actum = known((chronicum_id, row[0]))
-            if actum is None or actum.id != row[1]:
-                actum = _actum(chronicum_id, row)
-                self.remember(row[0], actum)
-            acta.append(actum)
-        return acta
+        return [
+            actum
+            if (actum := known((chronicum_id, row[0]))) is not None and actum.id == row[1]
+            else self._build(chronicum_id, row)
+            for row in rows
+        ]
+
+    def _build(self, chronicum_id: str, row: tuple[Any, ...]) -> Actum:
+        actum = _actum(chronicum_id, row)
+        self.remember(row[0], actum)
+        return actum
 
 
 KNOWN_CONTENT_LIMIT = 4096
@@ -384,9 +394,9 @@ class Plans:
             raise ChronicumNotFound(chronicum_id)
         parameters: list[Any] = [chronicum_id]
         if query.actum_kinds is not None:
-            parameters.append(text_array(query.actum_kinds))
+            parameters.append(_kinds_array(tuple(query.actum_kinds)))
         if query.actor_kinds is not None:
-            parameters.append(text_array(query.actor_kinds))
+            parameters.append(_kinds_array(tuple(query.actor_kinds)))
         if query.last_n > 0:
             parameters.append(query.last_n)
         parameters.append(chronicum_id)
