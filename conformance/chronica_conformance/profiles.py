@@ -1,4 +1,10 @@
-"""Hypothesis profiles for the conformance suite, selected by the ``HYPOTHESIS_PROFILE`` variable."""
+"""Hypothesis profiles for the conformance suite, selected by the ``HYPOTHESIS_PROFILE`` variable.
+
+The suite's own values live under ``chronica-ci`` and ``chronica-dev``; ``ci`` and ``dev`` are
+registered with the same values only where nobody has registered them yet (hypothesis ships its
+own ``ci``), so installing the plugin changes no other project's profiles. The stateful test
+uses the suite's values whenever ``ci`` or ``dev`` is selected.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,11 @@ import os
 from hypothesis import HealthCheck, settings
 from hypothesis.errors import InvalidArgument
 
-__all__ = ["PROFILES", "load_profile_from_environment", "register_profiles"]
+__all__ = ["PROFILES", "load_profile_from_environment", "register_profiles", "stateful_settings"]
 
 PROFILES: dict[str, dict[str, object]] = {
-    # Deterministic; enough for the stateful test to take seconds on memory:// and well under a
-    # minute per flavour on a real database.
+    # Deterministic; the stateful test takes seconds on memory:// and under half a minute per
+    # flavour on PostgreSQL or MariaDB.
     "ci": {
         "derandomize": True,
         "database": None,
@@ -21,16 +27,31 @@ PROFILES: dict[str, dict[str, object]] = {
         "stateful_step_count": 30,
         "suppress_health_check": [HealthCheck.too_slow],
     },
-    # Random and a little longer, with hypothesis's example database, for development.
-    "dev": {"deadline": None, "max_examples": 100, "stateful_step_count": 50},
+    # Random and longer, with hypothesis's example database, for development.
+    "dev": {
+        "deadline": None,
+        "max_examples": 100,
+        "stateful_step_count": 50,
+        "suppress_health_check": [HealthCheck.too_slow],
+    },
 }
-"""The profiles :func:`register_profiles` registers, by name."""
+"""The suite's profiles, by the name ``HYPOTHESIS_PROFILE`` selects them with."""
+
+
+def _registered(name: str) -> bool:
+    try:
+        settings.get_profile(name)
+    except InvalidArgument:
+        return False
+    return True
 
 
 def register_profiles() -> None:
-    """Register the ``ci`` and ``dev`` profiles of :data:`PROFILES` (replacing hypothesis's own ``ci``)."""
+    """Register ``chronica-ci`` and ``chronica-dev``, and ``ci`` / ``dev`` where still free."""
     for name, values in PROFILES.items():
-        settings.register_profile(name, **values)  # type: ignore[arg-type]
+        settings.register_profile(f"chronica-{name}", **values)  # type: ignore[arg-type]
+        if not _registered(name):
+            settings.register_profile(name, **values)  # type: ignore[arg-type]
 
 
 def load_profile_from_environment() -> str | None:
@@ -40,11 +61,20 @@ def load_profile_from_environment() -> str | None:
     registered yet (a project may register its own later, in a conftest).
     """
     name = os.environ.get("HYPOTHESIS_PROFILE")
-    if not name:
-        return None
-    try:
-        settings.get_profile(name)  # load_profile would record an unknown name as current before failing
-    except InvalidArgument:
+    if not name or not _registered(name):  # load_profile would record an unknown name before failing
         return None
     settings.load_profile(name)
     return name
+
+
+def stateful_settings() -> settings:
+    """The settings for the stateful test.
+
+    The suite's ``ci`` or ``dev`` values when ``HYPOTHESIS_PROFILE`` (or, without it, the active
+    profile) is ``ci`` or ``dev``; otherwise the active profile without a deadline.
+    """
+    name = os.environ.get("HYPOTHESIS_PROFILE") or settings.get_current_profile_name()
+    if name in PROFILES:
+        register_profiles()
+        return settings.get_profile(f"chronica-{name}")
+    return settings(settings.default, deadline=None, suppress_health_check=[HealthCheck.too_slow])

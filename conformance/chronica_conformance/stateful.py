@@ -10,12 +10,12 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from chronica_conformance.base import TIME_TOLERANCE, SuiteBase, assert_aware_utc, new_id, new_owner
 from chronica_conformance.harness import Harness
+from chronica_conformance.profiles import stateful_settings
 from chronica_core import (
     ActorKind,
     Actum,
@@ -360,8 +360,8 @@ def _spoiled(actum: Actum, spoil: str) -> Actum:
 class StatefulRules(SuiteBase):
     """The hypothesis stateful test: a Chronicarius over the store agrees with :class:`ReferenceModel`.
 
-    Runs under the active hypothesis profile (``HYPOTHESIS_PROFILE``: ``ci`` is deterministic);
-    no deadline, since a database may be slow.
+    Runs under :func:`~chronica_conformance.profiles.stateful_settings` (``HYPOTHESIS_PROFILE=ci``
+    is deterministic); no deadline, since a database may be slow.
     """
 
     def test_stateful_rules_match_the_reference_model(self, chronica_harness: Harness) -> None:
@@ -371,5 +371,5 @@ class StatefulRules(SuiteBase):
         )
         run_state_machine_as_test(
             bound,
-            settings=settings(settings.default, deadline=None, suppress_health_check=[HealthCheck.too_slow]),
+            settings=stateful_settings(),
         )
