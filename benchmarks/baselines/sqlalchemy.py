@@ -218,6 +218,7 @@ class RawBaseline:
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
         """Insert the chronicum's row, as ``Store.create`` does."""
         with self._core.engine.connect() as connection:
+            connection.execution_options(**{WRITE_OPTION: True})
             connection.execute(
                 self._core.plans.tables.chronica.insert(),
                 {
@@ -234,6 +235,7 @@ class RawBaseline:
         """Insert the history in batches (executemany) and move the chronicum's counter past it."""
         tables = self._core.plans.tables
         with self._core.engine.connect() as connection:
+            connection.execution_options(**{WRITE_OPTION: True})  # one transaction on SQLite too
             for start in range(0, len(acta), _FILL_BATCH):
                 batch = acta[start : start + _FILL_BATCH]
                 rows = [
