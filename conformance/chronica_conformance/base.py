@@ -58,7 +58,10 @@ def _fixture_visible(metafunc: pytest.Metafunc, name: str) -> bool:
     """Whether a fixture called ``name`` is visible to the test being collected."""
     manager: Any = getattr(metafunc.definition.session, "_fixturemanager", None)
     if manager is not None and hasattr(manager, "getfixturedefs"):
-        return bool(manager.getfixturedefs(name, metafunc.definition))
+        try:
+            return bool(manager.getfixturedefs(name, metafunc.definition))  # pytest >= 8.1: a node
+        except (AttributeError, TypeError):  # pragma: no cover - pytest 8.0 takes the node id
+            return bool(manager.getfixturedefs(name, metafunc.definition.nodeid))
     return metafunc.cls is not None and hasattr(metafunc.cls, name)  # pragma: no cover - older pytest
 
 

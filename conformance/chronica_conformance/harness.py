@@ -249,7 +249,9 @@ class SyncHarness(Harness):
             else None
         )
         view = _GatedStoreView(self.store, idempotent=idempotent, gate=gate)
-        return SyncHarness(self.store, chronicarius=Chronicarius(view, owner_cache_size=owner_cache_size))
+        harness = SyncHarness(self.store, chronicarius=Chronicarius(view, owner_cache_size=owner_cache_size))
+        harness.declares_idempotent = self.declares_idempotent
+        return harness
 
     def close(self) -> None:
         """Nothing to release: the store's fixture closes the store."""
@@ -362,7 +364,9 @@ class AsyncHarness(Harness):
         gate = asyncio.Barrier(gate_first_reads) if gate_first_reads else None
         view = _AsyncGatedStoreView(self.store, idempotent=idempotent, gate=gate)
         chronicarius = AsyncChronicarius(view, owner_cache_size=owner_cache_size)
-        return AsyncHarness(self.store, runner=self._runner, chronicarius=chronicarius)
+        harness = AsyncHarness(self.store, runner=self._runner, chronicarius=chronicarius)
+        harness.declares_idempotent = self.declares_idempotent
+        return harness
 
     def close(self) -> None:
         """Await ``store.close()`` in the harness's loop, then close the loop (if it owns them)."""
