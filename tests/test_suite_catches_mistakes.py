@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from chronica_conformance.profiles import register_profiles
 from hypothesis import Phase, settings
 
 pytest_plugins = ("pytester",)
@@ -85,9 +86,10 @@ EXPECTED_FAILURES: dict[str, tuple[tuple[str, ...], set[str]]] = {
 def suite_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> SuiteRun:
     """Run the whole suite against one store of broken_stores; return (passed, skipped, failed) case names."""
     monkeypatch.delenv("CHRONICA_TEST_STORES", raising=False)
-    # A failing stateful run is not shrunk here: shrinking only makes the report shorter.
+    # The suite's ci profile, but a failing stateful run is not shrunk: shrinking only shortens the report.
+    register_profiles()
     settings.register_profile(
-        "chronica-catch", settings.get_profile("ci"), phases=[Phase.explicit, Phase.generate]
+        "chronica-catch", settings.get_profile("chronica-ci"), phases=[Phase.explicit, Phase.generate]
     )
     monkeypatch.setenv("HYPOTHESIS_PROFILE", "chronica-catch")
     pytester.syspathinsert(TESTS)
