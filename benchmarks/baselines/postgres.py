@@ -61,12 +61,12 @@ class _Connection:
 
 
 class _PlainInsert:
-    """``INSERT INTO acta ... RETURNING at`` alone, on its own connection."""
+    """``INSERT INTO acta ... RETURNING at`` alone."""
 
     name = "psycopg plain INSERT"
 
-    def __init__(self, url: str, options: dict[str, str]) -> None:
-        self._raw = _Connection(url, options)
+    def __init__(self, raw: _Connection) -> None:
+        self._raw = raw  # the main variant's connection: the harness never runs both at once
         self._sql = (
             sql.SQL(
                 "INSERT INTO {} (chronicum_id, seq, id, kind, actor_kind, actor, content, at)"
@@ -86,7 +86,7 @@ class _PlainInsert:
         return _window(self._raw, chronicum_id, n)
 
     def close(self) -> None:
-        self._raw.close()
+        """Nothing of its own: the connection is the main variant's."""
 
 
 def _window(raw: _Connection, chronicum_id: str, n: int) -> list[Any]:
@@ -109,7 +109,7 @@ class RawBaseline:
 
     def __init__(self, url: str, **options: str) -> None:
         self._raw = _Connection(url, options)
-        self.variants: dict[str, Any] = {self.name: self, _PlainInsert.name: _PlainInsert(url, options)}
+        self.variants: dict[str, Any] = {self.name: self, _PlainInsert.name: _PlainInsert(self._raw)}
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
         """Insert the chronicum's row, as ``Store.create`` does."""
@@ -143,6 +143,5 @@ class RawBaseline:
         return _window(self._raw, chronicum_id, n)
 
     def close(self) -> None:
-        """Close both variants' connections."""
-        self.variants[_PlainInsert.name].close()
+        """Close the connection (both variants')."""
         self._raw.close()
