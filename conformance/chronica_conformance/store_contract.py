@@ -38,14 +38,13 @@ MIB = 1024 * 1024
 CLOCK_SKEW = timedelta(minutes=5)
 """How far a store's clock (a database server's) may be from the test's when it sets ``at``."""
 
-_EVERY_PLANE = "".join(
-    chr(plane * 0x10000 + 0x4E2D if plane == 0 else plane * 0x10000 + 0x101) for plane in range(17)
-)
+_EVERY_PLANE = "中" + "".join(chr(plane * 0x10000 + 0x101) for plane in range(1, 17))
+"""One character from each of the 17 Unicode planes (assigned, unassigned and private use)."""
 
 
 def _one_mebibyte() -> str:
     """Return text of exactly 1 MiB in UTF-8, mixing one-, two-, three- and four-byte characters."""
-    unit = "Chronica é 中 🍽\n"  # 1+...: 20 bytes in UTF-8
+    unit = "Chronica \u00e9 \u4e2d \U0001f37d\n"  # 21 bytes in UTF-8
     encoded_unit = len(unit.encode("utf-8"))
     text = unit * (MIB // encoded_unit)
     return text + "x" * (MIB - len(text.encode("utf-8")))
@@ -57,7 +56,7 @@ CONTENTS: dict[str, str] = {
     "every_plane": _EVERY_PLANE,
     "emoji": "🍽️👨‍👩‍👧‍👦🇮🇩 table for four 🙂",
     "nul": "before\x00after\x00",
-    "combining_and_rtl": "é (e + U+0301), ﷽, שלום, עברית",
+    "combining_and_rtl": "e\u0301 (e + U+0301), \ufdfd, \u05e9\u05dc\u05d5\u05dd \u202eRTL override",
     "one_mebibyte": _one_mebibyte(),
 }
 """Contents that must round-trip exactly (S7); the key names the case."""
