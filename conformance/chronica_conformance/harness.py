@@ -186,23 +186,40 @@ class Harness(ABC):
         """Release what the harness opened (for the async flavour: close the store, then the loop)."""
 
 
-class _GatedStoreView(Store):
-    """A view of a blocking store for one Chronicarius: may hide idempotency, may gate first reads."""
+class _StoreView:
+    """The store under test as one Chronicarius sees it, maybe without ``record_idempotent``.
+
+    Each method hands back what the store's returns (a value, or a coroutine to await), so one
+    view serves both flavours; the subclasses add the gate on first reads to ``get``. Methods
+    are defined on the class (and ``record_idempotent`` on the instance, when kept) because
+    runtime protocol checks look attributes up statically.
+    """
+
+    def __init__(self, store: Any, *, idempotent: bool) -> None:
+        self._store = store
+        if idempotent and hasattr(store, "record_idempotent"):
+            self.record_idempotent = store.record_idempotent
+
+    def create(self, chronicum: Chronicum) -> Any:
+        return self._store.create(chronicum)
+
+    def record(self, actum: Actum) -> Any:
+        return self._store.record(actum)
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> Any:
+        return self._store.acta(chronicum_id, query)
+
+    def close(self) -> Any:
+        """Nothing: the store under test is closed by its owner, never by a view."""
+        return None
+
+
+class _GatedStoreView(_StoreView, Store):
+    """A blocking view whose ``get`` of a missing chronicum waits at ``gate`` before raising."""
 
     def __init__(self, store: Any, *, idempotent: bool, gate: threading.Barrier | None) -> None:
-        self._store = store
+        super().__init__(store, idempotent=idempotent)
         self._gate = gate
-        if idempotent and isinstance(store, IdempotentStore):
-            setattr(self, "record_idempotent", store.record_idempotent)  # noqa: B010 - only when it has one
-
-    def create(self, chronicum: Chronicum) -> None:
-        self._store.create(chronicum)
-
-    def record(self, actum: Actum) -> Actum:
-        return cast(Actum, self._store.record(actum))
-
-    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        return cast(list[Actum], self._store.acta(chronicum_id, query))
 
     def get(self, chronicum_id: str) -> Chronicum:
         try:
@@ -211,9 +228,6 @@ class _GatedStoreView(Store):
             if self._gate is not None:
                 self._gate.wait()
             raise
-
-    def close(self) -> None:
-        """The store under test is closed by its owner, not by a view."""
 
 
 class SyncHarness(Harness):
@@ -282,23 +296,12 @@ def _in_threads(functions: Sequence[Callable[[], Any]]) -> list[Any]:
     return outcomes
 
 
-class _AsyncGatedStoreView(AsyncStore):
-    """The asyncio twin of :class:`_GatedStoreView`."""
+class _AsyncGatedStoreView(_StoreView, AsyncStore):
+    """An asyncio view whose ``get`` of a missing chronicum waits at ``gate`` before raising."""
 
     def __init__(self, store: Any, *, idempotent: bool, gate: asyncio.Barrier | None) -> None:
-        self._store = store
+        super().__init__(store, idempotent=idempotent)
         self._gate = gate
-        if idempotent and isinstance(store, AsyncIdempotentStore):
-            setattr(self, "record_idempotent", store.record_idempotent)  # noqa: B010 - only when it has one
-
-    async def create(self, chronicum: Chronicum) -> None:
-        await self._store.create(chronicum)
-
-    async def record(self, actum: Actum) -> Actum:
-        return cast(Actum, await self._store.record(actum))
-
-    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        return cast(list[Actum], await self._store.acta(chronicum_id, query))
 
     async def get(self, chronicum_id: str) -> Chronicum:
         try:
@@ -308,9 +311,6 @@ class _AsyncGatedStoreView(AsyncStore):
                 async with asyncio.timeout(CONCURRENT_TIMEOUT_SECONDS):
                     await self._gate.wait()
             raise
-
-    async def close(self) -> None:
-        """The store under test is closed by the harness, not by a view."""
 
 
 class AsyncHarness(Harness):

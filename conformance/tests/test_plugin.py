@@ -131,9 +131,8 @@ def test_pyargs_without_urls_runs_every_backend_needing_no_server(pytester: pyte
     assert not any("postgresql://" in line or "mongodb://" in line for line in lines)
 
 
-def test_a_subclass_supplying_only_store_runs_only_the_sync_flavour(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_mine="""
+ONE_FLAVOUR_SUITES = {
+    "sync": """
 import pytest
 from chronica_core import MemoryStore
 from chronica_conformance import StoreContract
@@ -144,18 +143,8 @@ class TestMine(StoreContract):
     def store(self):
         with MemoryStore() as store:
             yield store
-"""
-    )
-    passed, skipped, failed = outcome_names(pytester.inline_run("-p", "no:cacheprovider"))
-    assert not failed
-    assert not skipped
-    assert len(passed) >= 20
-    assert all(nodeid.endswith("[sync]") or "[sync-" in nodeid for nodeid in passed)
-
-
-def test_a_subclass_supplying_only_async_store_runs_only_the_async_flavour(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_mine="""
+""",
+    "async": """
 import pytest
 from chronica_core import AsyncMemoryStore
 from chronica_conformance import RulesContract
@@ -165,13 +154,20 @@ class TestMine(RulesContract):
     @pytest.fixture
     def async_store(self):
         return AsyncMemoryStore()
-"""
-    )
+""",
+}
+
+
+@pytest.mark.parametrize("flavour", list(ONE_FLAVOUR_SUITES))
+def test_a_subclass_supplying_one_flavour_runs_only_that_flavour(
+    pytester: pytest.Pytester, flavour: str
+) -> None:
+    pytester.makepyfile(test_mine=ONE_FLAVOUR_SUITES[flavour])
     passed, skipped, failed = outcome_names(pytester.inline_run("-p", "no:cacheprovider"))
     assert not failed
     assert not skipped
     assert len(passed) >= 20
-    assert all(nodeid.endswith("[async]") or "[async-" in nodeid for nodeid in passed)
+    assert all(nodeid.endswith(f"[{flavour}]") or f"[{flavour}-" in nodeid for nodeid in passed)
 
 
 def test_a_subclass_supplying_no_store_is_a_clear_error(pytester: pytest.Pytester) -> None:
