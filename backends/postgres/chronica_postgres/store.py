@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -18,16 +19,37 @@ from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement
 from chronica_postgres.schema import SET_UTC, Statements
 
-__all__ = ["AsyncPostgresStore", "PostgresStore", "migrate"]
+__all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
 
 Result = TypeVar("Result")
 
 
-def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[Options, Plans]:
+def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[str, Options, Plans]:
+    """The URL for libpq, the options (``?schema=`` in the URL counts as one) and the plans."""
     if not url and pool is None:
         raise StoreError("postgres: open store", "give a postgresql:// URL or an open pool")
+    url, schema = split_schema(url)
+    if schema is not None:
+        options = {"schema": schema, **options}
     parsed = Options.parse(options)
-    return parsed, Plans(Statements(parsed.schema), parsed.known_acta)
+    return url, parsed, Plans(Statements(parsed.schema), parsed.known_acta)
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """Take a ``schema`` query parameter out of ``url`` (libpq would refuse it).
+
+    Returns the URL without it and the schema (``None`` when absent), so that
+    ``postgresql://host/db?schema=chronica`` works wherever only a URL can be given
+    (``CHRONICA_STORE``, ``chronica migrate --store``). Other parameters are kept as they were.
+    """
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, None
+    kept = [item for item in parts.query.split("&") if item.partition("=")[0] != "schema"]
+    found = [unquote(item.partition("=")[2]) for item in parts.query.split("&") if item.startswith("schema=")]
+    if not found:
+        return url, None
+    return urlunsplit(parts._replace(query="&".join(kept))), found[-1]
 
 
 def _in_utc(connection: psycopg.Connection[Any]) -> None:
@@ -46,8 +68,9 @@ class PostgresStore(IdempotentStore):
     ``record_idempotent``, ``acta`` and ``get`` are each one round trip.
 
     Args:
-        url: a libpq URL, ``postgresql://user@host:5432/database`` (``postgres://`` works too);
-            may be empty when ``pool`` is given.
+        url: a libpq URL, ``postgresql://user@host:5432/database`` (``postgres://`` works too),
+            optionally with ``?schema=NAME`` (the ``schema`` option, for where only a URL can be
+            given); may be empty when ``pool`` is given.
         pool: an existing pool to use instead of opening one; the store never closes it, and
             switches the connections it borrows to autocommit.
         options: see :class:`chronica_postgres.Options` (``schema``, ``auto_migrate``,
@@ -59,7 +82,7 @@ class PostgresStore(IdempotentStore):
     """
 
     def __init__(self, url: str = "", *, pool: ConnectionPool | None = None, **options: Any) -> None:
-        self.options, self._plans = _configured(url, pool, options)
+        url, self.options, self._plans = _configured(url, pool, options)
         self._owns_pool = pool is None
         self._pool = (
             pool
@@ -146,8 +169,7 @@ class AsyncPostgresStore(AsyncIdempotentStore):
     """
 
     def __init__(self, url: str = "", *, pool: AsyncConnectionPool | None = None, **options: Any) -> None:
-        self.options, self._plans = _configured(url, pool, options)
-        self._url = url
+        self._url, self.options, self._plans = _configured(url, pool, options)
         self._owns_pool = pool is None
         self._pool = pool
         self._ready = False

@@ -16,6 +16,7 @@ import pytest
 from chronica_postgres import LATEST_VERSION, AsyncPostgresStore, InvalidOption, PostgresStore, migrate
 from chronica_postgres.plans import text_array
 from chronica_postgres.schema import Statements
+from chronica_postgres.store import split_schema
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
@@ -122,6 +123,30 @@ def test_a_schema_newer_than_the_package_is_refused(
     admin.execute(sql.SQL("INSERT INTO {} (version, description) VALUES (99, 'future')").format(table))
     with pytest.raises(StoreError, match="version 99"):
         PostgresStore(postgres_url, schema=fresh_schema)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql://h/db", ("postgresql://h/db", None)),
+        ("postgresql://h/db?schema=app", ("postgresql://h/db", "app")),
+        (
+            "postgresql://h/db?sslmode=disable&schema=my%20app&options=-c%20x%3Dy",
+            ("postgresql://h/db?sslmode=disable&options=-c%20x%3Dy", "my app"),
+        ),
+        ("postgresql://h/db?sslmode=disable", ("postgresql://h/db?sslmode=disable", None)),
+    ],
+)
+def test_a_schema_in_the_url_is_taken_out_for_libpq(url: str, expected: tuple[str, str | None]) -> None:
+    assert split_schema(url) == expected
+
+
+def test_the_schema_can_come_with_the_url(postgres_url: str, schema: str) -> None:
+    with open_store(f"{postgres_url}?schema={schema}", auto_migrate=False) as store:
+        assert isinstance(store, PostgresStore)
+        assert store.options.schema == schema
+        chronicum_id = new_chronicum(store)
+        assert store.get(chronicum_id).owner_id == "ardian"
 
 
 def test_odd_schema_names_are_quoted(postgres_url: str) -> None:
