@@ -238,18 +238,27 @@ ASYNC_STORE = "\x00async"
 """Key of the ``AsyncChronicarius`` operation among the timed operations."""
 
 
+MINIMUM_TIMED_ROUNDS = 10
+"""A time budget never cuts a measurement below this many timed rounds."""
+
+
 async def time_interleaved(
     operations: dict[str, Callable[[int], object]],
     warmup: int,
     repeat: int,
     async_operations: dict[str, Callable[[int], Awaitable[object]]] | None = None,
+    budget_seconds: float = float("inf"),
 ) -> dict[str, Timing]:
     """Time each operation ``repeat`` times after ``warmup`` untimed calls, interleaved.
 
     Each round calls every operation once (the starting one rotating), so drift on a busy machine
-    hits all columns alike. An operation gets its round number, to pick pre-built input. The
-    ``async_operations`` (an async store's calls) are awaited inside their timed span; the sync
-    ones run blocking on the event loop, which is idle meanwhile.
+    hits all columns alike. An operation gets its round number (below ``warmup + repeat``), to
+    pick pre-built input. The ``async_operations`` (an async store's calls) are awaited inside
+    their timed span; the sync ones run blocking on the event loop, which is idle meanwhile.
+
+    Bounded time: the warm-up ends early once it has used a tenth of ``budget_seconds`` (after one
+    round), and the timed rounds end early once the whole budget is used (after
+    :data:`MINIMUM_TIMED_ROUNDS`); each :class:`Timing` says how many calls it covers.
 
     Returns:
         Per operation name (of both dictionaries), its :class:`Timing` over the timed rounds.
@@ -260,8 +269,16 @@ async def time_interleaved(
     ] + [(name, None, operation) for name, operation in awaited.items()]
     samples: dict[str, list[int]] = {name: [] for name, _, _ in entries}
     clock = time.perf_counter_ns
+    began = time.perf_counter()
+    timed_rounds = 0
     with quiet_collector():
         for round_number in range(warmup + repeat):
+            spent = time.perf_counter() - began
+            warming = round_number < warmup and not (round_number > 0 and spent > budget_seconds / 10)
+            if not warming and timed_rounds >= min(repeat, MINIMUM_TIMED_ROUNDS) and spent > budget_seconds:
+                break
+            if not warming and timed_rounds == repeat:
+                break
             shift = round_number % len(entries)
             for name, operation, async_operation in entries[shift:] + entries[:shift]:
                 if async_operation is None:
@@ -273,8 +290,10 @@ async def time_interleaved(
                     start = clock()
                     await async_operation(round_number)
                     elapsed = clock() - start
-                if round_number >= warmup:
+                if not warming:
                     samples[name].append(elapsed)
+            if not warming:
+                timed_rounds += 1
     return {name: Timing.of(values) for name, values in samples.items()}
 
 
@@ -456,11 +475,23 @@ class Baselines:
 
 @dataclass(frozen=True, slots=True)
 class Filled:
-    """A chronicum filled to ``size`` acta, and the one the async store reads (the same when shared)."""
+    """The chronica filled to ``size`` acta for one history size.
+
+    Attributes:
+        size: the history size.
+        chronicum_id: every sync column reads it; the store's appends go into it.
+        async_chronicum_id: the async store reads it (the same one when the baseline fills the
+            store's tables).
+        append_ids: per raw variant and for the async store (key :data:`ASYNC_STORE`), the
+            chronicum its appends go into: a copy of the same size of its own, so no two writers
+            share a chronicum (a store may cache a chronicum's newest position, and a write behind
+            another writer's back would cost it a retry the steady state never pays).
+    """
 
     size: int
     chronicum_id: str
     async_chronicum_id: str
+    append_ids: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -474,6 +505,7 @@ class Settings:
     writers: int
     writes_per_writer: int
     run_async: bool
+    max_seconds: float = float("inf")
 
 
 class StoreBench:
@@ -562,9 +594,30 @@ class StoreBench:
         if self.async_chronicarius is not None and not self._store_shares_fill():
             async_chronicum_id = fresh_id(f"{size}-async")
             runner.run(self._fill_async(async_chronicum_id, size))
-        print(f"  history {size:,}: filled in {time.perf_counter() - fill_started:.1f} s", file=sys.stderr)
+        filled = Filled(size, chronicum_id, async_chronicum_id)
+        writers = list(self.baselines.variants) if self.baselines is not None else []
+        if self.async_chronicarius is not None:
+            writers.append(ASYNC_STORE)
+        for writer in writers:
+            if self._store_shares_fill():
+                filled.append_ids[writer] = self._filled_copy(size)
+            else:
+                filled.append_ids[writer] = async_chronicum_id if writer == ASYNC_STORE else chronicum_id
+        if self.async_chronicarius is not None:  # the owner cache, warm before timing
+            runner.run(self.async_chronicarius.get_acta(OWNER, filled.append_ids[ASYNC_STORE], last_n=1))
+        copies = f" (and {len(writers)} copies to append to)" if self._store_shares_fill() and writers else ""
+        seconds = time.perf_counter() - fill_started
+        print(f"  history {size:,}: filled{copies} in {seconds:.1f} s", file=sys.stderr)
         self._check_window(chronicum_id, size)
-        return Filled(size, chronicum_id, async_chronicum_id)
+        return filled
+
+    def _filled_copy(self, size: int) -> str:
+        """Load another chronicum of ``size`` acta through the baseline; return its id."""
+        assert self.baselines is not None
+        chronicum_id = fresh_id(f"{size}-append")
+        self.baselines.loader.prepare(chronicum_id, OWNER)
+        self.baselines.loader.fill(chronicum_id, history(chronicum_id, size))
+        return chronicum_id
 
     def _store_shares_fill(self) -> bool:
         return self.baselines is not None and self.baselines.fills_store
@@ -627,8 +680,15 @@ class StoreBench:
                 # The owner cache, warm before timing:
                 runner.run(self.async_chronicarius.get_acta(OWNER, filled.async_chronicum_id, last_n=1))
         timings = runner.run(
-            time_interleaved(operations, self.settings.warmup, self.settings.repeat, async_operations)
+            time_interleaved(
+                operations,
+                self.settings.warmup,
+                self.settings.repeat,
+                async_operations,
+                self.settings.max_seconds,
+            )
         )
+        self._note_if_cut("get_acta", timings)
         for filled in chronica:
             self._add_rows(f"get_acta last {LAST_N} messages", filled.size, timings)
 
@@ -643,20 +703,34 @@ class StoreBench:
             operations[_key(filled.size, STORE)] = _store_appender(self.chronicarius, store_acta)
             if self.baselines is not None:
                 for name, baseline in self.baselines.variants.items():
-                    raw_acta = [
-                        story_actum(filled.chronicum_id, index, with_id=True) for index in range(rounds)
-                    ]
+                    chronicum_id = filled.append_ids[name]
+                    raw_acta = [story_actum(chronicum_id, index, with_id=True) for index in range(rounds)]
                     operations[_key(filled.size, name)] = _raw_appender(baseline, raw_acta)
             if self.async_chronicarius is not None:
-                async_acta = [story_actum(filled.async_chronicum_id, index) for index in range(rounds)]
+                chronicum_id = filled.append_ids[ASYNC_STORE]
+                async_acta = [story_actum(chronicum_id, index) for index in range(rounds)]
                 async_operations[_key(filled.size, ASYNC_STORE)] = _async_store_appender(
                     self.async_chronicarius, async_acta
                 )
         timings = runner.run(
-            time_interleaved(operations, self.settings.warmup, self.settings.repeat, async_operations)
+            time_interleaved(
+                operations,
+                self.settings.warmup,
+                self.settings.repeat,
+                async_operations,
+                self.settings.max_seconds,
+            )
         )
+        self._note_if_cut("record_actum", timings)
         for filled in chronica:
             self._add_rows("record_actum", filled.size, timings)
+
+    def _note_if_cut(self, operation: str, timings: dict[str, Timing]) -> None:
+        count = min(timing.count for timing in timings.values())
+        if count < self.settings.repeat:
+            self.note(
+                f"{operation}: {count} timed calls per column, not {self.settings.repeat} (--max-seconds)"
+            )
 
     def _add_rows(self, operation: str, size: int, all_timings: dict[str, Timing]) -> None:
         """Add the sync row (store beside each raw variant) and, if timed, the async row for ``size``."""
@@ -1054,6 +1128,12 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--writes", type=_positive, default=50, help="timed writes per concurrent writer (50)"
     )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=60.0,
+        help="time budget of each latency phase (reads, appends); cuts --repeat when exceeded (60)",
+    )
     parser.add_argument("--no-async", action="store_true", help="skip the asyncio rows")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     return parser.parse_args(argv)
@@ -1071,6 +1151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         writers=arguments.writers,
         writes_per_writer=arguments.writes,
         run_async=not arguments.no_async,
+        max_seconds=arguments.max_seconds,
     )
     reports: list[Report] = []
     status = 0
