@@ -63,6 +63,9 @@ IDEMPOTENCY_INDEX: Final = "chronicum_idempotency_key"
 MAX_ATTEMPTS: Final = 10_000
 """How many sequence numbers one write tries before giving up (each lost try is another's write)."""
 
+REREAD_AFTER: Final = 4
+"""After this many refused numbers in a row, a write re-reads the newest instead of counting on."""
+
 SEQUENCE_CACHE_SIZE: Final = 100_000
 """How many chronica a store remembers the newest sequence number of."""
 
@@ -235,7 +238,7 @@ class MongoCore:
         newest = self._known_newest(chronicum_id)
         if newest is None:
             newest = yield from self._newest_seq(chronicum_id, where)
-        for _attempt in range(MAX_ATTEMPTS):
+        for attempt in range(MAX_ATTEMPTS):
             document["seq"] = Int64(newest + 1)
             try:
                 yield from self._run(Command(ACTA, "insert_one", (dict(document),)), where, duplicates=True)
@@ -245,8 +248,11 @@ class MongoCore:
                     return (yield from self._keyed(chronicum_id, key, where, error))
                 if violated != "seq":
                     raise StoreError(f"mongodb: {where}", str(error)) from error
-                # Another writer took this place: it is stored, so read the newest and go on after it.
-                newest = max(newest + 1, (yield from self._newest_seq(chronicum_id, where)))
+                # Another writer stored this number, so the next one is ours to try; after a few
+                # refusals in a row our remembered number is stale: read the newest instead.
+                newest += 1
+                if attempt % REREAD_AFTER == REREAD_AFTER - 1:
+                    newest = max(newest, (yield from self._stored_newest_seq(chronicum_id, where)))
                 continue
             self._remember(chronicum_id, newest + 1)
             return stored
@@ -332,6 +338,21 @@ class MongoCore:
         document = documents[0]
         self._remember(chronicum_id, int(document["newest"][0]["seq"]) if document["newest"] else 0)
         return document
+
+    def _stored_newest_seq(self, chronicum_id: str, where: str) -> Plan[Command, int]:
+        """Read the newest stored sequence number of a chronicum known to exist (0 if none)."""
+        document = yield from self._run(
+            Command(
+                ACTA,
+                "find_one",
+                ({"chronicum_id": chronicum_id},),
+                {"projection": {"_id": 0, "seq": 1}, "sort": [("seq", -1)]},
+            ),
+            where,
+        )
+        newest = int(document["seq"]) if document is not None else 0
+        self._remember(chronicum_id, newest)
+        return newest
 
     def _newest_seq(self, chronicum_id: str, where: str) -> Plan[Command, int]:
         document = yield from self._probe(chronicum_id, where)

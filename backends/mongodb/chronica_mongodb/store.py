@@ -51,6 +51,16 @@ def _database_name(url: str | None, database: str | None) -> str:
     return DEFAULT_DATABASE
 
 
+def _client(client_class: Any, url: str | None, options: dict[str, Any]) -> Any:
+    """Open a ``MongoClient`` or ``AsyncMongoClient`` (neither connects before its first operation)."""
+    return client_class(url or "mongodb://localhost", **options)
+
+
+def _database(client: Any, url: str | None, database: str | None) -> Any:
+    """The store's database on ``client``, reading dates as timezone-aware UTC."""
+    return client.get_database(_database_name(url, database), codec_options=_CODEC_OPTIONS)
+
+
 class MongoStore(IdempotentStore):
     """A blocking, idempotent store on MongoDB (collections ``chronica`` and ``acta``).
 
@@ -81,12 +91,8 @@ class MongoStore(IdempotentStore):
         **client_options: Any,
     ) -> None:
         self._owns_client = client is None
-        self.client: MongoClient[dict[str, Any]] = (
-            client if client is not None else MongoClient(url or "mongodb://localhost", **client_options)
-        )
-        self.database: Database[dict[str, Any]] = self.client.get_database(
-            _database_name(url, database), codec_options=_CODEC_OPTIONS
-        )
+        self.client: MongoClient[dict[str, Any]] = client or _client(MongoClient, url, client_options)
+        self.database: Database[dict[str, Any]] = _database(self.client, url, database)
         self._core = MongoCore()
         if _flag(auto_migrate):
             self.migrate()
@@ -147,12 +153,10 @@ class AsyncMongoStore(AsyncIdempotentStore):
         **client_options: Any,
     ) -> None:
         self._owns_client = client is None
-        self.client: AsyncMongoClient[dict[str, Any]] = (
-            client if client is not None else AsyncMongoClient(url or "mongodb://localhost", **client_options)
+        self.client: AsyncMongoClient[dict[str, Any]] = client or _client(
+            AsyncMongoClient, url, client_options
         )
-        self.database: AsyncDatabase[dict[str, Any]] = self.client.get_database(
-            _database_name(url, database), codec_options=_CODEC_OPTIONS
-        )
+        self.database: AsyncDatabase[dict[str, Any]] = _database(self.client, url, database)
         self._core = MongoCore()
         self._migrated = not _flag(auto_migrate)
         self._migrating = asyncio.Lock()

@@ -25,9 +25,10 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 import pytest
+from chronica_mongodb import AsyncMongoStore, MongoStore
 from pymongo import MongoClient
 
 URL_VARIABLE = "CHRONICA_TEST_MONGODB_URL"
@@ -170,8 +171,15 @@ def mongodb_server_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def fresh_database(mongodb_server_url: str) -> Iterator[Callable[[], str]]:
-    """A factory of fresh database names, each dropped when the session ends."""
+def admin_client(mongodb_server_url: str) -> Iterator[MongoClient[dict[str, Any]]]:
+    """A client of the test server for the fixtures' own housekeeping (dropping databases)."""
+    with MongoClient(mongodb_server_url, serverSelectionTimeoutMS=10_000) as client:
+        yield client
+
+
+@pytest.fixture
+def fresh_database(admin_client: MongoClient[dict[str, Any]]) -> Iterator[Callable[[], str]]:
+    """A factory of fresh database names; each one is dropped after the test."""
     created: list[str] = []
 
     def make() -> str:
@@ -180,15 +188,27 @@ def fresh_database(mongodb_server_url: str) -> Iterator[Callable[[], str]]:
         return name
 
     yield make
-    with MongoClient(mongodb_server_url, serverSelectionTimeoutMS=5000) as client:
-        for name in created:
-            client.drop_database(name)
+    for name in created:
+        admin_client.drop_database(name)
 
 
-@pytest.fixture(scope="session")
-def session_database(fresh_database: Callable[[], str]) -> str:
-    """One fresh database shared by the conformance runs (every test uses fresh chronicum ids)."""
+@pytest.fixture
+def database(fresh_database: Callable[[], str]) -> str:
+    """The test's own fresh database (dropped afterwards): the stores below use it."""
     return fresh_database()
+
+
+@pytest.fixture
+def store(mongodb_server_url: str, database: str) -> Iterator[MongoStore]:
+    """A blocking store on the test's fresh database."""
+    with MongoStore(mongodb_server_url, database=database) as opened:
+        yield opened
+
+
+@pytest.fixture
+def async_store(mongodb_server_url: str, database: str) -> AsyncMongoStore:
+    """A fresh asyncio store, built without a loop; the test's own loop uses and closes it."""
+    return AsyncMongoStore(mongodb_server_url, database=database)
 
 
 def pytest_report_header() -> str:

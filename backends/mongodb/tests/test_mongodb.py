@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -51,12 +51,6 @@ def started(chronicum_id: str) -> Chronicum:
     return Chronicum(chronicum_id, "ardian", datetime.now(UTC))
 
 
-@pytest.fixture
-def store(mongodb_server_url: str, session_database: str) -> Iterator[MongoStore]:
-    with MongoStore(mongodb_server_url, database=session_database) as opened:
-        yield opened
-
-
 def sequence_numbers(store: MongoStore, chronicum_id: str) -> list[int]:
     documents = store.database["acta"].find({"chronicum_id": chronicum_id}, {"seq": 1}).sort("seq", 1)
     return [int(document["seq"]) for document in documents]
@@ -97,9 +91,9 @@ def test_database_option_wins_over_the_url_path(
         assert opened.database.name == name  # type: ignore[attr-defined]
 
 
-def test_open_async_store_gives_the_async_flavour(mongodb_server_url: str, session_database: str) -> None:
+def test_open_async_store_gives_the_async_flavour(mongodb_server_url: str, database: str) -> None:
     async def scenario() -> Chronicum:
-        opened = open_async_store(mongodb_server_url, database=session_database)
+        opened = open_async_store(mongodb_server_url, database=database)
         assert isinstance(opened, AsyncMongoStore)
         chronicum_id = fresh_id()
         try:
@@ -153,25 +147,23 @@ def test_async_store_migrates_on_first_use(
     assert {"chronicum_seq", "chronicum_idempotency_key"} <= run(scenario)
 
 
-def test_store_on_an_existing_client_leaves_it_open(mongodb_server_url: str, session_database: str) -> None:
+def test_store_on_an_existing_client_leaves_it_open(mongodb_server_url: str, database: str) -> None:
     with MongoClient(mongodb_server_url) as client:
         chronicum_id = fresh_id()
-        with MongoStore(client=client, database=session_database) as opened:
+        with MongoStore(client=client, database=database) as opened:
             opened.create(started(chronicum_id))
-        assert client[session_database]["chronica"].find_one({"_id": chronicum_id}) is not None
+        assert client[database]["chronica"].find_one({"_id": chronicum_id}) is not None
 
 
-def test_async_store_on_an_existing_client_leaves_it_open(
-    mongodb_server_url: str, session_database: str
-) -> None:
+def test_async_store_on_an_existing_client_leaves_it_open(mongodb_server_url: str, database: str) -> None:
     async def scenario() -> dict[str, Any] | None:
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_server_url)
         chronicum_id = fresh_id()
-        opened = AsyncMongoStore(client=client, database=session_database)
+        opened = AsyncMongoStore(client=client, database=database)
         await opened.create(started(chronicum_id))
         await opened.close()
         try:
-            return await client[session_database]["chronica"].find_one({"_id": chronicum_id})
+            return await client[database]["chronica"].find_one({"_id": chronicum_id})
         finally:
             await client.close()
 
@@ -330,11 +322,11 @@ def test_readers_never_see_an_actum_without_those_before_it(store: MongoStore) -
 
 
 def test_two_stores_writing_one_chronicum_keep_one_order(
-    store: MongoStore, mongodb_server_url: str, session_database: str
+    store: MongoStore, mongodb_server_url: str, database: str
 ) -> None:
     chronicum_id = fresh_id()
     store.create(started(chronicum_id))
-    with MongoStore(mongodb_server_url, database=session_database) as other:
+    with MongoStore(mongodb_server_url, database=database) as other:
         expected = []
         for index in range(6):
             writer = store if index % 2 else other  # each one's remembered sequence goes stale in turn
@@ -374,11 +366,11 @@ def test_forty_threads_with_one_key_store_one_actum(store: MongoStore) -> None:
     assert sequence_numbers(store, chronicum_id) == [1, 2, 3]
 
 
-def test_forty_tasks_with_one_key_store_one_actum(mongodb_server_url: str, session_database: str) -> None:
+def test_forty_tasks_with_one_key_store_one_actum(mongodb_server_url: str, database: str) -> None:
     chronicum_id = fresh_id()
 
     async def scenario() -> tuple[list[Actum], list[Actum]]:
-        opened = AsyncMongoStore(mongodb_server_url, database=session_database)
+        opened = AsyncMongoStore(mongodb_server_url, database=database)
         try:
             await opened.create(started(chronicum_id))
             results = await asyncio.gather(

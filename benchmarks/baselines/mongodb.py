@@ -1,0 +1,119 @@
+"""The raw baseline for ``mongodb://``: pymongo alone, doing the operations the store does.
+
+In the steady state the store's ``record`` is one ``insert_one`` of the actum document at the
+chronicum's next sequence number (the store remembers each chronicum's newest number; the unique
+index ``(chronicum_id, seq)`` is what makes the number stick). The baseline does the same insert,
+counting numbers itself. The context window is the same ``find`` (filter on chronicum and kind,
+sort by ``seq`` descending, limit, projection), materialised as a list. No plans, no Chronicarius,
+no conversion to ``Actum``: the ratio is what those add on top of the same driver work.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from bson.int64 import Int64
+from pymongo import MongoClient
+
+from chronica_core import Actum
+
+__all__ = ["RawBaseline"]
+
+_PROJECTION = {"_id": 0, "id": 1, "kind": 1, "actor_kind": 1, "actor": 1, "content": 1, "at": 1}
+
+
+def _now() -> datetime:
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond - now.microsecond % 1000)
+
+
+def _document(actum: Actum, seq: int, at: datetime) -> dict[str, Any]:
+    return {
+        "chronicum_id": actum.chronicum_id,
+        "seq": Int64(seq),
+        "id": actum.id,
+        "kind": str(actum.kind),
+        "actor_kind": str(actum.actor_kind),
+        "actor": actum.actor,
+        "content": actum.content,
+        "at": at,
+    }
+
+
+class RawBaseline:
+    """pymongo on one ``MongoClient`` (thread-safe, pooled), on the store's database.
+
+    Args:
+        url: the store's URL.
+        options: the store's options; ``database`` picks the database (else the URL's path, else
+            ``chronica``, as the store), ``auto_migrate`` is ignored, the rest go to the client.
+    """
+
+    name = "pymongo"
+    thread_safe = True
+    fills_store = True
+
+    def __init__(self, url: str, **options: str) -> None:
+        client_options: dict[str, Any] = dict(options)
+        database = client_options.pop("database", None)
+        client_options.pop("auto_migrate", None)
+        self._client: MongoClient[dict[str, Any]] = MongoClient(url, tz_aware=True, **client_options)
+        if database is None:
+            default = self._client.get_default_database(default="chronica")
+            database = default.name
+        self._database = self._client[database]
+        self._newest: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def prepare(self, chronicum_id: str, owner_id: str) -> None:
+        """Insert the chronicum's document, as ``Store.create`` does."""
+        started = datetime.now(UTC)
+        self._database["chronica"].insert_one(
+            {
+                "_id": chronicum_id,
+                "owner_id": owner_id,
+                "started_at": started.replace(microsecond=started.microsecond - started.microsecond % 1000),
+                "started_at_us": started.microsecond % 1000,
+            }
+        )
+        with self._lock:
+            self._newest[chronicum_id] = 0
+
+    def fill(self, chronicum_id: str, acta: Sequence[Actum]) -> None:
+        """``insert_many`` the history with sequence numbers 1..n, in batches."""
+        batch: list[dict[str, Any]] = []
+        for seq, actum in enumerate(acta, start=1):
+            batch.append(_document(actum, seq, actum.at or _now()))
+            if len(batch) == 500:
+                self._database["acta"].insert_many(batch, ordered=True)
+                batch = []
+        if batch:
+            self._database["acta"].insert_many(batch, ordered=True)
+        with self._lock:
+            self._newest[chronicum_id] = len(acta)
+
+    def append(self, actum: Actum) -> None:
+        """The store's steady-state ``record``: one ``insert_one`` at the next sequence number."""
+        with self._lock:
+            seq = self._newest.get(actum.chronicum_id, 0) + 1
+            self._newest[actum.chronicum_id] = seq
+        self._database["acta"].insert_one(_document(actum, seq, _now()))
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        """The store's window query for ``last_n=n, actum_kinds=[message]``."""
+        documents = self._database["acta"].find(
+            {"chronicum_id": chronicum_id, "kind": {"$in": ["message"]}},
+            projection=_PROJECTION,
+            sort=[("seq", -1)],
+            limit=n,
+        )
+        window = documents.to_list()
+        window.reverse()
+        return window
+
+    def close(self) -> None:
+        """Close the client."""
+        self._client.close()
