@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -75,15 +75,17 @@ class MemoryStore(IdempotentStore):
     def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """Return the context window, oldest first. Raises ``ChronicumNotFound``."""
         entry = self._entry(chronicum_id)
+        kinds, actor_kinds, wanted = query.actum_kinds, query.actor_kinds, query.last_n
         with entry.lock:
-            acta = entry.acta
-            if query.last_n <= 0:
-                return [actum for actum in acta if _matches(actum, query)]
+            if wanted <= 0:
+                return [actum for actum in entry.acta if _matches(actum, query)]
             window: list[Actum] = []
-            for index in range(len(acta) - 1, -1, -1):
-                if _matches(acta[index], query):
-                    window.append(acta[index])
-                    if len(window) == query.last_n:
+            for actum in reversed(entry.acta):  # newest first, stopping once it has `wanted`
+                if (kinds is None or actum.kind in kinds) and (
+                    actor_kinds is None or actum.actor_kind in actor_kinds
+                ):
+                    window.append(actum)
+                    if len(window) == wanted:
                         break
         window.reverse()
         return window
@@ -99,9 +101,13 @@ class MemoryStore(IdempotentStore):
 
     @staticmethod
     def _append(entry: _Entry, actum: Actum) -> Actum:
-        stored = replace(actum, at=datetime.now(UTC))
+        at = datetime.now(UTC)
+        stored = Actum(
+            actum.chronicum_id, actum.kind, actum.actor_kind, actum.actor, actum.content, actum.id, at
+        )
         entry.acta.append(stored)
-        entry.chronicum = replace(entry.chronicum, last_actum_at=stored.at)
+        chronicum = entry.chronicum
+        entry.chronicum = Chronicum(chronicum.id, chronicum.owner_id, chronicum.started_at, at)
         return stored
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, NamedTuple, TypeVar
@@ -55,6 +54,8 @@ def _text_problem(value: object) -> str | None:
 
 
 def _encoding_problem(value: str) -> str | None:
+    if value.isascii():
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
@@ -73,6 +74,8 @@ def _check_owner(owner_id: object) -> str:
 
 
 def _enum_value(enum: type[Kind], value: object, field: str) -> Kind:
+    if type(value) is enum:
+        return value
     try:
         return enum(value)  # type: ignore[arg-type]  # anything not a member is refused below
     except ValueError:
@@ -192,7 +195,7 @@ class Rules:
         problem = _encoding_problem(content)
         if problem is not None:
             raise InvalidActum("content", problem)
-        return replace(actum, kind=kind, actor_kind=actor_kind, id=self._id_factory(), at=None)
+        return Actum(actum.chronicum_id, kind, actor_kind, actum.actor, content, self._id_factory())
 
     def _claim(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, None]:
         """Rule R4: make sure the chronicum exists and is the owner's, creating it on first write."""
