@@ -20,6 +20,7 @@ __all__ = [
     "Target",
     "assert_aware_utc",
     "assert_same_actum",
+    "ids",
     "make_actum",
     "new_chronicum",
     "new_id",
