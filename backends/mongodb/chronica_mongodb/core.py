@@ -64,7 +64,7 @@ MAX_ATTEMPTS: Final = 10_000
 """How many sequence numbers one write tries before giving up (each lost try is another's write)."""
 
 REREAD_AFTER: Final = 4
-"""After this many refused numbers in a row, a write re-reads the newest instead of counting on."""
+"""At every this-many-th refused number in a row, a write re-reads the newest instead of counting on."""
 
 SEQUENCE_CACHE_SIZE: Final = 100_000
 """How many chronica a store remembers the newest sequence number of."""
@@ -221,16 +221,15 @@ class MongoCore:
         """
         where = "record actum" if key is None else "record idempotent actum"
         chronicum_id = actum.chronicum_id
-        stored = replace(actum, at=_now())
         document: dict[str, Any] = {
             "chronicum_id": chronicum_id,
             "seq": Int64(0),
-            "id": stored.id,
-            "kind": str(stored.kind),
-            "actor_kind": str(stored.actor_kind),
-            "actor": stored.actor,
-            "content": stored.content,
-            "at": stored.at,
+            "id": actum.id,
+            "kind": str(actum.kind),
+            "actor_kind": str(actum.actor_kind),
+            "actor": actum.actor,
+            "content": actum.content,
+            "at": _now(),  # set again on each try: a retried write takes the time of the try that lands
         }
         if key is not None:
             document["idempotency_key"] = key
@@ -240,6 +239,7 @@ class MongoCore:
             newest = yield from self._newest_seq(chronicum_id, where)
         for attempt in range(MAX_ATTEMPTS):
             document["seq"] = Int64(newest + 1)
+            document["at"] = at = _now()
             try:
                 yield from self._run(Command(ACTA, "insert_one", (dict(document),)), where, duplicates=True)
             except DuplicateKeyError as error:
@@ -255,7 +255,7 @@ class MongoCore:
                     newest = max(newest, (yield from self._stored_newest_seq(chronicum_id, where)))
                 continue
             self._remember(chronicum_id, newest + 1)
-            return stored
+            return replace(actum, at=at)
         raise StoreError(
             f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"
         )
