@@ -15,8 +15,10 @@ from urllib.parse import unquote, urlsplit
 from bson.codec_options import CodecOptions
 from pymongo import AsyncMongoClient, MongoClient
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import PyMongoError
 from pymongo.synchronous.database import Database
 
+from chronica_core.errors import StoreError
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.store import AsyncIdempotentStore, IdempotentStore
@@ -52,8 +54,15 @@ def _database_name(url: str | None, database: str | None) -> str:
 
 
 def _client(client_class: Any, url: str | None, options: dict[str, Any]) -> Any:
-    """Open a ``MongoClient`` or ``AsyncMongoClient`` (neither connects before its first operation)."""
-    return client_class(url or "mongodb://localhost", **options)
+    """Open a ``MongoClient`` or ``AsyncMongoClient`` (neither connects before its first operation).
+
+    Raises ``StoreError("mongodb: open: ...")`` for a malformed URL or option, or an SRV record
+    that cannot be resolved.
+    """
+    try:
+        return client_class(url or "mongodb://localhost", **options)
+    except (PyMongoError, ValueError) as error:  # pymongo reports some malformed URLs as ValueError
+        raise StoreError("mongodb: open", str(error)) from error
 
 
 def _database(client: Any, url: str | None, database: str | None) -> Any:
@@ -78,7 +87,8 @@ class MongoStore(IdempotentStore):
 
     Raises:
         StoreError: ``mongodb: migrate: ...`` when the indexes cannot be created.
-        pymongo.errors.ConfigurationError / InvalidURI: ``url`` or an option is malformed.
+        StoreError: ``mongodb: open: ...`` when ``url`` or an option is malformed (or an SRV
+            record cannot be resolved).
     """
 
     def __init__(

@@ -472,6 +472,15 @@ def test_unreachable_server_in_the_async_flavour(mongodb_server_url: str) -> Non
     assert isinstance(error.__cause__, PyMongoError)
 
 
+@pytest.mark.parametrize("url", ["mongodb://", "mongodb://127.0.0.1:notaport/x"])
+def test_a_malformed_url_is_an_open_error(url: str) -> None:
+    with pytest.raises(StoreError, match=r"^mongodb: open: ") as raised:
+        open_store(url)
+    assert isinstance(raised.value.__cause__, PyMongoError | ValueError)
+    with pytest.raises(StoreError, match=r"^mongodb: open: "):
+        open_async_store(url)
+
+
 def test_a_conflicting_index_is_a_migrate_error(
     mongodb_server_url: str, fresh_database: Callable[[], str]
 ) -> None:
