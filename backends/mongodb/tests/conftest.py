@@ -162,7 +162,7 @@ def mongodb_server_url() -> Iterator[str]:
         return
     try:
         server = MongoecoServer()
-    except MongoecoUnavailable as error:
+    except (MongoecoUnavailable, OSError) as error:
         no_server(f"no MongoDB to test against ({error})")
     try:
         yield server.url
