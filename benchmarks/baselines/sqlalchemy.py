@@ -138,14 +138,22 @@ class _DBAPI:
                 f"WHERE {chronica}.id = {mark} RETURNING last_seq"
             )
         self.insert = f"INSERT INTO {acta} ({_ACTA_COLUMNS}) VALUES ({', '.join([mark] * 9)})"
-        self.window = (
-            f"SELECT {chronica}.id, recent.seq, recent.id, recent.kind, recent.actor_kind, recent.actor, "
-            "recent.content, recent.at FROM "
-            f"{chronica} LEFT OUTER JOIN (SELECT seq, id, kind, actor_kind, actor, content, at FROM {acta} "
+        recent = (
+            f"SELECT chronicum_id, seq, id, kind, actor_kind, actor, content, at FROM {acta} "
             f"WHERE chronicum_id = {mark} AND kind IN ({mark}, {mark}, {mark}, {mark}) "
-            f"ORDER BY seq DESC LIMIT {mark}) AS recent "
-            f"ON 1 = 1 WHERE {chronica}.id = {mark} ORDER BY recent.seq"
+            f"ORDER BY seq DESC LIMIT {mark}"
         )
+        if self.mysql:
+            self.window = (
+                f"({recent}) UNION ALL SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+                f"FROM {chronica} WHERE id = {mark}"
+            )
+        else:
+            self.window = (
+                f"SELECT {chronica}.id, recent.seq, recent.id, recent.kind, recent.actor_kind, recent.actor, "
+                f"recent.content, recent.at FROM {chronica} LEFT OUTER JOIN ({recent}) AS recent "
+                f"ON 1 = 1 WHERE {chronica}.id = {mark} ORDER BY recent.seq"
+            )
 
     def _moment(self, at: datetime) -> Any:
         if self.sqlite:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import (
@@ -21,13 +22,14 @@ from sqlalchemy import (
     Engine,
     Executable,
     Integer,
-    Select,
     String,
     bindparam,
     func,
     insert,
+    null,
     select,
     true,
+    union_all,
     update,
 )
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
@@ -179,7 +181,7 @@ class Plans:
             acta.c.chronicum_id == bindparam("chronicum_id"),
             acta.c.idempotency_key == bindparam("idempotency_key"),
         )
-        self._windows: dict[tuple[bool, bool, bool], Select[Any]] = {}
+        self._windows: dict[tuple[bool, bool, bool], Executable] = {}
         self._lock_key = self._migration_lock_key()
 
     # --- the store's operations -------------------------------------------------------------
@@ -295,7 +297,7 @@ class Plans:
             raise ChronicumNotFound(chronicum_id)
         return self._window_acta(chronicum_id, rows)
 
-    def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Select[Any], dict[str, Any]]:
+    def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Executable, dict[str, Any]]:
         """Return the context-window statement for ``query`` and its parameters."""
         parameters: dict[str, Any] = {"chronicum_id": chronicum_id}
         if query.actum_kinds:
@@ -308,7 +310,7 @@ class Plans:
         shape = (bool(query.actum_kinds), bool(query.actor_kinds), query.last_n > 0)
         return self.window(*shape), parameters
 
-    def window(self, by_kind: bool, by_actor_kind: bool, limited: bool) -> Select[Any]:
+    def window(self, by_kind: bool, by_actor_kind: bool, limited: bool) -> Executable:
         """The one query of a context window, built once per shape.
 
         Its parameters (see :meth:`window_for`): ``chronicum_id``; ``actum_kind_0`` to
@@ -316,16 +318,21 @@ class Plans:
         repeated to fill every slot: a fixed number of parameters keeps the SQL text, and so its
         compiled form, the same for every query of a shape); ``last_n``.
 
-        The chronicum's row is outer-joined to the filtered, limited acta: no row at all means
-        the chronicum is missing; one row of ``NULL`` acta means it has none that match.
-        Filters come first, then the newest ``last_n`` by ``seq``, then oldest first.
+        Its rows are ``(chronicum id, seq, id, kind, actor kind, actor, content, at)``: the acta
+        that pass the filters (the newest ``last_n`` of them by ``seq``, read backwards along the
+        primary key), plus one row with a ``NULL`` ``seq`` for the chronicum itself. No row at all
+        means the chronicum is missing; only the ``NULL`` row means it has no matching acta.
+        On SQLite and PostgreSQL the chronicum's row is outer-joined to the limited acta, in
+        order. MariaDB/MySQL would materialise that derived table (with its ``LONGTEXT``) in an
+        on-disk temporary table, so there the two are a ``UNION ALL`` and the rows are put in
+        order by :meth:`_window_acta`.
         """
         shape = (by_kind, by_actor_kind, limited)
         statement = self._windows.get(shape)
         if statement is not None:
             return statement
         chronica, acta = self.tables.chronica, self.tables.acta
-        recent = select(acta.c.seq, *self._actum_columns).where(
+        recent = select(acta.c.chronicum_id, acta.c.seq, *self._actum_columns).where(
             acta.c.chronicum_id == bindparam("chronicum_id")
         )
         if by_kind:
@@ -334,13 +341,19 @@ class Plans:
             recent = recent.where(acta.c.actor_kind.in_(_slots("actor_kind", len(_ACTOR_KINDS))))
         if limited:
             recent = recent.order_by(acta.c.seq.desc()).limit(bindparam("last_n", type_=Integer()))
-        window = recent.subquery("recent")
-        statement = (
-            select(chronica.c.id, window.c.seq, *(window.c[column.name] for column in self._actum_columns))
-            .select_from(chronica.outerjoin(window, true()))
-            .where(chronica.c.id == bindparam("chronicum_id"))
-            .order_by(window.c.seq)
-        )
+        if self.dialect_name == "mysql":
+            itself = select(chronica.c.id, *(null() for _ in range(len(self._actum_columns) + 1))).where(
+                chronica.c.id == bindparam("chronicum_id")
+            )
+            statement = union_all(recent, itself)
+        else:
+            window = recent.subquery("recent")
+            statement = (
+                select(chronica.c.id, *list(window.c)[1:])
+                .select_from(chronica.outerjoin(window, true()))
+                .where(chronica.c.id == bindparam("chronicum_id"))
+                .order_by(window.c.seq)
+            )
         self._windows[shape] = statement
         return statement
 
@@ -350,10 +363,11 @@ class Plans:
         actum_id, kind, actor_kind, actor, content, at = row[offset : offset + 6]
         return Actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
 
-    @staticmethod
-    def _window_acta(chronicum_id: str, rows: list[Any]) -> list[Actum]:
+    def _window_acta(self, chronicum_id: str, rows: list[Any]) -> list[Actum]:
         """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none)."""
         kinds, actor_kinds = _KINDS, _ACTOR_KINDS
+        if self.dialect_name == "mysql":
+            rows = sorted((row for row in rows if row[1] is not None), key=itemgetter(1))
         return [
             Actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
             for _, seq, actum_id, kind, actor_kind, actor, content, at in rows
