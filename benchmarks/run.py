@@ -546,10 +546,10 @@ class StoreBench:
         began = time.perf_counter()
         self.store = open_store(self.url, **self.settings.options)
         self.chronicarius = Chronicarius(self.store)
-        self.baselines = self._open_baselines()
-        if self.baselines is not None:
-            self.report.raw_variants = list(self.baselines.variants)
         try:
+            self.baselines = self._open_baselines()
+            if self.baselines is not None:
+                self.report.raw_variants = list(self.baselines.variants)
             with asyncio.Runner() as runner:
                 if self.settings.run_async and self.backend.open_async is not None:
                     self.async_store = open_async_store(self.url, **self.settings.options)
