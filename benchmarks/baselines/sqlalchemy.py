@@ -16,6 +16,7 @@ Two columns, both doing exactly the statements the store runs, on the tables the
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -72,14 +73,14 @@ class _Core:
         query = ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=n)
         statement, parameters = self.plans.window_for(chronicum_id, query)
         with self.engine.connect() as connection:
-            return list(connection.execute(statement, parameters).all())
+            return [row for row in connection.execute(statement, parameters).all() if row[1] is not None]
 
     def close(self) -> None:
         self.engine.dispose()
 
 
 class _DBAPI:
-    """The bare driver: the store's SQL by hand on one connection (sqlite3, pymysql or psycopg)."""
+    """The bare driver: the store's SQL by hand, one connection per thread (sqlite3, pymysql or psycopg)."""
 
     def __init__(self, url: str, options: dict[str, str]) -> None:
         parsed_options = EngineOptions(options)
@@ -88,44 +89,12 @@ class _DBAPI:
         schema = f"{parsed_options.schema}." if parsed_options.schema else ""
         chronica, acta = f"{schema}chronica", f"{schema}acta"
         self.mysql = dialect in ("mysql", "mariadb")
-        if dialect == "sqlite":
-            import sqlite3
-
-            self.name = "sqlite3"
-            self.connection: Any = sqlite3.connect(
-                parsed.database or ":memory:", isolation_level=None, check_same_thread=False
-            )
-            for pragma in (
-                f"PRAGMA busy_timeout = {int(parsed_options.busy_timeout * 1000)}",
-                f"PRAGMA synchronous = {parsed_options.synchronous}",
-                "PRAGMA foreign_keys = ON",
-            ):
-                self.connection.execute(pragma)
-            mark = "?"
-        elif self.mysql:
-            pymysql = importlib.import_module("pymysql")
-
-            self.name = "pymysql"
-            self.connection = pymysql.connect(
-                host=parsed.host or "localhost",
-                port=parsed.port or 3306,
-                user=parsed.username or "root",
-                password=parsed.password or "",
-                database=parsed.database,
-                charset="utf8mb4",
-                autocommit=False,
-            )
-            with self.connection.cursor() as cursor:
-                cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-            mark = "%s"
-        else:
-            import psycopg
-
-            self.name = "psycopg"
-            self.connection = psycopg.connect(
-                parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-            )
-            mark = "%s"
+        self.name = {"sqlite": "sqlite3", "postgresql": "psycopg"}.get(dialect, "pymysql")
+        self._url, self._options = parsed, parsed_options
+        self._local = threading.local()
+        self._opened: list[Any] = []
+        self._opened_lock = threading.Lock()
+        mark = "?" if dialect == "sqlite" else "%s"
         self.sqlite = dialect == "sqlite"
         if self.mysql:
             self.advance = (
@@ -154,6 +123,49 @@ class _DBAPI:
                 f"recent.content, recent.at FROM {chronica} LEFT OUTER JOIN ({recent}) AS recent "
                 f"ON 1 = 1 WHERE {chronica}.id = {mark} ORDER BY recent.seq"
             )
+
+    @property
+    def connection(self) -> Any:
+        """This thread's own connection, opened on first use (so one instance serves many threads)."""
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self._connect()
+            with self._opened_lock:
+                self._opened.append(connection)
+        return connection
+
+    def _connect(self) -> Any:
+        parsed, options = self._url, self._options
+        if self.name == "sqlite3":
+            import sqlite3
+
+            connection: Any = sqlite3.connect(
+                parsed.database or ":memory:", isolation_level=None, check_same_thread=False
+            )
+            for pragma in (
+                f"PRAGMA busy_timeout = {int(options.busy_timeout * 1000)}",
+                f"PRAGMA synchronous = {options.synchronous}",
+                "PRAGMA foreign_keys = ON",
+            ):
+                connection.execute(pragma)
+            return connection
+        if self.mysql:
+            pymysql = importlib.import_module("pymysql")
+            connection = pymysql.connect(
+                host=parsed.host or "localhost",
+                port=parsed.port or 3306,
+                user=parsed.username or "root",
+                password=parsed.password or "",
+                database=parsed.database,
+                charset="utf8mb4",
+                autocommit=False,
+            )
+            with connection.cursor() as cursor:
+                cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            return connection
+        import psycopg
+
+        return psycopg.connect(parsed.set(drivername="postgresql").render_as_string(hide_password=False))
 
     def _moment(self, at: datetime) -> Any:
         if self.sqlite:
@@ -195,7 +207,7 @@ class _DBAPI:
         try:
             kinds = (ActumKind.MESSAGE.value,) * 4  # the store's fixed four slots, padded
             cursor.execute(self.window, (chronicum_id, *kinds, n, chronicum_id))
-            rows = list(cursor.fetchall())
+            rows = [row for row in cursor.fetchall() if row[1] is not None]  # not the chronicum's row
         finally:
             cursor.close()
         if not self.sqlite:
@@ -203,11 +215,14 @@ class _DBAPI:
         return rows
 
     def close(self) -> None:
-        self.connection.close()
+        with self._opened_lock:
+            for connection in self._opened:
+                connection.close()
+            self._opened.clear()
 
 
 class RawBaseline:
-    """SQLAlchemy Core and the DB-API driver doing the store's statements (one instance per thread).
+    """SQLAlchemy Core and the DB-API driver doing the store's statements (thread-safe).
 
     Args:
         url: the store's URL (any the SQLAlchemy backend takes).
@@ -215,7 +230,9 @@ class RawBaseline:
     """
 
     name = "core"
-    thread_safe = False
+    thread_safe = (
+        True  # Core shares one engine (a pool like the store's); the driver has a connection a thread
+    )
     fills_store = True
 
     def __init__(self, url: str, **options: str) -> None:
