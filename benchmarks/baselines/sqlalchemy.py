@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from chronica_sqlalchemy.engines import EngineOptions, create_store_engine, sync_url
-from chronica_sqlalchemy.plans import WRITE_OPTION, Plans
+from chronica_sqlalchemy.plans import WRITE_OPTION, Plans, actum_row
 from chronica_sqlalchemy.schema import Tables, is_mysql
 from sqlalchemy import Engine, update
 
@@ -32,20 +32,6 @@ __all__ = ["RawBaseline"]
 
 _FILL_BATCH = 5_000
 _ACTA_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, at, idempotency_key"
-
-
-def _row(actum: Actum, seq: int, at: datetime) -> dict[str, Any]:
-    return {
-        "chronicum_id": actum.chronicum_id,
-        "seq": seq,
-        "id": actum.id,
-        "kind": actum.kind.value,
-        "actor_kind": actum.actor_kind.value,
-        "actor": actum.actor,
-        "content": actum.content,
-        "at": at,
-        "idempotency_key": None,
-    }
 
 
 class _Core:
@@ -66,7 +52,7 @@ class _Core:
                 self.plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": at}
             )
             seq = result.scalar_one() if self.plans.counter == "returning" else result.lastrowid
-            connection.execute(self.plans.insert_actum_statement, _row(actum, seq, at))
+            connection.execute(self.plans.insert_actum_statement, actum_row(actum, seq, at))
             connection.commit()
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
@@ -264,7 +250,7 @@ class RawBaseline:
             for start in range(0, len(acta), _FILL_BATCH):
                 batch = acta[start : start + _FILL_BATCH]
                 rows = [
-                    _row(actum, seq, actum.at or datetime.now(UTC))
+                    actum_row(actum, seq, actum.at or datetime.now(UTC))
                     for seq, actum in enumerate(batch, start=start + 1)
                 ]
                 connection.execute(tables.acta.insert(), rows)

@@ -42,7 +42,7 @@ from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicu
 from chronica_core.plans import Plan, run_plan
 from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables, is_mysql
 
-__all__ = ["COMMIT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "execute_plan"]
+__all__ = ["COMMIT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
 
 Result = TypeVar("Result")
 
@@ -160,6 +160,21 @@ def _translated(operation: str, plan: Plan[Step, Result]) -> Plan[Step, Result]:
         raise
     except SQLAlchemyError as error:
         raise StoreError(f"sqlalchemy: {operation}", _detail(error)) from error
+
+
+def actum_row(actum: Actum, seq: int, at: datetime, key: str | None = None) -> dict[str, Any]:
+    """The parameters of :attr:`Plans.insert_actum_statement` for ``actum`` at ``seq``."""
+    return {
+        "chronicum_id": actum.chronicum_id,
+        "seq": seq,
+        "id": actum.id,
+        "kind": actum.kind.value,
+        "actor_kind": actum.actor_kind.value,
+        "actor": actum.actor,
+        "content": actum.content,
+        "at": at,
+        "idempotency_key": key,
+    }
 
 
 def _slots(name: str, count: int) -> list[BindParameter[str]]:
@@ -308,18 +323,7 @@ class Plans:
             seq = yield from self._advance_counter(actum.chronicum_id, at)
             if seq is None:
                 raise ChronicumNotFound(actum.chronicum_id)
-            row = {
-                "chronicum_id": actum.chronicum_id,
-                "seq": seq,
-                "id": actum.id,
-                "kind": actum.kind.value,
-                "actor_kind": actum.actor_kind.value,
-                "actor": actum.actor,
-                "content": actum.content,
-                "at": at,
-                "idempotency_key": key,
-            }
-            yield _execute(self.insert_actum_statement, row)
+            yield _execute(self.insert_actum_statement, actum_row(actum, seq, at, key))
             yield COMMIT
         except IntegrityError:
             if key is None:
