@@ -32,7 +32,6 @@ from typing import Any
 
 from benchmarks.baselines import Baseline, load_baseline_class
 from chronica_core import (
-    ActorKind,
     Actum,
     ActumKind,
     AsyncChronicarius,
@@ -45,6 +44,7 @@ from chronica_core import (
 )
 from chronica_core.hookspecs import Backend
 from chronica_core.registry import registry
+from chronica_core.story import DINNER_STORY
 
 OWNER = "bench-owner"
 """The owner of every chronicum the harness writes."""
@@ -52,36 +52,6 @@ OWNER = "bench-owner"
 LAST_N = 20
 """How many messages the measured context window holds."""
 
-DINNER_STORY: tuple[tuple[ActumKind, ActorKind, str, str], ...] = (
-    (
-        ActumKind.MESSAGE,
-        ActorKind.HUMAN,
-        "ardian",
-        "Find us a quiet table for four in Kemang on Friday at 7pm.",
-    ),
-    (ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first, then hand the booking over."),
-    (ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", '{"area":"Kemang","party":4,"quiet":true}'),
-    (
-        ActumKind.TOOL_RESPONSE,
-        ActorKind.AGENT,
-        "search",
-        '[{"name":"Rumah Teduh","table":true},{"name":"Kayu Manis","table":true}]',
-    ),
-    (
-        ActumKind.MESSAGE,
-        ActorKind.AGENT,
-        "search",
-        "Rumah Teduh and Kayu Manis both have a quiet table for four at 7pm.",
-    ),
-    (ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Rumah Teduh."),
-    (
-        ActumKind.MESSAGE,
-        ActorKind.AGENT,
-        "concierge",
-        "Book Rumah Teduh for four at 7pm on Friday under Ardian.",
-    ),
-)
-"""The dinner story of DESIGN §10, cycled to make every history: 4 messages in 7 acta."""
 
 FLAT_LIMIT = 1.5
 """A last-20 read counts as flat when its median at the largest history is at most this many
@@ -188,9 +158,9 @@ def story_actum(chronicum_id: str, index: int, *, with_id: bool = False, at: dat
 
     With ``with_id`` it gets a fresh id (what Chronicarius hands the store); ``at`` is kept as given.
     """
-    kind, actor_kind, actor, content = DINNER_STORY[index % len(DINNER_STORY)]
+    row = DINNER_STORY[index % len(DINNER_STORY)]
     actum_id = new_actum_id() if with_id else ""
-    return Actum(chronicum_id, kind, actor_kind, actor, content, id=actum_id, at=at)
+    return Actum(chronicum_id, row.kind, row.actor_kind, row.actor, row.content, id=actum_id, at=at)
 
 
 def history(chronicum_id: str, size: int) -> list[Actum]:
@@ -204,9 +174,9 @@ def history(chronicum_id: str, size: int) -> list[Actum]:
 
 def messages_in(size: int) -> int:
     """How many of the first ``size`` story acta are messages."""
-    per_cycle = sum(1 for row in DINNER_STORY if row[0] is ActumKind.MESSAGE)
+    per_cycle = sum(1 for row in DINNER_STORY if row.kind is ActumKind.MESSAGE)
     full, rest = divmod(size, len(DINNER_STORY))
-    return full * per_cycle + sum(1 for row in DINNER_STORY[:rest] if row[0] is ActumKind.MESSAGE)
+    return full * per_cycle + sum(1 for row in DINNER_STORY[:rest] if row.kind is ActumKind.MESSAGE)
 
 
 def fresh_id(label: str) -> str:

@@ -6,11 +6,10 @@ against a sync or an async store; neither holds a rule of its own.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, NamedTuple, TypeVar
 
 from chronica_core.errors import (
@@ -84,18 +83,63 @@ def _enum_value(enum: type[Kind], value: object, field: str) -> Kind:
 
 
 def _query_kinds(
-    enum: type[Kind], values: Iterable[Kind | str] | None, field: str
+    enum: type[Kind], values: tuple[Kind | str, ...] | None, field: str
 ) -> tuple[Kind, ...] | None:
     if values is None:
         return None
-    if isinstance(values, str | StrEnum):
-        values = [values]
     try:
         kinds = {enum(value) for value in values}
     except (ValueError, TypeError):
         known = ", ".join(member.value for member in enum)
-        raise InvalidQuery(field, f"expected values among {known}, got {values!r}") from None
+        raise InvalidQuery(field, f"expected values among {known}, got {list(values)!r}") from None
     return tuple(sorted(kinds)) or None
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_query(
+    actum_kinds: tuple[ActumKind | str, ...] | None,
+    actor_kinds: tuple[ActorKind | str, ...] | None,
+    last_n: int,
+) -> ActaQuery:
+    """Agents ask for the same few windows over and over; build each query once."""
+    return ActaQuery(
+        actum_kinds=_query_kinds(ActumKind, actum_kinds, "actum_kinds"),
+        actor_kinds=_query_kinds(ActorKind, actor_kinds, "actor_kinds"),
+        last_n=max(last_n, 0),
+    )
+
+
+def _as_tuple(values: Iterable[Kind | str] | None, field: str) -> tuple[Kind | str, ...] | None:
+    if values is None or isinstance(values, str):
+        return None if values is None else (values,)
+    try:
+        return tuple(values)
+    except TypeError:
+        raise InvalidQuery(field, f"must be an iterable of kinds, not {type(values).__name__}") from None
+
+
+def _query(
+    actum_kinds: Iterable[ActumKind | str] | None,
+    actor_kinds: Iterable[ActorKind | str] | None,
+    last_n: int,
+) -> ActaQuery:
+    """Rule R6's query: filters as sorted tuples of enums (``None`` for every kind), then the limit."""
+    if isinstance(last_n, bool) or not isinstance(last_n, int):
+        raise InvalidQuery("last_n", f"must be an int, not {type(last_n).__name__}")
+    kinds, actors = _as_tuple(actum_kinds, "actum_kinds"), _as_tuple(actor_kinds, "actor_kinds")
+    try:
+        return _cached_query(kinds, actors, last_n)
+    except TypeError:  # an unhashable value cannot be a kind
+        field = "actum_kinds" if _unhashable(kinds) else "actor_kinds"
+        raise InvalidQuery(field, "expected kinds (enums or their string values)") from None
+
+
+def _unhashable(values: tuple[object, ...] | None) -> bool:
+    try:
+        hash(values)
+    except TypeError:
+        return True
+    return False
 
 
 class Rules:
@@ -120,7 +164,7 @@ class Rules:
         self._idempotent = idempotent
         self._id_factory = id_factory
         self._owner_cache_size = owner_cache_size
-        self._owners: OrderedDict[str, str] = OrderedDict()
+        self._owners: dict[str, str] = {}  # read without the lock: a dict lookup is atomic
         self._owners_lock = threading.Lock()
 
     def record_actum(
@@ -135,7 +179,11 @@ class Rules:
                 raise InvalidActum("idempotency_key", problem)
             if not self._idempotent:
                 raise IdempotencyUnsupported(self._store_name)
-        yield from self._claim(owner_id, actum.chronicum_id)
+        owner = self._owners.get(actum.chronicum_id)
+        if owner is None:
+            owner = yield from self._claim(owner_id, actum.chronicum_id)
+        if owner != owner_id:
+            raise ChronicumNotFound(actum.chronicum_id)
         if idempotency_key is None:
             stored: Actum = yield StoreCall("record", (actum,))
         else:
@@ -152,14 +200,12 @@ class Rules:
     ) -> Plan[StoreCall, list[Actum]]:
         """Rules R1, R5 and R6: the owner's context window, oldest first."""
         _check_owner(owner_id)
-        if isinstance(last_n, bool) or not isinstance(last_n, int):
-            raise InvalidQuery("last_n", f"must be an int, not {type(last_n).__name__}")
-        query = ActaQuery(
-            actum_kinds=_query_kinds(ActumKind, actum_kinds, "actum_kinds"),
-            actor_kinds=_query_kinds(ActorKind, actor_kinds, "actor_kinds"),
-            last_n=max(last_n, 0),
-        )
-        yield from self._check_access(owner_id, chronicum_id)
+        query = _query(actum_kinds, actor_kinds, last_n)
+        owner = self._owners.get(chronicum_id) if isinstance(chronicum_id, str) else None
+        if owner is None:
+            owner = yield from self._read_owner(chronicum_id)
+        if owner != owner_id:  # rule R5: not the owner's answers exactly like missing
+            raise ChronicumNotFound(chronicum_id)
         acta: list[Actum] = yield StoreCall("acta", (chronicum_id, query))
         return acta
 
@@ -197,43 +243,29 @@ class Rules:
             raise InvalidActum("content", problem)
         return Actum(actum.chronicum_id, kind, actor_kind, actum.actor, content, self._id_factory())
 
-    def _claim(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, None]:
-        """Rule R4: make sure the chronicum exists and is the owner's, creating it on first write."""
-        owner = self._cached_owner(chronicum_id)
-        if owner is None:
-            try:
-                chronicum: Chronicum = yield StoreCall("get", (chronicum_id,))
-                owner = chronicum.owner_id
-            except ChronicumNotFound:
-                started = Chronicum(chronicum_id, owner_id, started_at=datetime.now(UTC))
-                try:
-                    yield StoreCall("create", (started,))
-                    owner = owner_id
-                except ChronicumExists:  # lost a race with another first write: read the winner
-                    chronicum = yield StoreCall("get", (chronicum_id,))
-                    owner = chronicum.owner_id
-            self._remember(chronicum_id, owner)
-        if owner != owner_id:
-            raise ChronicumNotFound(chronicum_id)
-
-    def _check_access(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, None]:
-        """Rule R5: an id that is not the owner's answers exactly like a missing one."""
-        if _text_problem(chronicum_id) is not None:
-            raise ChronicumNotFound(chronicum_id)
-        owner = self._cached_owner(chronicum_id)
-        if owner is None:
+    def _claim(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, str]:
+        """Rule R4: return the chronicum's owner, creating it for ``owner_id`` on the first write."""
+        try:
             chronicum: Chronicum = yield StoreCall("get", (chronicum_id,))
             owner = chronicum.owner_id
-            self._remember(chronicum_id, owner)
-        if owner != owner_id:
-            raise ChronicumNotFound(chronicum_id)
+        except ChronicumNotFound:
+            started = Chronicum(chronicum_id, owner_id, started_at=datetime.now(UTC))
+            try:
+                yield StoreCall("create", (started,))
+                owner = owner_id
+            except ChronicumExists:  # lost a race with another first write: read the winner
+                chronicum = yield StoreCall("get", (chronicum_id,))
+                owner = chronicum.owner_id
+        self._remember(chronicum_id, owner)
+        return owner
 
-    def _cached_owner(self, chronicum_id: str) -> str | None:
-        with self._owners_lock:
-            owner = self._owners.get(chronicum_id)
-            if owner is not None:
-                self._owners.move_to_end(chronicum_id)
-            return owner
+    def _read_owner(self, chronicum_id: str) -> Plan[StoreCall, str]:
+        """Return the owner of an existing chronicum; an id that cannot exist is not found."""
+        if _text_problem(chronicum_id) is not None:
+            raise ChronicumNotFound(chronicum_id)
+        chronicum: Chronicum = yield StoreCall("get", (chronicum_id,))
+        self._remember(chronicum_id, chronicum.owner_id)
+        return chronicum.owner_id
 
     def _remember(self, chronicum_id: str, owner_id: str) -> None:
         """Rule R10: ownership never changes, so a bounded cache may save a round trip."""
@@ -241,6 +273,5 @@ class Rules:
             return
         with self._owners_lock:
             self._owners[chronicum_id] = owner_id
-            self._owners.move_to_end(chronicum_id)
-            while len(self._owners) > self._owner_cache_size:
-                self._owners.popitem(last=False)
+            while len(self._owners) > self._owner_cache_size:  # forget the oldest
+                del self._owners[next(iter(self._owners))]
