@@ -42,7 +42,6 @@ from chronica_postgres.schema import (
 __all__ = [
     "DISCARD_BROKEN_CONNECTIONS",
     "InvalidOption",
-    "KnownActa",
     "Operation",
     "Options",
     "Plans",
@@ -132,8 +131,6 @@ class Options:
         connect_timeout: seconds to wait for a new connection to the server (default 10).
         pool_timeout: seconds a call waits for a free pooled connection before ``StoreError``
             (default 30).
-        known_acta: how many built acta the store keeps to answer later context windows without
-            building them again (default 4096; 0 keeps none); see :class:`KnownActa`.
     """
 
     schema: str = "public"
@@ -142,7 +139,6 @@ class Options:
     max_size: int = 20
     connect_timeout: float = 10.0
     pool_timeout: float = 30.0
-    known_acta: int = 4096
 
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> Options:
@@ -170,7 +166,6 @@ class Options:
             pool_timeout=_as_number(
                 "pool_timeout", options.get("pool_timeout", defaults.pool_timeout), float, 0
             ),
-            known_acta=_as_number("known_acta", options.get("known_acta", defaults.known_acta), int, 0),
         )
 
     def pool_arguments(self) -> dict[str, Any]:
@@ -253,63 +248,15 @@ def translate(error: psycopg.Error, operation: str, chronicum_id: str) -> Chroni
     return StoreError(f"postgres: {operation}", detail)
 
 
-class KnownActa:
-    """Acta already built, by ``(chronicum id, seq)``: a row never changes, so neither does its actum.
-
-    Context windows are read again and again (before every agent turn), mostly the same acta;
-    handing back the :class:`Actum` built last time saves building it from the row anew, the
-    largest cost of a window read after the round trip. A row is matched by its id too, so a
-    schema dropped and refilled under a running store is never answered from memory.
-
-    Bounded: at most ``size`` acta (then it starts afresh), and none with content longer than
-    :data:`KNOWN_CONTENT_LIMIT` characters. Safe to share between threads (plain dict steps).
-
-    Args:
-        size: how many acta to keep; ``0`` keeps none.
-    """
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._acta: dict[tuple[str, int], Actum] = {}
-
-    def remember(self, seq: int, actum: Actum) -> None:
-        """Keep ``actum``, stored with ``seq`` in its chronicum."""
-        if self.size and len(actum.content) <= KNOWN_CONTENT_LIMIT:
-            if len(self._acta) >= self.size:
-                self._acta.clear()
-            self._acta[actum.chronicum_id, seq] = actum
-
-    def acta(self, chronicum_id: str, rows: Rows) -> list[Actum]:
-        """The acta of ``rows`` (``(seq, id, kind, ...)``), built only when not known already."""
-        known = self._acta.get
-        return [
-            actum
-            if (actum := known((chronicum_id, row[0]))) is not None and actum.id == row[1]
-            else self._build(chronicum_id, row)
-            for row in rows
-        ]
-
-    def _build(self, chronicum_id: str, row: tuple[Any, ...]) -> Actum:
-        actum = _actum(chronicum_id, row)
-        self.remember(row[0], actum)
-        return actum
-
-
-KNOWN_CONTENT_LIMIT = 4096
-"""Acta with longer content are not kept by :class:`KnownActa` (their transfer dominates anyway)."""
-
-
 class Plans:
     """The plans of every store operation for one schema.
 
     Args:
         statements: the SQL for the schema the store uses.
-        known_acta: how many built acta to keep for later reads (see :class:`KnownActa`).
     """
 
-    def __init__(self, statements: Statements, known_acta: int = 0) -> None:
+    def __init__(self, statements: Statements) -> None:
         self.statements = statements
-        self.known = KnownActa(known_acta)
 
     def create(self, chronicum: Chronicum) -> Plan[Operation, None]:
         """Insert ``chronicum`` as given. Raises ``ChronicumExists``, ``StoreError``."""
@@ -343,10 +290,8 @@ class Plans:
         rows = yield from self._write(statement, "record actum", actum.chronicum_id)
         if not rows:
             raise ChronicumNotFound(actum.chronicum_id)
-        seq, at = rows[0]
-        stored = _stored(actum, at)
-        self.known.remember(seq, stored)
-        return stored
+        at = rows[0][-1]
+        return _stored(actum, at)
 
     def record_idempotent(self, actum: Actum, key: str) -> Plan[Operation, Actum]:
         """Append ``actum`` unless ``key`` was used in its chronicum; else return the stored one.
@@ -372,18 +317,16 @@ class Plans:
                 raise StoreError(
                     "postgres: record actum", f"the actum stored with key {key!r} vanished"
                 ) from error
-            return self.known.acta(chronicum_id, rows)[0]
+            return _actum(chronicum_id, rows[0])
         except psycopg.Error as error:
             yield from self._discard_if_lost(error)
             raise translate(error, "record actum", chronicum_id) from error
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        inserted, seq, *_, at = rows[0]
+        inserted, *_, at = rows[0]
         if not inserted:
-            return self.known.acta(chronicum_id, [rows[0][1:]])[0]
-        stored = _stored(actum, at)
-        self.known.remember(seq, stored)
-        return stored
+            return _actum(chronicum_id, rows[0][1:])
+        return _stored(actum, at)
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Operation, list[Actum]]:
         """The context window ``query`` describes, oldest first, in one query.
@@ -410,7 +353,7 @@ class Plans:
             raise ChronicumNotFound(chronicum_id)
         if rows[0][0] is None:  # the chronicum exists; no actum matched
             return []
-        return self.known.acta(chronicum_id, rows)
+        return [_actum(chronicum_id, row) for row in rows]
 
     def migrate(self) -> Plan[Operation, int]:
         """Create or upgrade the schema; return its version (:data:`LATEST_VERSION`).

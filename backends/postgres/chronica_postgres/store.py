@@ -32,7 +32,7 @@ def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[str, O
     if schema is not None:
         options = {"schema": schema, **options}
     parsed = Options.parse(options)
-    return url, parsed, Plans(Statements(parsed.schema), parsed.known_acta)
+    return url, parsed, Plans(Statements(parsed.schema))
 
 
 def split_schema(url: str) -> tuple[str, str | None]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -289,31 +288,6 @@ def test_kinds_are_sent_as_a_text_array_literal_that_keeps_every_value(admin: Ad
     values = ["message", 'q"uote', "back\\slash", "a,b", "{brace}", "NULL", "", "with space"]
     row = admin.execute("SELECT %s::text[]", (text_array(values),)).fetchone()
     assert row == (values,)
-
-
-def test_known_acta_are_reused_only_while_their_rows_are_unchanged(
-    store: PostgresStore, admin: Admin, make_store: Callable[..., PostgresStore], schema: str
-) -> None:
-    chronicum_id = new_chronicum(store)
-    recorded = [store.record(message(chronicum_id, f"short {n}")) for n in range(3)]
-    recorded.append(store.record(message(chronicum_id, "long " * 1000)))
-    first = store.acta(chronicum_id, ActaQuery())
-    second = store.acta(chronicum_id, ActaQuery())
-    assert first == recorded
-    assert [a is b for a, b in zip(first, second, strict=True)] == [True, True, True, False]
-    assert all(a is b for a, b in zip(recorded[:3], first[:3], strict=True))
-    # A row replaced behind the store's back (a restore, a refilled schema) is read afresh.
-    admin.execute(
-        "UPDATE acta SET id = 'replaced', content = 'restored' WHERE chronicum_id = %s AND seq = 2",
-        (chronicum_id,),
-    )
-    assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())][:3] == [
-        "short 0",
-        "restored",
-        "short 2",
-    ]
-    without = make_store(schema=schema, known_acta="0")
-    assert without.acta(chronicum_id, ActaQuery())[0] is not without.acta(chronicum_id, ActaQuery())[0]
 
 
 # -- content ---------------------------------------------------------------------------------

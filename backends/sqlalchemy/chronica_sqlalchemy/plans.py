@@ -10,8 +10,7 @@ asyncio store runs that same function inside SQLAlchemy's greenlet bridge on its
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from dataclasses import fields, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar
@@ -53,51 +52,6 @@ _COMPONENT = "chronica"
 _LOCK_TIMEOUT_SECONDS = 60
 _KINDS = {kind.value: kind for kind in ActumKind}
 _ACTOR_KINDS = {actor_kind.value: actor_kind for actor_kind in ActorKind}
-
-
-def _actum_constructor() -> Callable[..., Actum]:
-    """A constructor of acta taking the fields in declaration order, as fast as can be had.
-
-    A context window builds one actum a row; the dataclass ``__init__`` of a frozen class sets
-    each slot through ``object.__setattr__``. When ``Actum`` is exactly the plain frozen, slotted
-    dataclass it is declared as (no ``__post_init__``), its slots are set directly instead, which
-    halves the cost; otherwise ``Actum`` itself is used.
-    """
-    names = ("chronicum_id", "kind", "actor_kind", "actor", "content", "id", "at")
-    declared = tuple(field.name for field in fields(Actum))
-    slots = [vars(Actum).get(name) for name in names]
-    if (
-        declared != names
-        or hasattr(Actum, "__post_init__")
-        or not all(hasattr(slot, "__set__") for slot in slots)
-    ):
-        return Actum
-    new = object.__new__
-    set_0, set_1, set_2, set_3, set_4, set_5, set_6 = (slot.__set__ for slot in slots)  # type: ignore[union-attr]
-
-    def construct(
-        chronicum_id: str,
-        kind: ActumKind,
-        actor_kind: ActorKind,
-        actor: str,
-        content: str,
-        actum_id: str,
-        at: datetime | None,
-    ) -> Actum:
-        actum = new(Actum)
-        set_0(actum, chronicum_id)
-        set_1(actum, kind)
-        set_2(actum, actor_kind)
-        set_3(actum, actor)
-        set_4(actum, content)
-        set_5(actum, actum_id)
-        set_6(actum, at)
-        return actum
-
-    return construct
-
-
-_new_actum = _actum_constructor()
 
 
 class Step(NamedTuple):
@@ -415,11 +369,11 @@ class Plans:
 
     def _window_acta(self, chronicum_id: str, rows: list[Any]) -> list[Actum]:
         """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none)."""
-        kinds, actor_kinds, new_actum = _KINDS, _ACTOR_KINDS, _new_actum
+        kinds, actor_kinds = _KINDS, _ACTOR_KINDS
         if self.dialect_name == "mysql":
             rows = sorted((row for row in rows if row[1] is not None), key=itemgetter(1))
         return [
-            new_actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
+            Actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
             for _, seq, actum_id, kind, actor_kind, actor, content, at in rows
             if seq is not None
         ]
