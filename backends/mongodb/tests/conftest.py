@@ -173,6 +173,7 @@ def mongodb_server_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def admin_client(mongodb_server_url: str) -> Iterator[MongoClient[dict[str, Any]]]:
     """A client of the test server for the fixtures' own housekeeping (dropping databases)."""
+    client: MongoClient[dict[str, Any]]
     with MongoClient(mongodb_server_url, serverSelectionTimeoutMS=10_000) as client:
         yield client
 

@@ -49,7 +49,8 @@ def check_compound_unique_indexes_by_key() -> bool:
         self: Any, db_name: str, coll_name: str, candidate: Any, **options: Any
     ) -> None:
         if options.get("exclude_storage_key") is not None:  # an update: the original decides
-            return original(self, db_name, coll_name, candidate, **options)
+            original(self, db_name, coll_name, candidate, **options)
+            return
         if isinstance(candidate.get("_id"), str | ObjectId):
             # A string or ObjectId _id equals only itself: the storage-key check finds a duplicate,
             # no need to also compare it with every document's _id.
@@ -88,7 +89,7 @@ def check_compound_unique_indexes_by_key() -> bool:
         if handled:
             remaining = [index for index in indexes if index not in handled]
             options["indexes_view"] = {db_name: {coll_name: remaining}}
-        return original(self, db_name, coll_name, candidate, **options)
+        original(self, db_name, coll_name, candidate, **options)
 
     MemoryEngine._ensure_unique_indexes = ensure_unique_indexes
     return True

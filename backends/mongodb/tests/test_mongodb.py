@@ -148,6 +148,7 @@ def test_async_store_migrates_on_first_use(
 
 
 def test_store_on_an_existing_client_leaves_it_open(mongodb_server_url: str, database: str) -> None:
+    client: MongoClient[dict[str, Any]]
     with MongoClient(mongodb_server_url) as client:
         chronicum_id = fresh_id()
         with MongoStore(client=client, database=database) as opened:
@@ -485,6 +486,7 @@ def test_a_conflicting_index_is_a_migrate_error(
     mongodb_server_url: str, fresh_database: Callable[[], str]
 ) -> None:
     name = fresh_database()
+    client: MongoClient[dict[str, Any]]
     with MongoClient(mongodb_server_url) as client:
         client[name]["acta"].create_index([("seq", 1)], name="chronicum_seq")
     with pytest.raises(StoreError, match=r"^mongodb: migrate: "):

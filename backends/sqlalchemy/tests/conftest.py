@@ -52,7 +52,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out (never skip) the parametrisations of dialect-specific tests on other dialects."""
-    kept, left_out = [], []
+    kept: list[pytest.Item] = []
+    left_out: list[pytest.Item] = []
     for item in items:
         marker = item.get_closest_marker("dialects")
         callspec = getattr(item, "callspec", None)

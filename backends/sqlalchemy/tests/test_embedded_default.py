@@ -1,0 +1,66 @@
+"""The embedded default as a user meets it: the CLI and the README's examples on a SQLite file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CHRONICA = str(Path(sys.executable).with_name("chronica"))
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+pytestmark = pytest.mark.dialects("sqlite")
+
+
+def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    environment = {key: value for key, value in os.environ.items() if key != "CHRONICA_STORE"}
+    return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=120)
+
+
+def test_demo_then_a_new_process_reads_the_stored_window(dialect: str, tmp_path: Path) -> None:
+    demo = run([CHRONICA, "demo"], tmp_path)
+    assert demo.returncode == 0, demo.stderr
+    assert demo.stdout.startswith("Chronica demo on sqlite:///chronica.db:")
+    assert "The chronicum holds 8 acta." in demo.stdout
+    assert (tmp_path / "chronica.db").is_file()
+
+    window = run(
+        [CHRONICA, "acta", "--owner", "ardian", "dinner-friday", "--last", "3", "--kinds", "message"],
+        tmp_path,
+    )
+    assert window.returncode == 0, window.stderr
+    assert [line.split(None, 4)[3:] for line in window.stdout.splitlines()] == [
+        ["ardian", "Rumah Teduh."],
+        ["concierge", "Book Rumah Teduh for four at 7pm on Friday under Ardian."],
+        ["booking", "Booked: Rumah Teduh, Friday 7pm, four."],
+    ]
+
+    again = run([CHRONICA, "demo"], tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "The chronicum holds 8 acta." in again.stdout  # every demo write carries a key
+
+    refused = run([CHRONICA, "show", "dinner-friday", "--owner", "rafa"], tmp_path)
+    assert refused.returncode == 3
+    assert refused.stderr.strip() == "chronica: ChronicumNotFound: chronicum 'dinner-friday' not found"
+
+    migrate = run([CHRONICA, "migrate"], tmp_path)
+    assert migrate.returncode == 0, migrate.stderr
+    assert migrate.stdout.strip() == "schema of sqlite:///chronica.db is current"
+
+
+def test_the_readme_examples_run_on_a_sqlite_file(dialect: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'examples.db'}"
+    quickstart = run([sys.executable, str(EXAMPLES / "quickstart.py"), url], tmp_path)
+    assert quickstart.returncode == 0, quickstart.stderr
+    assert quickstart.stdout.splitlines() == [
+        "ardian: A quiet table for four?",
+        "search: Rumah Teduh has one.",
+        "rafa: chronicum 'dinner-friday' not found",
+    ]
+    agents_url = f"sqlite:///{tmp_path / 'agents.db'}"
+    agents = run([sys.executable, str(EXAMPLES / "three_agents.py"), agents_url], tmp_path)
+    assert agents.returncode == 0, agents.stderr
+    assert agents.stdout.splitlines()[-1].startswith("the chronicum holds 4 acta: ['ardian', ")
