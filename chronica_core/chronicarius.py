@@ -124,7 +124,8 @@ class Chronicarius(_Keeper[Store]):
         return run_plan(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
 
     def _perform(self, call: StoreCall) -> Any:
-        return getattr(self.store, call.method)(*call.args)
+        method, arguments = call
+        return getattr(self.store, method)(*arguments)
 
 
 class AsyncChronicarius(_Keeper[AsyncStore]):
@@ -160,4 +161,5 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         return await run_plan_async(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
 
     async def _perform(self, call: StoreCall) -> Any:
-        return await getattr(self.store, call.method)(*call.args)
+        method, arguments = call
+        return await getattr(self.store, method)(*arguments)
