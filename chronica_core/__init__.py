@@ -24,6 +24,7 @@ from chronica_core.hookspecs import Backend, hookimpl
 from chronica_core.ids import new_actum_id
 from chronica_core.memory import AsyncMemoryStore, MemoryStore
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.planned import AsyncPlannedStore, PlannedStore, StorePlans
 from chronica_core.registry import list_backends, open_async_store, open_store
 from chronica_core.store import AsyncIdempotentStore, AsyncStore, IdempotentStore, Store
 
@@ -36,6 +37,7 @@ __all__ = [
     "AsyncChronicarius",
     "AsyncIdempotentStore",
     "AsyncMemoryStore",
+    "AsyncPlannedStore",
     "AsyncStore",
     "Backend",
     "BackendConflict",
@@ -52,8 +54,10 @@ __all__ = [
     "InvalidOwnerID",
     "InvalidQuery",
     "MemoryStore",
+    "PlannedStore",
     "Store",
     "StoreError",
+    "StorePlans",
     "UnknownBackend",
     "hookimpl",
     "list_backends",

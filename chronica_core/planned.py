@@ -1,0 +1,123 @@
+"""Store classes that only run plans: the five operations written once per flavour, for backends.
+
+A backend that writes each store operation as a plan (see :mod:`chronica_core.plans`) gives its
+plans object to :class:`PlannedStore` or :class:`AsyncPlannedStore` and implements one method,
+``_run(plan)``: how to perform the plan's operations (borrow a connection, open a pool on first
+use, await the driver). ``create``, ``get``, ``record``, ``record_idempotent`` and ``acta`` are
+then those of the base class, the same for every backend and both flavours.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, Protocol, TypeVar
+
+from chronica_core.model import ActaQuery, Actum, Chronicum
+from chronica_core.plans import Plan
+from chronica_core.store import AsyncIdempotentStore, IdempotentStore
+
+__all__ = ["AsyncPlannedStore", "PlannedStore", "StorePlans"]
+
+Result = TypeVar("Result")
+
+
+class StorePlans(Protocol):
+    """A backend's store operations as plans; each keeps the contract of :class:`IdempotentStore`.
+
+    Every method returns a plan (a generator yielding the backend's own operations, such as SQL
+    statements or driver calls) whose result is the operation's result, and whose errors are the
+    operation's errors: ``ChronicumExists``, ``ChronicumNotFound``, ``ActumTooLarge`` where the
+    contract names them, else ``StoreError`` chained to the driver's exception.
+    """
+
+    def create(self, chronicum: Chronicum) -> Plan[Any, None]:
+        """Plan saving ``chronicum`` as given. Raises ``ChronicumExists`` if its id is taken."""
+        ...
+
+    def get(self, chronicum_id: str) -> Plan[Any, Chronicum]:
+        """Plan reading the chronicum. Raises ``ChronicumNotFound``."""
+        ...
+
+    def record(self, actum: Actum) -> Plan[Any, Actum]:
+        """Plan appending ``actum``; returns it with ``at`` set (UTC). Raises ``ChronicumNotFound``."""
+        ...
+
+    def record_idempotent(self, actum: Actum, key: str) -> Plan[Any, Actum]:
+        """Plan appending ``actum`` unless ``key`` was used in its chronicum, else returning that actum.
+
+        Raises ``ChronicumNotFound``.
+        """
+        ...
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Any, list[Actum]]:
+        """Plan reading the context window ``query`` describes, oldest first.
+
+        Raises ``ChronicumNotFound`` (an existing chronicum with no acta gives ``[]``).
+        """
+        ...
+
+
+class PlannedStore(IdempotentStore):
+    """A blocking store whose operations are those of its :class:`StorePlans`, run by ``_run``.
+
+    A subclass sets ``self.plans`` in its constructor and implements :meth:`_run`; it keeps its own
+    constructor, ``close`` and anything else (``migrate``). Each operation keeps the contract of
+    :class:`IdempotentStore` and raises what its plan raises, or what ``_run`` raises
+    (``StoreError``, for a failure outside the plan such as a closed pool).
+    """
+
+    plans: StorePlans
+
+    @abstractmethod
+    def _run(self, plan: Plan[Any, Result]) -> Result:
+        """Perform ``plan``'s operations to the end and return its result; raise what it raises."""
+
+    def create(self, chronicum: Chronicum) -> None:
+        """See :meth:`chronica_core.Store.create`."""
+        self._run(self.plans.create(chronicum))
+
+    def get(self, chronicum_id: str) -> Chronicum:
+        """See :meth:`chronica_core.Store.get`."""
+        return self._run(self.plans.get(chronicum_id))
+
+    def record(self, actum: Actum) -> Actum:
+        """See :meth:`chronica_core.Store.record`."""
+        return self._run(self.plans.record(actum))
+
+    def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """See :meth:`chronica_core.IdempotentStore.record_idempotent`."""
+        return self._run(self.plans.record_idempotent(actum, key))
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`chronica_core.Store.acta`."""
+        return self._run(self.plans.acta(chronicum_id, query))
+
+
+class AsyncPlannedStore(AsyncIdempotentStore):
+    """The asyncio twin of :class:`PlannedStore`: the same plans, run by ``await self._run(plan)``."""
+
+    plans: StorePlans
+
+    @abstractmethod
+    async def _run(self, plan: Plan[Any, Result]) -> Result:
+        """Perform ``plan``'s operations to the end, awaiting each, and return its result."""
+
+    async def create(self, chronicum: Chronicum) -> None:
+        """See :meth:`chronica_core.Store.create`."""
+        await self._run(self.plans.create(chronicum))
+
+    async def get(self, chronicum_id: str) -> Chronicum:
+        """See :meth:`chronica_core.Store.get`."""
+        return await self._run(self.plans.get(chronicum_id))
+
+    async def record(self, actum: Actum) -> Actum:
+        """See :meth:`chronica_core.Store.record`."""
+        return await self._run(self.plans.record(actum))
+
+    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        """See :meth:`chronica_core.IdempotentStore.record_idempotent`."""
+        return await self._run(self.plans.record_idempotent(actum, key))
+
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`chronica_core.Store.acta`."""
+        return await self._run(self.plans.acta(chronicum_id, query))
