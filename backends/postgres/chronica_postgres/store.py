@@ -1,7 +1,9 @@
 """The PostgreSQL stores: blocking on ``psycopg_pool.ConnectionPool``, asyncio on the async pool.
 
 Both only perform the operations of the plans in :mod:`chronica_postgres.plans`, where every
-statement, its parameters, the row conversion and the error translation are written once.
+statement, its parameters, the row conversion and the error translation are written once; the
+store operations themselves come from :class:`chronica_core.PlannedStore` and
+:class:`chronica_core.AsyncPlannedStore`, which run those plans through each store's ``_run``.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from chronica_core import ActaQuery, Actum, Chronicum, StoreError
+from chronica_core import StoreError
+from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
-from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement
 from chronica_postgres.schema import SET_UTC, Statements
 
@@ -61,7 +63,7 @@ async def _in_utc_async(connection: psycopg.AsyncConnection[Any]) -> None:
     await connection.execute(SET_UTC)
 
 
-class PostgresStore(IdempotentStore):
+class PostgresStore(PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL (DESIGN §7).
 
     Every call borrows a pooled connection (autocommit) for one statement: ``record``,
@@ -81,8 +83,10 @@ class PostgresStore(IdempotentStore):
         StoreError: the server could not be reached, or the migration failed (``auto_migrate``).
     """
 
+    plans: Plans
+
     def __init__(self, url: str = "", *, pool: ConnectionPool | None = None, **options: Any) -> None:
-        url, self.options, self._plans = _configured(url, pool, options)
+        url, self.options, self.plans = _configured(url, pool, options)
         self._owns_pool = pool is None
         self._pool = (
             pool
@@ -101,43 +105,14 @@ class PostgresStore(IdempotentStore):
 
         Safe to run from many processes at once. Raises ``StoreError``.
         """
-        return self._run(self._plans.migrate())
-
-    def create(self, chronicum: Chronicum) -> None:
-        """Save ``chronicum`` as given. Raises ``ChronicumExists``, ``StoreError``."""
-        self._run(self._plans.create(chronicum))
-
-    def get(self, chronicum_id: str) -> Chronicum:
-        """Return the chronicum. Raises ``ChronicumNotFound``, ``StoreError``."""
-        return self._run(self._plans.get(chronicum_id))
-
-    def record(self, actum: Actum) -> Actum:
-        """Append ``actum`` (id kept), set ``at`` (UTC) and move ``last_actum_at``; one statement.
-
-        Raises ``ChronicumNotFound``, ``StoreError``.
-        """
-        return self._run(self._plans.record(actum))
-
-    def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        """Append ``actum`` unless ``key`` was used in its chronicum; then return the stored one.
-
-        Raises ``ChronicumNotFound``, ``StoreError``.
-        """
-        return self._run(self._plans.record_idempotent(actum, key))
-
-    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        """Return the context window, oldest first, in one query.
-
-        Raises ``ChronicumNotFound`` (also for a missing chronicum, never ``[]``), ``StoreError``.
-        """
-        return self._run(self._plans.acta(chronicum_id, query))
+        return self._run(self.plans.migrate())
 
     def close(self) -> None:
         """Close the pool the store opened (a pool given to it is left open)."""
         if self._owns_pool:
             self._pool.close()
 
-    def _run(self, plan: Plan[Operation, Result]) -> Result:
+    def _run(self, plan: Plan[Any, Result]) -> Result:
         return run_plan(plan, self._perform)
 
     def _perform(self, operation: Operation) -> Rows:
@@ -153,7 +128,7 @@ class PostgresStore(IdempotentStore):
             self._pool.putconn(connection)
 
 
-class AsyncPostgresStore(AsyncIdempotentStore):
+class AsyncPostgresStore(AsyncPlannedStore):
     """The asyncio twin of :class:`PostgresStore`: the same statements, plans and errors.
 
     Constructing it does no I/O: the pool is opened (and the schema migrated, with
@@ -168,8 +143,10 @@ class AsyncPostgresStore(AsyncIdempotentStore):
         InvalidOption: an option is unknown or malformed.
     """
 
+    plans: Plans
+
     def __init__(self, url: str = "", *, pool: AsyncConnectionPool | None = None, **options: Any) -> None:
-        self._url, self.options, self._plans = _configured(url, pool, options)
+        self._url, self.options, self.plans = _configured(url, pool, options)
         self._owns_pool = pool is None
         self._pool = pool
         self._ready = False
@@ -181,27 +158,7 @@ class AsyncPostgresStore(AsyncIdempotentStore):
         Raises ``StoreError``.
         """
         await self._open_pool()
-        return await run_plan_async(self._plans.migrate(), self._perform)
-
-    async def create(self, chronicum: Chronicum) -> None:
-        """See :meth:`PostgresStore.create`."""
-        await self._run(self._plans.create(chronicum))
-
-    async def get(self, chronicum_id: str) -> Chronicum:
-        """See :meth:`PostgresStore.get`."""
-        return await self._run(self._plans.get(chronicum_id))
-
-    async def record(self, actum: Actum) -> Actum:
-        """See :meth:`PostgresStore.record`."""
-        return await self._run(self._plans.record(actum))
-
-    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        """See :meth:`PostgresStore.record_idempotent`."""
-        return await self._run(self._plans.record_idempotent(actum, key))
-
-    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        """See :meth:`PostgresStore.acta`."""
-        return await self._run(self._plans.acta(chronicum_id, query))
+        return await run_plan_async(self.plans.migrate(), self._perform)
 
     async def close(self) -> None:
         """Close the pool the store opened, if it opened one (a pool given to it is left open)."""
@@ -209,7 +166,7 @@ class AsyncPostgresStore(AsyncIdempotentStore):
             pool, self._pool, self._ready = self._pool, None, False
             await pool.close()
 
-    async def _run(self, plan: Plan[Operation, Result]) -> Result:
+    async def _run(self, plan: Plan[Any, Result]) -> Result:
         if not self._ready:
             await self._open()
         return await run_plan_async(plan, self._perform)

@@ -3,7 +3,9 @@
 Both keep DESIGN §6 on every dialect (checked by ``chronica-conformance``): acta ordered by a
 per-chronicum ``seq`` the store assigns, "missing" told apart from "empty", the context window in
 one query with the filters before the limit, idempotency through a unique constraint and a
-read-back. Neither checks owners nor validates: that is ``Chronicarius``'s job.
+read-back. Neither checks owners nor validates: that is ``Chronicarius``'s job. The operations
+themselves are those of :class:`chronica_core.PlannedStore` and
+:class:`chronica_core.AsyncPlannedStore`; each store only says how it runs a plan (``_run``).
 """
 
 from __future__ import annotations
@@ -16,16 +18,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
 from chronica_core.errors import StoreError
-from chronica_core.model import ActaQuery, Actum, Chronicum
+from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
-from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 from chronica_sqlalchemy.engines import (
     EngineOptions,
     configure_sqlite,
     create_async_store_engine,
     create_store_engine,
 )
-from chronica_sqlalchemy.plans import Plans, Step, execute_plan
+from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
 
 __all__ = ["AsyncSQLAlchemyStore", "SQLAlchemyStore"]
@@ -46,7 +47,7 @@ class _Store:
         self._owns_engine = owns_engine
 
 
-class SQLAlchemyStore(IdempotentStore, _Store):
+class SQLAlchemyStore(PlannedStore, _Store):
     """A blocking, thread-safe, idempotent store on a SQLAlchemy ``Engine``.
 
     Args:
@@ -61,6 +62,8 @@ class SQLAlchemyStore(IdempotentStore, _Store):
     Raises:
         StoreError: the database could not be reached or migrated, or ``schema`` was given for SQLite.
     """
+
+    plans: Plans
 
     def __init__(
         self,
@@ -100,39 +103,16 @@ class SQLAlchemyStore(IdempotentStore, _Store):
         self._run(self.plans.migrate())
         self._pending_migration = False
 
-    def create(self, chronicum: Chronicum) -> None:
-        """Save ``chronicum``. Raises ``ChronicumExists`` if its id is taken, ``StoreError``."""
-        self._run(self.plans.create(chronicum))
-
-    def get(self, chronicum_id: str) -> Chronicum:
-        """Return the chronicum. Raises ``ChronicumNotFound``, ``StoreError``."""
-        return self._run(self.plans.get(chronicum_id))
-
-    def record(self, actum: Actum) -> Actum:
-        """Append ``actum``; return it with ``at`` (UTC). Raises ``ChronicumNotFound``, ``StoreError``."""
-        return self._run(self.plans.record(actum))
-
-    def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        """Append ``actum`` unless ``key`` holds an actum in its chronicum; then return that one.
-
-        Raises ``ChronicumNotFound``, ``StoreError``.
-        """
-        return self._run(self.plans.record_idempotent(actum, key))
-
-    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        """Return the context window, oldest first. Raises ``ChronicumNotFound``, ``StoreError``."""
-        return self._run(self.plans.acta(chronicum_id, query))
-
     def close(self) -> None:
         """Dispose of the engine's connections if the store created the engine."""
         if self._owns_engine:
             self.engine.dispose()
 
-    def _run(self, plan: Plan[Step, Result]) -> Result:
+    def _run(self, plan: Plan[Any, Result]) -> Result:
         return execute_plan(self.engine, plan)
 
 
-class AsyncSQLAlchemyStore(AsyncIdempotentStore, _Store):
+class AsyncSQLAlchemyStore(AsyncPlannedStore, _Store):
     """The asyncio twin of :class:`SQLAlchemyStore`, on a SQLAlchemy ``AsyncEngine``.
 
     It runs the very same plans, through SQLAlchemy's greenlet bridge (the mechanism its
@@ -149,6 +129,8 @@ class AsyncSQLAlchemyStore(AsyncIdempotentStore, _Store):
     Raises:
         StoreError: ``schema`` was given for SQLite (the other errors come from the operations).
     """
+
+    plans: Plans
 
     def __init__(
         self,
@@ -173,32 +155,12 @@ class AsyncSQLAlchemyStore(AsyncIdempotentStore, _Store):
         await greenlet_spawn(execute_plan, self.engine.sync_engine, self.plans.migrate())
         self._pending_migration = False
 
-    async def create(self, chronicum: Chronicum) -> None:
-        """See :meth:`SQLAlchemyStore.create`."""
-        await self._run(self.plans.create(chronicum))
-
-    async def get(self, chronicum_id: str) -> Chronicum:
-        """See :meth:`SQLAlchemyStore.get`."""
-        return await self._run(self.plans.get(chronicum_id))
-
-    async def record(self, actum: Actum) -> Actum:
-        """See :meth:`SQLAlchemyStore.record`."""
-        return await self._run(self.plans.record(actum))
-
-    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        """See :meth:`SQLAlchemyStore.record_idempotent`."""
-        return await self._run(self.plans.record_idempotent(actum, key))
-
-    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        """See :meth:`SQLAlchemyStore.acta`."""
-        return await self._run(self.plans.acta(chronicum_id, query))
-
     async def close(self) -> None:
         """Dispose of the engine's connections if the store created the engine."""
         if self._owns_engine:
             await self.engine.dispose()
 
-    async def _run(self, plan: Plan[Step, Result]) -> Result:
+    async def _run(self, plan: Plan[Any, Result]) -> Result:
         if self._pending_migration:
             await self.migrate()
         return await greenlet_spawn(execute_plan, self.engine.sync_engine, plan)
