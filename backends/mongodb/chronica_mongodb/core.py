@@ -260,6 +260,13 @@ class MongoCore:
             f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"
         )
 
+    def record_idempotent(self, actum: Actum, key: str) -> Plan[Command, Actum]:
+        """:meth:`record` with the idempotency ``key``: the same result and errors.
+
+        Returns the newly stored actum, or the one stored the first time ``key`` was used.
+        """
+        return self.record(actum, key)
+
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Command, list[Actum]]:
         """Return the context window: one query that filters, sorts by ``seq`` descending and limits.
 

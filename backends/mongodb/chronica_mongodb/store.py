@@ -1,7 +1,9 @@
 """The MongoDB stores: :class:`MongoStore` (pymongo ``MongoClient``) and :class:`AsyncMongoStore`.
 
 Both only perform the commands that the plans of :mod:`chronica_mongodb.core` yield; every
-decision (documents, order, errors) lives in those plans, once.
+decision (documents, order, errors) lives in those plans, once. The operations themselves are
+those of :class:`chronica_core.PlannedStore` and :class:`chronica_core.AsyncPlannedStore`, which
+run those plans through each store's ``_run``.
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ from pymongo.errors import PyMongoError
 from pymongo.synchronous.database import Database
 
 from chronica_core.errors import StoreError
-from chronica_core.model import ActaQuery, Actum, Chronicum
+from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
-from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 from chronica_mongodb.core import Command, MongoCore
 
 __all__ = ["DEFAULT_DATABASE", "AsyncMongoStore", "MongoStore"]
@@ -70,7 +71,7 @@ def _database(client: Any, url: str | None, database: str | None) -> Any:
     return client.get_database(_database_name(url, database), codec_options=_CODEC_OPTIONS)
 
 
-class MongoStore(IdempotentStore):
+class MongoStore(PlannedStore):
     """A blocking, idempotent store on MongoDB (collections ``chronica`` and ``acta``).
 
     Thread-safe: pymongo's ``MongoClient`` pools connections. Use it as a context manager or call
@@ -91,6 +92,8 @@ class MongoStore(IdempotentStore):
             record cannot be resolved).
     """
 
+    plans: MongoCore
+
     def __init__(
         self,
         url: str | None = None,
@@ -103,40 +106,20 @@ class MongoStore(IdempotentStore):
         self._owns_client = client is None
         self.client: MongoClient[dict[str, Any]] = client or _client(MongoClient, url, client_options)
         self.database: Database[dict[str, Any]] = _database(self.client, url, database)
-        self._core = MongoCore()
+        self.plans = MongoCore()
         if _flag(auto_migrate):
             self.migrate()
 
     def migrate(self) -> None:
         """Create the indexes if missing (safe to repeat, and from many processes at once)."""
-        self._execute(self._core.migrate())
-
-    def create(self, chronicum: Chronicum) -> None:
-        """Save ``chronicum``. Raises ``ChronicumExists`` if its id is taken, ``StoreError``."""
-        self._execute(self._core.create(chronicum))
-
-    def get(self, chronicum_id: str) -> Chronicum:
-        """Return the chronicum. Raises ``ChronicumNotFound``, ``StoreError``."""
-        return self._execute(self._core.get(chronicum_id))
-
-    def record(self, actum: Actum) -> Actum:
-        """Append ``actum``; see :meth:`MongoCore.record <chronica_mongodb.core.MongoCore.record>`."""
-        return self._execute(self._core.record(actum))
-
-    def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        """Append ``actum`` once per ``key`` in its chronicum; returns the first one on a retry."""
-        return self._execute(self._core.record(actum, key))
-
-    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        """Return the context window, oldest first. Raises ``ChronicumNotFound``, ``StoreError``."""
-        return self._execute(self._core.acta(chronicum_id, query))
+        self._run(self.plans.migrate())
 
     def close(self) -> None:
         """Close the client if the store opened it."""
         if self._owns_client:
             self.client.close()
 
-    def _execute(self, plan: Plan[Command, Result]) -> Result:
+    def _run(self, plan: Plan[Any, Result]) -> Result:
         return run_plan(plan, self._perform)
 
     def _perform(self, command: Command) -> Any:
@@ -144,7 +127,7 @@ class MongoStore(IdempotentStore):
         return outcome.to_list() if command.cursor else outcome
 
 
-class AsyncMongoStore(AsyncIdempotentStore):
+class AsyncMongoStore(AsyncPlannedStore):
     """The asyncio twin of :class:`MongoStore` on pymongo's ``AsyncMongoClient``.
 
     Built without awaiting anything: the client connects, and the indexes are created
@@ -152,6 +135,8 @@ class AsyncMongoStore(AsyncIdempotentStore):
     and ``await store.close()`` there. Arguments are those of :class:`MongoStore`, with an
     ``AsyncMongoClient`` as ``client``.
     """
+
+    plans: MongoCore
 
     def __init__(
         self,
@@ -167,41 +152,21 @@ class AsyncMongoStore(AsyncIdempotentStore):
             AsyncMongoClient, url, client_options
         )
         self.database: AsyncDatabase[dict[str, Any]] = _database(self.client, url, database)
-        self._core = MongoCore()
+        self.plans = MongoCore()
         self._migrated = not _flag(auto_migrate)
         self._migrating = asyncio.Lock()
 
     async def migrate(self) -> None:
         """Create the indexes if missing (safe to repeat, and from many processes at once)."""
-        await run_plan_async(self._core.migrate(), self._perform)
+        await run_plan_async(self.plans.migrate(), self._perform)
         self._migrated = True
-
-    async def create(self, chronicum: Chronicum) -> None:
-        """See :meth:`MongoStore.create`."""
-        await self._execute(self._core.create(chronicum))
-
-    async def get(self, chronicum_id: str) -> Chronicum:
-        """See :meth:`MongoStore.get`."""
-        return await self._execute(self._core.get(chronicum_id))
-
-    async def record(self, actum: Actum) -> Actum:
-        """See :meth:`MongoStore.record`."""
-        return await self._execute(self._core.record(actum))
-
-    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        """See :meth:`MongoStore.record_idempotent`."""
-        return await self._execute(self._core.record(actum, key))
-
-    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        """See :meth:`MongoStore.acta`."""
-        return await self._execute(self._core.acta(chronicum_id, query))
 
     async def close(self) -> None:
         """Close the client if the store opened it."""
         if self._owns_client:
             await self.client.close()
 
-    async def _execute(self, plan: Plan[Command, Result]) -> Result:
+    async def _run(self, plan: Plan[Any, Result]) -> Result:
         if not self._migrated:
             async with self._migrating:
                 if not self._migrated:
