@@ -12,6 +12,7 @@ __all__ = [
     "EmptyOwnerID",
     "IdempotencyUnsupported",
     "InvalidActum",
+    "InvalidOption",
     "InvalidOwnerID",
     "InvalidQuery",
     "StoreError",
@@ -128,6 +129,22 @@ class StoreError(ChronicaError):
         self.where = where
         self.detail = detail
         super().__init__(f"{where}: {detail}")
+
+
+class InvalidOption(ChronicaError, ValueError):
+    """``open_store`` was given an option the backend does not know, or a value of the wrong shape.
+
+    Attributes:
+        backend: the backend's name, e.g. ``"postgres"``.
+        option: the option's name.
+        reason: what was wrong with it (for an unknown option, the options the backend knows).
+    """
+
+    def __init__(self, backend: str, option: str, reason: str) -> None:
+        self.backend = backend
+        self.option = option
+        self.reason = reason
+        super().__init__(f"{backend}: option {option}: {reason}")
 
 
 class UnknownBackend(ChronicaError, LookupError):
