@@ -24,12 +24,14 @@ from chronica_core.errors import (
 from chronica_core.hookspecs import Backend, hookimpl
 from chronica_core.ids import new_actum_id
 from chronica_core.memory import AsyncMemoryStore, MemoryStore
-from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.model import MAX_ID_LENGTH, MAX_LAST_N, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.planned import AsyncPlannedStore, PlannedStore, StorePlans
 from chronica_core.registry import list_backends, open_async_store, open_store
 from chronica_core.store import AsyncIdempotentStore, AsyncStore, IdempotentStore, Store
 
 __all__ = [
+    "MAX_ID_LENGTH",
+    "MAX_LAST_N",
     "ActaQuery",
     "ActorKind",
     "Actum",

@@ -6,6 +6,7 @@ performed (called, or awaited).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -21,10 +22,21 @@ __all__ = ["AsyncChronicarius", "Chronicarius"]
 StoreFlavour = TypeVar("StoreFlavour", Store, AsyncStore)
 
 
+_OPERATIONS = ("create", "get", "record", "acta")
+
+
+def _wrong_flavour(keeper: object, store: object) -> TypeError:
+    asynchronous = isinstance(keeper, AsyncChronicarius)
+    wanted = "an AsyncStore (open_async_store)" if asynchronous else "a Store (open_store)"
+    other = "Chronicarius" if asynchronous else "AsyncChronicarius"
+    return TypeError(f"{type(keeper).__name__} needs {wanted}, not {type(store).__name__}; or use {other}")
+
+
 class _Keeper(Generic[StoreFlavour]):
     """What both flavours hold: the store and the one set of rules (see :class:`Chronicarius`)."""
 
     _idempotent_protocol: ClassVar[type]
+    _asynchronous: ClassVar[bool]
 
     def __init__(
         self,
@@ -33,6 +45,9 @@ class _Keeper(Generic[StoreFlavour]):
         id_factory: Callable[[], str] = new_actum_id,
         owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
     ) -> None:
+        coroutines = [inspect.iscoroutinefunction(getattr(store, name, None)) for name in _OPERATIONS]
+        if any(coroutines) != self._asynchronous:
+            raise _wrong_flavour(self, store)
         self.store: StoreFlavour = store
         self._rules = Rules(
             store_name=type(store).__name__,
@@ -54,9 +69,15 @@ class Chronicarius(_Keeper[Store]):
             (inject a deterministic one in tests).
         owner_cache_size: how many ``chronicum id -> owner`` pairs to remember to save a round
             trip (ownership never changes); ``0`` disables the cache.
+
+    Raises:
+        TypeError: ``store`` is an asyncio store (one of its operations is an ``async def``); use
+            :class:`AsyncChronicarius` for those. ``AsyncChronicarius`` likewise refuses a store
+            none of whose operations is an ``async def``.
     """
 
     _idempotent_protocol = IdempotentStore
+    _asynchronous = False
 
     def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
         """Record ``actum`` for ``owner_id``, creating its chronicum on the first write.
@@ -137,6 +158,7 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
     """
 
     _idempotent_protocol = AsyncIdempotentStore
+    _asynchronous = True
 
     async def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
         """See :meth:`Chronicarius.record_actum`."""

@@ -204,7 +204,7 @@ def _backends(arguments: argparse.Namespace, output: _Output) -> int:
 
 
 def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
-    with open_store(arguments.store, auto_migrate=False) as store:
+    with open_store(arguments.store) as store:  # a backend with a schema migrates as it opens
         migrate: Callable[[], object] | None = getattr(store, "migrate", None)
         if migrate is None:
             output.line(f"{type(store).__name__} keeps no schema; nothing to migrate")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from chronica_core.errors import ChronicumExists, ChronicumNotFound
+from chronica_core.errors import ChronicumExists, ChronicumNotFound, InvalidOption
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 
@@ -24,6 +24,11 @@ class _Entry:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+def _refuse_options(options: dict[str, Any]) -> None:
+    if options:
+        raise InvalidOption("memory", sorted(options)[0], "unknown option (the memory store takes none)")
+
+
 def _matches(actum: Actum, query: ActaQuery) -> bool:
     return (query.actum_kinds is None or actum.kind in query.actum_kinds) and (
         query.actor_kinds is None or actum.actor_kind in query.actor_kinds
@@ -37,12 +42,15 @@ class MemoryStore(IdempotentStore):
     A context window scans backwards from the newest actum and stops once it has ``last_n``.
 
     Args:
-        url: accepted for the registry's sake (``memory://``); ignored.
-        options: none are recognised; accepted so ``open_store("memory://")`` takes the same
-            shape as every backend.
+        url: ``memory://`` (anything after the scheme is ignored).
+        options: none are recognised.
+
+    Raises:
+        InvalidOption: an option was given.
     """
 
     def __init__(self, url: str = "memory://", **options: Any) -> None:
+        _refuse_options(options)
         self._entries: dict[str, _Entry] = {}
         self._create_lock = threading.Lock()
 
@@ -118,11 +126,16 @@ class AsyncMemoryStore(AsyncIdempotentStore):
     it runs on the event loop without blocking it for any noticeable time.
 
     Args:
-        url: ``memory://``; ignored.
+        url: ``memory://`` (anything after the scheme is ignored).
         store: an existing :class:`MemoryStore` to share (a fresh one when ``None``).
+        options: none others are recognised.
+
+    Raises:
+        InvalidOption: an option other than ``store`` was given.
     """
 
     def __init__(self, url: str = "memory://", *, store: MemoryStore | None = None, **options: Any) -> None:
+        _refuse_options(options)
         self.sync_store = store if store is not None else MemoryStore()
 
     async def create(self, chronicum: Chronicum) -> None:

@@ -6,7 +6,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-__all__ = ["ActaQuery", "ActorKind", "Actum", "ActumKind", "Chronicum"]
+__all__ = ["MAX_ID_LENGTH", "MAX_LAST_N", "ActaQuery", "ActorKind", "Actum", "ActumKind", "Chronicum"]
+
+MAX_ID_LENGTH = 255
+"""The longest chronicum id, owner id, actor or idempotency key, in characters (every SQL backend
+indexes them as ``VARCHAR(255)``). Longer ones are refused by ``Chronicarius`` before any store."""
+
+MAX_LAST_N = 2**31 - 1
+"""A ``last_n`` above this keeps every actum (as ``0`` does): no chronicum holds that many, and
+every backend can bind it."""
 
 
 class ActumKind(StrEnum):
@@ -108,6 +116,7 @@ class ActaQuery:
             either ``None`` or a non-empty tuple.
         actor_kinds: the actor kinds to keep; ``None`` keeps every actor kind (same shape).
         last_n: keep only the newest ``last_n`` of what the filters left; ``0`` or negative keeps all.
+            ``Chronicarius`` hands stores ``0`` for anything above :data:`MAX_LAST_N`.
     """
 
     actum_kinds: tuple[ActumKind, ...] | None = None

@@ -21,7 +21,7 @@ from chronica_core.errors import (
     InvalidOwnerID,
     InvalidQuery,
 )
-from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.model import MAX_ID_LENGTH, MAX_LAST_N, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan
 
 __all__ = ["DEFAULT_OWNER_CACHE_SIZE", "Rules", "StoreCall"]
@@ -46,6 +46,8 @@ def _text_problem(value: object) -> str | None:
         return f"must be a str, not {type(value).__name__}"
     if not value:
         return "must not be empty"
+    if len(value) > MAX_ID_LENGTH:
+        return f"must be at most {MAX_ID_LENGTH} characters, not {len(value)}"
     if "\x00" in value:
         return "must not contain NUL"
     return _encoding_problem(value)
@@ -104,7 +106,7 @@ def _cached_query(
     return ActaQuery(
         actum_kinds=_query_kinds(ActumKind, actum_kinds, "actum_kinds"),
         actor_kinds=_query_kinds(ActorKind, actor_kinds, "actor_kinds"),
-        last_n=max(last_n, 0),
+        last_n=0 if last_n > MAX_LAST_N else max(last_n, 0),
     )
 
 

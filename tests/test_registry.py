@@ -22,6 +22,7 @@ from chronica_core import (
     BackendConflict,
     BackendUnavailable,
     Chronicarius,
+    InvalidOption,
     MemoryStore,
     UnknownBackend,
     hookimpl,
@@ -176,3 +177,11 @@ def test_the_process_registry_is_loaded_once_and_can_be_reloaded() -> None:
     first = registry()
     assert registry() is first
     assert registry(reload=True) is not first
+
+
+def test_the_memory_store_refuses_options_naming_them() -> None:
+    with pytest.raises(InvalidOption) as raised:
+        open_store("memory://", pool_size=3)
+    assert (raised.value.backend, raised.value.option) == ("memory", "pool_size")
+    with pytest.raises(InvalidOption, match="memory: option bogus"):
+        open_async_store("memory://", bogus=1)

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from chronica_core import (
+    MAX_ID_LENGTH,
+    MAX_LAST_N,
     ActaQuery,
     ActorKind,
     Actum,
@@ -83,6 +85,12 @@ INVALID_ACTA: list[tuple[str, Actum, str]] = [
         "chronicum_id",
     ),
     ("actor not a str", Actum("c", ActumKind.MESSAGE, ActorKind.HUMAN, 7, "hi"), "actor"),  # type: ignore[arg-type]
+    (
+        "chronicum id too long",
+        Actum("c" * (MAX_ID_LENGTH + 1), ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hi"),
+        "chronicum_id",
+    ),
+    ("actor too long", Actum("c", ActumKind.MESSAGE, ActorKind.HUMAN, "a" * 256, "hi"), "actor"),
 ]
 
 
@@ -317,3 +325,48 @@ def test_async_twin_keeps_the_same_rules(counting_ids: Callable[[], str]) -> Non
     assert len(stored) == 1
     assert all(actum == stored[0] for actum in keyed)
     assert stored[0].id == f"{1:032x}"
+
+
+def test_ids_of_the_longest_allowed_length_are_accepted(chronicarius: Chronicarius) -> None:
+    longest = "é" * MAX_ID_LENGTH
+    stored = chronicarius.record_actum(
+        longest, Actum(longest, ActumKind.MESSAGE, ActorKind.HUMAN, longest, "hi"), idempotency_key=longest
+    )
+    assert chronicarius.get_acta(longest, longest) == [stored]
+
+
+def test_too_long_owner_and_key_are_refused_and_a_too_long_id_is_not_found(
+    chronicarius: Chronicarius, store: MemoryStore
+) -> None:
+    with pytest.raises(InvalidOwnerID, match="at most 255 characters"):
+        chronicarius.record_actum("o" * 256, message("c", "hi"))
+    with pytest.raises(InvalidActum) as raised:
+        chronicarius.record_actum("ardian", message("c", "hi"), idempotency_key="k" * 256)
+    assert raised.value.field == "idempotency_key"
+    with pytest.raises(ChronicumNotFound):
+        chronicarius.get_acta("ardian", "c" * 256)
+    with pytest.raises(ChronicumNotFound):
+        store.get("c")
+
+
+@pytest.mark.parametrize("last_n", [MAX_LAST_N + 1, 2**63, 2**200])
+def test_a_last_n_beyond_any_chronicum_keeps_everything(chronicarius: Chronicarius, last_n: int) -> None:
+    for content in ("one", "two", "three"):
+        chronicarius.record_actum("ardian", message("c", content))
+    assert [actum.content for actum in chronicarius.get_acta("ardian", "c", last_n=last_n)] == [
+        "one",
+        "two",
+        "three",
+    ]
+    assert [actum.content for actum in chronicarius.get_acta("ardian", "c", last_n=MAX_LAST_N)] == [
+        "one",
+        "two",
+        "three",
+    ]
+
+
+def test_each_flavour_refuses_the_other_flavours_store() -> None:
+    with pytest.raises(TypeError, match=r"Chronicarius needs a Store .*AsyncMemoryStore.*AsyncChronicarius"):
+        Chronicarius(AsyncMemoryStore())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"AsyncChronicarius needs an AsyncStore .*MemoryStore"):
+        AsyncChronicarius(MemoryStore())  # type: ignore[arg-type]
