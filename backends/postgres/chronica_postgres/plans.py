@@ -28,6 +28,7 @@ from chronica_core import (
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
+    InvalidOption,
     StoreError,
 )
 from chronica_core.plans import Plan
@@ -41,7 +42,6 @@ from chronica_postgres.schema import (
 
 __all__ = [
     "DISCARD_BROKEN_CONNECTIONS",
-    "InvalidOption",
     "Operation",
     "Options",
     "Plans",
@@ -82,20 +82,6 @@ _NOT_MIGRATED_HINT = (
 )
 
 
-class InvalidOption(ChronicaError, ValueError):
-    """A store option is unknown or has a value of the wrong shape.
-
-    Attributes:
-        option: the option's name.
-        reason: what was wrong with it.
-    """
-
-    def __init__(self, option: str, reason: str) -> None:
-        self.option = option
-        self.reason = reason
-        super().__init__(f"postgres: option {option}: {reason}")
-
-
 def _as_bool(name: str, value: object) -> bool:
     if isinstance(value, bool):
         return value
@@ -104,16 +90,16 @@ def _as_bool(name: str, value: object) -> bool:
         return True
     if text in {"0", "false", "no", "off"}:
         return False
-    raise InvalidOption(name, f"expected true or false, got {value!r}")
+    raise InvalidOption("postgres", name, f"expected true or false, got {value!r}")
 
 
 def _as_number(name: str, value: object, kind: type[int] | type[float], least: float) -> Any:
     try:
         number = kind(cast(Any, value))
     except (TypeError, ValueError):
-        raise InvalidOption(name, f"expected a number, got {value!r}") from None
+        raise InvalidOption("postgres", name, f"expected a number, got {value!r}") from None
     if number < least:
-        raise InvalidOption(name, f"must be at least {least}, got {number}")
+        raise InvalidOption("postgres", name, f"must be at least {least}, got {number}")
     return number
 
 
@@ -142,19 +128,26 @@ class Options:
 
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> Options:
-        """Return the options given by name; raises :class:`InvalidOption` naming a bad one."""
+        """Return the options given by name.
+
+        Raises:
+            chronica_core.InvalidOption: an unknown option (the message lists the known ones) or
+                a malformed value; its ``backend`` is ``"postgres"``, its ``option`` the name.
+        """
         defaults = cls()
         unknown = sorted(set(options) - set(cls.__slots__))
         if unknown:
             known = ", ".join(cls.__slots__)
-            raise InvalidOption(unknown[0], f"unknown option (known: {known})")
+            raise InvalidOption("postgres", unknown[0], f"unknown option (known: {known})")
         schema = str(options.get("schema", defaults.schema))
         if not schema or "\x00" in schema:
-            raise InvalidOption("schema", "must be a non-empty name without NUL")
+            raise InvalidOption("postgres", "schema", "must be a non-empty name without NUL")
         min_size = _as_number("min_size", options.get("min_size", defaults.min_size), int, 0)
         max_size = _as_number("max_size", options.get("max_size", max(defaults.max_size, min_size)), int, 1)
         if max_size < min_size:
-            raise InvalidOption("max_size", f"must be at least min_size ({min_size}), got {max_size}")
+            raise InvalidOption(
+                "postgres", "max_size", f"must be at least min_size ({min_size}), got {max_size}"
+            )
         return cls(
             schema=schema,
             auto_migrate=_as_bool("auto_migrate", options.get("auto_migrate", defaults.auto_migrate)),
@@ -168,13 +161,20 @@ class Options:
             ),
         )
 
+    def connect_arguments(self) -> dict[str, Any]:
+        """Keyword arguments for ``psycopg.connect`` / ``AsyncConnection.connect``.
+
+        Autocommit, and ``connect_timeout`` in whole seconds (libpq's unit; it treats less than 2 as 2).
+        """
+        return {"autocommit": True, "connect_timeout": max(2, round(self.connect_timeout))}
+
     def pool_arguments(self) -> dict[str, Any]:
         """Keyword arguments for ``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool``."""
         return {
             "min_size": self.min_size,
             "max_size": self.max_size,
             "timeout": self.pool_timeout,
-            "kwargs": {"autocommit": True, "connect_timeout": max(2, round(self.connect_timeout))},
+            "kwargs": self.connect_arguments(),
             "name": f"chronica-postgres {self.schema}",
         }
 

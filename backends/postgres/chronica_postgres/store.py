@@ -18,7 +18,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from chronica_core import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
-from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement
+from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, translate
 from chronica_postgres.schema import SET_UTC, Statements
 
 __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
@@ -44,7 +44,10 @@ def split_schema(url: str) -> tuple[str, str | None]:
     ``postgresql://host/db?schema=chronica`` works wherever only a URL can be given
     (``CHRONICA_STORE``, ``chronica migrate --store``). Other parameters are kept as they were.
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # malformed: left to libpq, whose message says what is wrong when connecting
+        return url, None
     if not parts.query:
         return url, None
     kept = [item for item in parts.query.split("&") if item.partition("=")[0] != "schema"]
@@ -52,6 +55,31 @@ def split_schema(url: str) -> tuple[str, str | None]:
     if not found:
         return url, None
     return urlunsplit(parts._replace(query="&".join(kept))), found[-1]
+
+
+def _check_connection(url: str, options: Options) -> None:
+    """Connect once, directly, and hang up, before opening a pool on ``url``.
+
+    A refused connection, an unknown host or a malformed URL then fails at once (within
+    ``connect_timeout`` for a host that does not answer) with the driver's message, instead of
+    after the pool's ``pool_timeout`` of retries logged as warnings.
+
+    Raises:
+        StoreError: ``"postgres: open"`` with psycopg's message, raised from psycopg's error.
+    """
+    try:
+        psycopg.connect(url, **options.connect_arguments()).close()
+    except psycopg.Error as error:
+        raise translate(error, "open", "") from error
+
+
+async def _check_connection_async(url: str, options: Options) -> None:
+    """:func:`_check_connection` for the asyncio store. Raises ``StoreError("postgres: open", ...)``."""
+    try:
+        connection = await psycopg.AsyncConnection.connect(url, **options.connect_arguments())
+    except psycopg.Error as error:
+        raise translate(error, "open", "") from error
+    await connection.close()
 
 
 def _in_utc(connection: psycopg.Connection[Any]) -> None:
@@ -79,8 +107,11 @@ class PostgresStore(PlannedStore):
             ``min_size``, ``max_size``, ``connect_timeout``, ``pool_timeout``); strings are accepted.
 
     Raises:
-        InvalidOption: an option is unknown or malformed.
-        StoreError: the server could not be reached, or the migration failed (``auto_migrate``).
+        chronica_core.InvalidOption: an option is unknown or malformed.
+        StoreError: ``"postgres: open"`` at once when the store opens its own pool and the server
+            refuses the connection, does not answer within ``connect_timeout``, or the URL is
+            malformed (psycopg's message, raised from its error); ``"postgres: migrate"`` when the
+            migration fails (``auto_migrate``).
     """
 
     plans: Plans
@@ -88,11 +119,10 @@ class PostgresStore(PlannedStore):
     def __init__(self, url: str = "", *, pool: ConnectionPool | None = None, **options: Any) -> None:
         url, self.options, self.plans = _configured(url, pool, options)
         self._owns_pool = pool is None
-        self._pool = (
-            pool
-            if pool is not None
-            else ConnectionPool(url, open=True, configure=_in_utc, **self.options.pool_arguments())
-        )
+        if pool is None:
+            _check_connection(url, self.options)
+            pool = ConnectionPool(url, open=True, configure=_in_utc, **self.options.pool_arguments())
+        self._pool = pool
         if self.options.auto_migrate:
             try:
                 self.migrate()
@@ -133,6 +163,9 @@ class AsyncPostgresStore(AsyncPlannedStore):
 
     Constructing it does no I/O: the pool is opened (and the schema migrated, with
     ``auto_migrate``) on first use, inside the event loop that uses it; use one store per loop.
+    Before opening its own pool it connects once directly, so that the first call fails at once
+    with ``StoreError("postgres: open", ...)`` (psycopg's message) when the server refuses, does
+    not answer within ``connect_timeout``, or the URL is malformed.
 
     Args:
         url: a libpq URL (see :class:`PostgresStore`); may be empty when ``pool`` is given.
@@ -140,7 +173,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         options: as for :class:`PostgresStore`.
 
     Raises:
-        InvalidOption: an option is unknown or malformed.
+        chronica_core.InvalidOption: an option is unknown or malformed.
     """
 
     plans: Plans
@@ -155,9 +188,10 @@ class AsyncPostgresStore(AsyncPlannedStore):
     async def migrate(self) -> int:
         """Create or upgrade the tables under an advisory lock; return the schema version.
 
-        Raises ``StoreError``.
+        Raises ``StoreError`` (``"postgres: open"`` when the server cannot be reached).
         """
-        await self._open_pool()
+        async with self._opening_lock():
+            await self._open_pool()
         return await run_plan_async(self.plans.migrate(), self._perform)
 
     async def close(self) -> None:
@@ -173,17 +207,21 @@ class AsyncPostgresStore(AsyncPlannedStore):
 
     async def _open(self) -> None:
         """Open the pool in the running loop and migrate, once, however many tasks arrive together."""
-        self._opening = self._opening or asyncio.Lock()
-        async with self._opening:
+        async with self._opening_lock():
             if not self._ready:
+                await self._open_pool()
                 if self.options.auto_migrate:
-                    await self.migrate()
-                else:
-                    await self._open_pool()
+                    await run_plan_async(self.plans.migrate(), self._perform)
                 self._ready = True
 
+    def _opening_lock(self) -> asyncio.Lock:
+        self._opening = self._opening or asyncio.Lock()
+        return self._opening
+
     async def _open_pool(self) -> None:
+        """Check the server with one direct connection, then open the pool (the caller holds the lock)."""
         if self._pool is None:
+            await _check_connection_async(self._url, self.options)
             pool = AsyncConnectionPool(
                 self._url, open=False, configure=_in_utc_async, **self.options.pool_arguments()
             )
@@ -218,8 +256,9 @@ def migrate(url: str, **options: Any) -> int:
         The schema version now in place.
 
     Raises:
-        InvalidOption: an option is unknown or malformed.
-        StoreError: the server could not be reached or the migration failed.
+        chronica_core.InvalidOption: an option is unknown or malformed.
+        StoreError: ``"postgres: open"``: the server could not be reached or the URL is malformed;
+            ``"postgres: migrate"``: the migration failed.
     """
     options["auto_migrate"] = False
     with PostgresStore(url, **options) as store:

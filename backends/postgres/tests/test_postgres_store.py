@@ -4,15 +4,20 @@ concurrency, NUL content, lost connections, pools given by the caller, registrat
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+import chronica_postgres
+import chronica_postgres.store
 import psycopg
 import pytest
-from chronica_postgres import LATEST_VERSION, AsyncPostgresStore, InvalidOption, PostgresStore, migrate
+from chronica_postgres import LATEST_VERSION, AsyncPostgresStore, PostgresStore, migrate
 from chronica_postgres.plans import text_array
 from chronica_postgres.schema import Statements
 from chronica_postgres.store import split_schema
@@ -26,6 +31,7 @@ from chronica_core import (
     ActumKind,
     Chronicum,
     ChronicumNotFound,
+    InvalidOption,
     StoreError,
     list_backends,
     new_actum_id,
@@ -387,15 +393,15 @@ def _wait_for_backend_blocked_by(admin: Admin, blocker_pid: int) -> int:
     raise AssertionError("the store's statement never waited on the blocking session")
 
 
-def test_an_unreachable_server_is_a_store_error() -> None:
-    with pytest.raises(StoreError) as raised:
-        PostgresStore("postgresql://postgres@127.0.0.1:1/test", connect_timeout=2, pool_timeout=2)
-    assert raised.value.where == "postgres: migrate"
-    assert isinstance(raised.value.__cause__, psycopg.OperationalError)
+CLOSED_PORT_URL = "postgresql://postgres@127.0.0.1:1/test"
+REFUSED = 'connection to server at "127.0.0.1", port 1 failed: Connection refused'
+BAD_PARAMETER_URL = "postgresql://postgres@127.0.0.1:5432/test?schem=x"
+BAD_PARAMETER = 'invalid URI query parameter: "schem"'
 
 
-def test_an_unreachable_server_is_a_store_error_for_the_async_store_too() -> None:
-    store = AsyncPostgresStore("postgresql://postgres@127.0.0.1:1/test", connect_timeout=2, pool_timeout=2)
+def open_async_and_call(url: str, **options: Any) -> None:
+    """Construct an asyncio store on ``url`` and make its first call (which opens it)."""
+    store = AsyncPostgresStore(url, **options)
 
     async def first_call() -> None:
         try:
@@ -403,10 +409,88 @@ def test_an_unreachable_server_is_a_store_error_for_the_async_store_too() -> Non
         finally:
             await store.close()
 
+    asyncio.run(first_call())
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [(CLOSED_PORT_URL, REFUSED), (BAD_PARAMETER_URL, BAD_PARAMETER)],
+    ids=["refused", "url"],
+)
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_refused_connection_or_bad_url_fails_at_once_with_the_drivers_message(
+    url: str, message: str, flavour: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not after pool_timeout (30 s by default) of pool warnings: the direct connection tells."""
+    caplog.set_level(logging.DEBUG)
+    started = time.monotonic()
+    opening: Callable[[str], object] = PostgresStore if flavour == "sync" else open_async_and_call
     with pytest.raises(StoreError) as raised:
-        asyncio.run(first_call())
-    assert raised.value.where == "postgres: migrate"
+        opening(url)
+    elapsed = time.monotonic() - started
+    assert raised.value.where == "postgres: open"
+    assert message in raised.value.detail
+    assert isinstance(raised.value.__cause__, psycopg.Error)
+    assert message in str(raised.value.__cause__)
+    assert elapsed < 5, f"took {elapsed:.1f} s"
+    assert [record for record in caplog.records if record.name.startswith("psycopg.pool")] == []
+
+
+def test_open_store_and_migrate_report_a_refused_connection_as_open_errors() -> None:
+    with pytest.raises(StoreError) as raised:
+        open_store(CLOSED_PORT_URL)
+    assert raised.value.where == "postgres: open"
     assert isinstance(raised.value.__cause__, psycopg.OperationalError)
+    with pytest.raises(StoreError) as raised:
+        migrate(BAD_PARAMETER_URL)
+    assert raised.value.where == "postgres: open"
+    assert isinstance(raised.value.__cause__, psycopg.ProgrammingError)
+
+
+def test_async_migrate_reports_a_refused_connection_as_an_open_error() -> None:
+    store = AsyncPostgresStore(CLOSED_PORT_URL, auto_migrate=False)
+
+    async def scenario() -> None:
+        try:
+            await store.migrate()
+        finally:
+            await store.close()
+
+    with pytest.raises(StoreError) as raised:
+        asyncio.run(scenario())
+    assert raised.value.where == "postgres: open"
+    assert REFUSED in raised.value.detail
+
+
+def test_a_malformed_url_is_left_to_libpq_to_name() -> None:
+    assert split_schema("postgresql://[::1/test?schema=x") == ("postgresql://[::1/test?schema=x", None)
+    with pytest.raises(StoreError) as raised:
+        PostgresStore("postgresql://[::1/test")
+    assert raised.value.where == "postgres: open"
+    assert "IPv6 host address" in raised.value.detail
+    assert isinstance(raised.value.__cause__, psycopg.ProgrammingError)
+
+
+def test_a_pool_given_by_the_caller_is_used_without_a_direct_connection(
+    postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The direct check is only for a pool the store opens itself."""
+
+    def no_direct_connection(*arguments: object) -> None:
+        raise AssertionError("the store connected directly although it was given a pool")
+
+    monkeypatch.setattr(chronica_postgres.store, "_check_connection", no_direct_connection)
+    monkeypatch.setattr(chronica_postgres.store, "_check_connection_async", no_direct_connection)
+
+    async def through_async_pool() -> int:
+        async with AsyncConnectionPool(postgres_url, min_size=1, max_size=1, open=False) as pool:
+            return await AsyncPostgresStore(pool=pool, schema=schema).migrate()
+
+    with ConnectionPool(postgres_url, min_size=1, max_size=1, open=True) as pool:
+        with PostgresStore(pool=pool, schema=schema) as store:
+            assert store.migrate() == LATEST_VERSION
+        assert not pool.closed
+    assert asyncio.run(through_async_pool()) == LATEST_VERSION
 
 
 def test_async_migrate_opens_the_pool_itself(postgres_url: str, fresh_schema: str) -> None:
@@ -440,9 +524,23 @@ def test_async_migrate_opens_the_pool_itself(postgres_url: str, fresh_schema: st
 def test_bad_options_are_named(postgres_url: str, options: dict[str, object], option: str) -> None:
     with pytest.raises(InvalidOption) as raised:
         PostgresStore(postgres_url, **options)  # type: ignore[arg-type]
-    assert raised.value.option == option
-    with pytest.raises(InvalidOption):
+    assert (raised.value.backend, raised.value.option) == ("postgres", option)
+    assert str(raised.value).startswith(f"postgres: option {option}: ")
+    with pytest.raises(InvalidOption) as raised_async:
         AsyncPostgresStore(postgres_url, **options)  # type: ignore[arg-type]
+    assert (raised_async.value.backend, raised_async.value.option) == ("postgres", option)
+
+
+def test_an_unknown_option_names_the_known_ones_and_is_the_cores_error() -> None:
+    with pytest.raises(InvalidOption) as raised:
+        open_store(CLOSED_PORT_URL, pool_size=3)  # refused before any connection is tried
+    assert str(raised.value) == (
+        "postgres: option pool_size: unknown option "
+        "(known: schema, auto_migrate, min_size, max_size, connect_timeout, pool_timeout)"
+    )
+    assert isinstance(raised.value, ValueError)
+    assert "InvalidOption" not in chronica_postgres.__all__
+    assert not hasattr(chronica_postgres, "InvalidOption")
 
 
 def test_a_pool_given_by_the_caller_is_used_and_left_open(postgres_url: str, schema: str) -> None:
