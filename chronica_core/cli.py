@@ -2,8 +2,9 @@
 
 Every subcommand takes ``--store URL`` (default: ``$CHRONICA_STORE``, else the embedded default
 ``sqlite:///chronica.db`` when chronica-sqlalchemy is installed, else ``memory://``).
-Exit codes: 0 success; 2 bad usage; 3 chronicum not found; 4 invalid input; 5 no usable backend
-for the URL; 6 the store failed; 1 any other Chronica error or failed conformance cases.
+Exit codes: 0 success; 2 bad usage; 3 chronicum not found; 4 invalid input (an actum, a query,
+an owner or a store option); 5 no usable backend for the URL; 6 the store failed; 1 any other
+Chronica error or failed conformance cases.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from chronica_core.errors import (
     ChronicaError,
     ChronicumNotFound,
     InvalidActum,
+    InvalidOption,
     InvalidOwnerID,
     InvalidQuery,
     StoreError,
@@ -43,7 +45,7 @@ EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_BACKEND, EXIT_STORE =
 
 _EXIT_CODES: tuple[tuple[type[ChronicaError] | tuple[type[ChronicaError], ...], int], ...] = (
     (ChronicumNotFound, EXIT_NOT_FOUND),
-    ((InvalidActum, InvalidQuery, InvalidOwnerID), EXIT_INVALID),
+    ((InvalidActum, InvalidQuery, InvalidOwnerID, InvalidOption), EXIT_INVALID),
     ((UnknownBackend, BackendUnavailable, BackendConflict), EXIT_BACKEND),
     (StoreError, EXIT_STORE),
 )
@@ -155,6 +157,12 @@ def _record(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _
     content = arguments.content if arguments.content is not None else sys.stdin.read()
     actum = Actum(arguments.chronicum_id, arguments.kind, arguments.actor_kind, arguments.actor, content)
     stored = chronicarius.record_actum(arguments.owner, actum, idempotency_key=arguments.key)
+    if arguments.store.startswith("memory:"):
+        print(
+            "chronica: note: memory:// keeps nothing once this command ends; name a store with "
+            "--store or CHRONICA_STORE (or install chronica-sqlalchemy for sqlite:///chronica.db)",
+            file=sys.stderr,
+        )
     if arguments.json:
         output.json(_actum_json(stored))
     else:
@@ -190,13 +198,21 @@ def _show(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
 
 def _backends(arguments: argparse.Namespace, output: _Output) -> int:
     installed, broken = list_backends()
-    output.line(f"{'backend':<12} {'schemes':<46} {'idempotent':<10} {'async':<5} plugin")
-    for item in installed:
-        backend = item.backend
-        schemes = ", ".join(f"{scheme}://" for scheme in backend.schemes)
-        idempotent = "yes" if backend.idempotent else "no"
-        asynchronous = "yes" if backend.open_async is not None else "no"
-        output.line(f"{backend.name:<12} {schemes:<46} {idempotent:<10} {asynchronous:<5} {item.plugin}")
+    rows = [("backend", "schemes", "idempotent", "async", "plugin")] + [
+        (
+            item.backend.name,
+            ", ".join(f"{scheme}://" for scheme in item.backend.schemes),
+            "yes" if item.backend.idempotent else "no",
+            "yes" if item.backend.open_async is not None else "no",
+            item.plugin,
+        )
+        for item in installed
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    for row in rows:
+        output.line(
+            "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[4]])
+        )
     for plugin in broken:
         source = f" from {plugin.distribution}" if plugin.distribution else ""
         output.line(f"BROKEN plugin {plugin.name!r} ({plugin.target}{source}): {plugin.error}")
@@ -295,6 +311,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except ChronicaError as error:
         print(f"chronica: {type(error).__name__}: {error}", file=sys.stderr)
         return next((code for kinds, code in _EXIT_CODES if isinstance(error, kinds)), EXIT_OTHER)
+    except BrokenPipeError:  # `chronica demo | head`: the reader left; stop quietly
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
