@@ -7,6 +7,14 @@ Open one with ``chronica_core.open_store("mongodb://host/database")`` (or
 """
 
 from chronica_mongodb.core import ACTA, CHRONICA, MAX_DOCUMENT_BYTES
-from chronica_mongodb.store import DEFAULT_DATABASE, AsyncMongoStore, MongoStore
+from chronica_mongodb.store import DEFAULT_DATABASE, STORE_OPTIONS, AsyncMongoStore, MongoStore
 
-__all__ = ["ACTA", "CHRONICA", "DEFAULT_DATABASE", "MAX_DOCUMENT_BYTES", "AsyncMongoStore", "MongoStore"]
+__all__ = [
+    "ACTA",
+    "CHRONICA",
+    "DEFAULT_DATABASE",
+    "MAX_DOCUMENT_BYTES",
+    "STORE_OPTIONS",
+    "AsyncMongoStore",
+    "MongoStore",
+]

@@ -9,23 +9,26 @@ run those plans through each store's ``_run``.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import inspect
+import re
+from collections.abc import Mapping
 from datetime import UTC
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from bson.codec_options import CodecOptions
-from pymongo import AsyncMongoClient, MongoClient
+from pymongo import AsyncMongoClient, MongoClient, common
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
 from pymongo.synchronous.database import Database
 
-from chronica_core.errors import StoreError
+from chronica_core.errors import InvalidOption, StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_mongodb.core import Command, MongoCore
 
-__all__ = ["DEFAULT_DATABASE", "AsyncMongoStore", "MongoStore"]
+__all__ = ["DEFAULT_DATABASE", "STORE_OPTIONS", "AsyncMongoStore", "MongoStore"]
 
 DEFAULT_DATABASE = "chronica"
 """The database used when neither the ``database`` option nor the URL's path names one."""
@@ -33,42 +36,129 @@ DEFAULT_DATABASE = "chronica"
 Result = TypeVar("Result")
 
 _CODEC_OPTIONS: CodecOptions[dict[str, Any]] = CodecOptions(tz_aware=True, tzinfo=UTC)
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
+STORE_OPTIONS = ("database", "auto_migrate")
+"""The options the store itself defines; every other option is one of pymongo's ``MongoClient``."""
 
-def _flag(value: bool | str) -> bool:
-    """Read a boolean option given as a bool or as text (``--option auto_migrate=false``)."""
-    if isinstance(value, str):
-        return value.strip().lower() not in _FALSE_WORDS
-    return bool(value)
+_BACKEND = "mongodb"
+_DATABASE_NAME_FORBIDDEN = frozenset(' ./\\"$\x00')  # as pymongo and the server refuse them
+_DATABASE_NAME_MAX_BYTES = 63  # MongoDB: "less than 64 bytes"
 
 
-def _database_name(url: str | None, database: str | None) -> str:
-    """The database: the ``database`` option, else the URL's path, else :data:`DEFAULT_DATABASE`."""
-    if database:
-        return database
-    if url:
-        path = unquote(urlsplit(url).path).lstrip("/")
-        if path:
-            return path
-    return DEFAULT_DATABASE
+def _flag(value: Any) -> bool:
+    """Read ``auto_migrate`` given as a bool or as text (``--option auto_migrate=false``).
+
+    Raises ``InvalidOption`` for anything else.
+    """
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE_WORDS:
+        return True
+    if text in _FALSE_WORDS:
+        return False
+    raise InvalidOption(_BACKEND, "auto_migrate", f"expected true or false, got {value!r}")
+
+
+def _name_problem(name: str) -> str | None:
+    """Why MongoDB cannot use ``name`` as a database name, or ``None`` when it can."""
+    forbidden = sorted(set(name) & _DATABASE_NAME_FORBIDDEN)
+    if forbidden:
+        return f"a database name cannot contain {forbidden[0]!r}"
+    if len(name.encode()) > _DATABASE_NAME_MAX_BYTES:
+        return f"a database name is at most {_DATABASE_NAME_MAX_BYTES} bytes in UTF-8"
+    return None
+
+
+def _database_name(url: str | None, database: Any) -> str:
+    """The database: the ``database`` option, else the URL's path, else :data:`DEFAULT_DATABASE`.
+
+    Raises ``InvalidOption`` for a ``database`` option MongoDB cannot use as a name, and
+    ``StoreError("mongodb: open: ...")`` for such a name in the URL's path.
+    """
+    if database not in (None, ""):
+        problem = _name_problem(database) if isinstance(database, str) else "expected a database name"
+        if problem:
+            raise InvalidOption(_BACKEND, "database", f"{problem}, got {database!r}")
+        return str(database)
+    path = unquote(urlsplit(url).path).lstrip("/") if url else ""
+    problem = _name_problem(path)
+    if problem:
+        raise StoreError("mongodb: open", f"the URL's path names no database: {problem}, got {path!r}")
+    return path or DEFAULT_DATABASE
+
+
+def _unknown(name: str) -> InvalidOption:
+    client_options = sorted({*common.VALIDATORS, "port"})
+    close = difflib.get_close_matches(name.lower(), [*STORE_OPTIONS, *client_options], n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return InvalidOption(
+        _BACKEND,
+        name,
+        f"unknown option{hint}; known options: {', '.join(STORE_OPTIONS)}, and pymongo's "
+        f"MongoClient options (any case): {', '.join(client_options)}",
+    )
+
+
+def _check_client_options(options: Mapping[str, Any]) -> None:
+    """Check each option meant for the client with pymongo's own validators, before opening it.
+
+    Raises ``InvalidOption`` for a name neither the store nor ``MongoClient`` knows (listing the
+    known ones) and for a value pymongo would refuse (with pymongo's reason).
+    """
+    for name, value in options.items():
+        if name == "host":
+            raise InvalidOption(_BACKEND, name, "the URL names the host(s); give it there")
+        if name == "port":
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
+                raise InvalidOption(_BACKEND, name, f"expected a port number (an int), got {value!r}")
+            continue
+        try:
+            common.validate(name, value)
+        except ConfigurationError:
+            raise _unknown(name) from None
+        except (TypeError, ValueError) as error:
+            raise InvalidOption(_BACKEND, name, str(error)) from error
 
 
 def _client(client_class: Any, url: str | None, options: dict[str, Any]) -> Any:
     """Open a ``MongoClient`` or ``AsyncMongoClient`` (neither connects before its first operation).
 
-    Raises ``StoreError("mongodb: open: ...")`` for a malformed URL or option, or an SRV record
-    that cannot be resolved.
+    Raises ``InvalidOption`` when pymongo refuses options given here together (e.g. two that
+    exclude each other), naming the first of them its message names; ``StoreError("mongodb: open:
+    ...")`` for a malformed URL or an SRV record that cannot be resolved.
     """
     try:
         return client_class(url or "mongodb://localhost", **options)
-    except (PyMongoError, ValueError) as error:  # pymongo reports some malformed URLs as ValueError
+    except (InvalidURI, TypeError, ValueError) as error:  # pymongo reports some malformed URLs as ValueError
+        named = [name for name in options if re.search(rf"\b{re.escape(name)}\b", str(error), re.IGNORECASE)]
+        if named:
+            raise InvalidOption(_BACKEND, named[0], str(error)) from error
+        raise StoreError("mongodb: open", str(error)) from error
+    except PyMongoError as error:
         raise StoreError("mongodb: open", str(error)) from error
 
 
-def _database(client: Any, url: str | None, database: str | None) -> Any:
-    """The store's database on ``client``, reading dates as timezone-aware UTC."""
-    return client.get_database(_database_name(url, database), codec_options=_CODEC_OPTIONS)
+def _checked(
+    url: str | None, database: Any, auto_migrate: Any, client_options: Mapping[str, Any], opens_client: bool
+) -> tuple[str, bool]:
+    """Check every option before anything is opened: return the database name and ``auto_migrate``.
+
+    Raises ``InvalidOption`` (an unknown option or a malformed value) or ``StoreError`` (the URL's
+    path is no database name).
+    """
+    migrate = _flag(auto_migrate)
+    name = _database_name(url, database)
+    if opens_client:
+        _check_client_options(client_options)
+    return name, migrate
+
+
+def _database(client: Any, name: str) -> Any:
+    """The database ``name`` on ``client``, reading dates as timezone-aware UTC."""
+    return client.get_database(name, codec_options=_CODEC_OPTIONS)
 
 
 class MongoStore(PlannedStore):
@@ -83,13 +173,19 @@ class MongoStore(PlannedStore):
         client: an existing ``MongoClient`` to use instead of opening one; the store then does not
             close it.
         database: the database name; overrides the URL's path (default ``"chronica"``).
-        auto_migrate: create the indexes on opening (``True`` or text such as ``"false"``).
-        client_options: passed to ``MongoClient`` (e.g. ``maxPoolSize=50``), when it opens one.
+        auto_migrate: create the indexes on opening (a bool, or ``true``/``false``, ``yes``/``no``,
+            ``on``/``off``, ``1``/``0`` as text).
+        client_options: passed to ``MongoClient`` (e.g. ``maxPoolSize=50``), when it opens one;
+            checked first with pymongo's own validators.
 
     Raises:
+        InvalidOption: an option neither the store (:data:`STORE_OPTIONS`) nor ``MongoClient``
+            knows (the reason lists the known ones), or a malformed value (``auto_migrate="maybe"``,
+            a ``database`` name MongoDB refuses, ``maxPoolSize="many"``, options that exclude each
+            other); raised before any client is opened.
+        StoreError: ``mongodb: open: ...`` when ``url`` is malformed (its path included) or an SRV
+            record cannot be resolved.
         StoreError: ``mongodb: migrate: ...`` when the indexes cannot be created.
-        StoreError: ``mongodb: open: ...`` when ``url`` or an option is malformed (or an SRV
-            record cannot be resolved).
     """
 
     plans: MongoCore
@@ -103,11 +199,12 @@ class MongoStore(PlannedStore):
         auto_migrate: bool | str = True,
         **client_options: Any,
     ) -> None:
+        name, migrate = _checked(url, database, auto_migrate, client_options, client is None)
         self._owns_client = client is None
         self.client: MongoClient[dict[str, Any]] = client or _client(MongoClient, url, client_options)
-        self.database: Database[dict[str, Any]] = _database(self.client, url, database)
+        self.database: Database[dict[str, Any]] = _database(self.client, name)
         self.plans = MongoCore()
-        if _flag(auto_migrate):
+        if migrate:
             self.migrate()
 
     def migrate(self) -> None:
@@ -133,7 +230,9 @@ class AsyncMongoStore(AsyncPlannedStore):
     Built without awaiting anything: the client connects, and the indexes are created
     (``auto_migrate``), inside the event loop that first uses the store. Use it in that loop only,
     and ``await store.close()`` there. Arguments are those of :class:`MongoStore`, with an
-    ``AsyncMongoClient`` as ``client``.
+    ``AsyncMongoClient`` as ``client``; so are the errors raised when it is built
+    (``InvalidOption``, ``StoreError("mongodb: open: ...")``). A failed migration is raised by the
+    first operation.
     """
 
     plans: MongoCore
@@ -147,13 +246,14 @@ class AsyncMongoStore(AsyncPlannedStore):
         auto_migrate: bool | str = True,
         **client_options: Any,
     ) -> None:
+        name, migrate = _checked(url, database, auto_migrate, client_options, client is None)
         self._owns_client = client is None
         self.client: AsyncMongoClient[dict[str, Any]] = client or _client(
             AsyncMongoClient, url, client_options
         )
-        self.database: AsyncDatabase[dict[str, Any]] = _database(self.client, url, database)
+        self.database: AsyncDatabase[dict[str, Any]] = _database(self.client, name)
         self.plans = MongoCore()
-        self._migrated = not _flag(auto_migrate)
+        self._migrated = not migrate
         self._migrating = asyncio.Lock()
 
     async def migrate(self) -> None:

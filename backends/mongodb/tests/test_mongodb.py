@@ -24,6 +24,7 @@ from chronica_core import (
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
+    InvalidOption,
     StoreError,
     open_async_store,
     open_store,
@@ -480,6 +481,82 @@ def test_a_malformed_url_is_an_open_error(url: str) -> None:
     assert isinstance(raised.value.__cause__, PyMongoError | ValueError)
     with pytest.raises(StoreError, match=r"^mongodb: open: "):
         open_async_store(url)
+
+
+UNREACHABLE = "mongodb://127.0.0.1:9/chronica"  # nothing listens: every option is checked before connecting
+Opener = Callable[..., Any]
+OPENERS = [pytest.param(open_store, id="blocking"), pytest.param(open_async_store, id="asyncio")]
+
+
+@pytest.mark.parametrize("opener", OPENERS)
+@pytest.mark.parametrize(("option", "suggestion"), [("colour", None), ("datbase", "database")])
+def test_an_unknown_option_is_invalid_and_lists_the_known_ones(
+    opener: Opener, option: str, suggestion: str | None
+) -> None:
+    with pytest.raises(InvalidOption) as raised:
+        opener(UNREACHABLE, **{option: "blue"})
+    error = raised.value
+    assert (error.backend, error.option) == ("mongodb", option)
+    assert error.reason.startswith("unknown option")
+    known = error.reason.partition("; known options: ")[2]
+    assert known.startswith("database, auto_migrate, and pymongo's MongoClient options (any case): ")
+    assert {"maxpoolsize", "w", "port", "serverselectiontimeoutms"} <= set(
+        known.split(": ", 1)[1].split(", ")
+    )
+    assert ("did you mean database?" in error.reason) == (suggestion == "database")
+    assert isinstance(error, ValueError)
+    assert not isinstance(error, StoreError)
+
+
+@pytest.mark.parametrize("opener", OPENERS)
+@pytest.mark.parametrize(
+    ("options", "option", "reason"),
+    [
+        ({"auto_migrate": "maybe"}, "auto_migrate", "expected true or false, got 'maybe'"),
+        ({"database": "a b"}, "database", "a database name cannot contain ' ', got 'a b'"),
+        ({"database": "x.y"}, "database", "a database name cannot contain '.', got 'x.y'"),
+        (
+            {"database": "d" * 64},
+            "database",
+            "a database name is at most 63 bytes in UTF-8, got '" + "d" * 64 + "'",
+        ),
+        ({"database": 7}, "database", "expected a database name, got 7"),
+        ({"maxPoolSize": "many"}, "maxPoolSize", "The value of maxPoolSize must be an integer"),
+        ({"tls": "perhaps"}, "tls", "The value of tls must be 'true' or 'false'"),
+        ({"port": "27017"}, "port", "expected a port number (an int), got '27017'"),
+        ({"host": "elsewhere"}, "host", "the URL names the host(s); give it there"),
+        (
+            {"tls": True, "tlsInsecure": True, "tlsAllowInvalidCertificates": True},
+            "tlsInsecure",
+            "URI options tlsInsecure and tlsAllowInvalidCertificates cannot be specified simultaneously.",
+        ),
+    ],
+)
+def test_a_malformed_option_is_invalid_and_names_it(
+    opener: Opener, options: dict[str, Any], option: str, reason: str
+) -> None:
+    with pytest.raises(InvalidOption) as raised:
+        opener(UNREACHABLE, **options)
+    assert (raised.value.backend, raised.value.option, raised.value.reason) == ("mongodb", option, reason)
+    assert str(raised.value) == f"mongodb: option {option}: {reason}"
+
+
+def test_well_formed_options_given_as_text_are_accepted() -> None:
+    options: dict[str, Any] = {
+        "auto_migrate": "off",
+        "maxPoolSize": "7",
+        "w": "majority",
+        "serverSelectionTimeoutMS": "200",
+    }
+    with MongoStore(UNREACHABLE, database="given", **options) as store:
+        assert store.database.name == "given"
+        assert store.client.options.pool_options.max_pool_size == 7
+        assert store.client.write_concern.document == {"w": "majority"}
+
+
+def test_an_unusable_database_in_the_url_path_is_an_open_error() -> None:
+    with pytest.raises(StoreError, match=r"^mongodb: open: the URL's path names no database: .*'a\.b'"):
+        open_store("mongodb://127.0.0.1:9/a.b", auto_migrate=False)
 
 
 def test_a_conflicting_index_is_a_migrate_error(

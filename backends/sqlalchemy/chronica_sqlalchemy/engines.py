@@ -18,6 +18,7 @@ otherwise (``sqlite+aiosqlite://`` opens a blocking store on ``pysqlite``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -26,12 +27,13 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from chronica_core.errors import StoreError
+from chronica_core.errors import InvalidOption, StoreError
 from chronica_sqlalchemy.plans import WRITE_OPTION
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_SECONDS",
     "DEFAULT_SYNCHRONOUS",
+    "OPTION_NAMES",
     "EngineOptions",
     "async_url",
     "configure_sqlite",
@@ -51,6 +53,11 @@ DEFAULT_BUSY_TIMEOUT_SECONDS = 30.0
 """How long a SQLite writer waits for the write lock before giving up, in seconds."""
 
 _SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+OPTION_NAMES = ("auto_migrate", "busy_timeout", "echo", "max_overflow", "pool_size", "schema", "synchronous")
+"""Every option ``open_store(url, **options)`` understands on this backend."""
+
+_BACKEND = "sqlalchemy"
 
 _BLOCKING_DRIVERS = {"sqlite": "pysqlite", "mysql": "pymysql", "mariadb": "pymysql", "postgresql": "psycopg"}
 _ASYNC_DRIVERS = {"sqlite": "aiosqlite", "mysql": "aiomysql", "mariadb": "aiomysql", "postgresql": "psycopg"}
@@ -95,37 +102,44 @@ def async_url(url: str | URL) -> URL:
 class EngineOptions:
     """The options ``open_store(url, **options)`` understands, parsed from strings or values.
 
+    Parsing does no I/O: a store checks its options before it opens or writes anything.
+
     Args:
         options: ``schema`` (str), ``auto_migrate`` (bool, default true), ``synchronous``
             (SQLite: ``OFF``/``NORMAL``/``FULL``/``EXTRA``, default ``FULL``), ``busy_timeout``
-            (SQLite: seconds, default 30), ``pool_size`` and ``max_overflow`` (ints), ``echo``
-            (bool). Values may be given as strings, as ``--option key=value`` does.
+            (SQLite: seconds, a number not below zero, default 30), ``pool_size`` and
+            ``max_overflow`` (whole numbers not below zero), ``echo`` (bool). Values may be given
+            as strings, as ``--option key=value`` does; booleans as ``true``/``false``,
+            ``yes``/``no``, ``on``/``off`` or ``1``/``0``.
 
     Raises:
-        StoreError: an unknown option or a value that cannot be used (the message names it).
+        InvalidOption: an option this backend does not know (the reason lists
+            :data:`OPTION_NAMES`), or a value of the wrong shape (the reason says what is expected).
     """
 
     def __init__(self, options: Mapping[str, Any]) -> None:
-        unknown = sorted(
-            set(options)
-            - {"schema", "auto_migrate", "synchronous", "busy_timeout", "pool_size", "max_overflow", "echo"}
-        )
-        if unknown:
-            raise StoreError("sqlalchemy: open", f"unknown option(s): {', '.join(unknown)}")
+        for name in sorted(options):
+            if name not in OPTION_NAMES:
+                known = ", ".join(OPTION_NAMES)
+                raise InvalidOption(_BACKEND, name, f"unknown option; known options: {known}")
         schema = options.get("schema")
         self.schema: str | None = str(schema) if schema not in (None, "") else None
         self.auto_migrate = _flag(options, "auto_migrate", default=True)
         self.echo = _flag(options, "echo", default=False)
-        self.synchronous = str(options.get("synchronous", DEFAULT_SYNCHRONOUS)).upper()
+        synchronous = options.get("synchronous", DEFAULT_SYNCHRONOUS)
+        self.synchronous = str(synchronous).strip().upper()
         if self.synchronous not in _SYNCHRONOUS_LEVELS:
             levels = ", ".join(_SYNCHRONOUS_LEVELS)
-            raise StoreError(
-                "sqlalchemy: open", f"option synchronous must be one of {levels}, not {self.synchronous!r}"
-            )
+            raise InvalidOption(_BACKEND, "synchronous", f"expected one of {levels}, got {synchronous!r}")
         self.busy_timeout = _number(options, "busy_timeout", DEFAULT_BUSY_TIMEOUT_SECONDS)
         self.pool: dict[str, int] = {
-            name: int(_number(options, name, 0)) for name in ("pool_size", "max_overflow") if name in options
+            name: _whole_number(options, name) for name in ("pool_size", "max_overflow") if name in options
         }
+
+    def check_dialect(self, url: URL) -> None:
+        """Raise ``InvalidOption`` for an option the URL's dialect cannot use (``schema`` on SQLite)."""
+        if self.schema is not None and url.get_backend_name() == "sqlite":
+            raise InvalidOption(_BACKEND, "schema", "not supported on SQLite")
 
 
 def _flag(options: Mapping[str, Any], name: str, *, default: bool) -> bool:
@@ -137,17 +151,32 @@ def _flag(options: Mapping[str, Any], name: str, *, default: bool) -> bool:
         return True
     if text in ("0", "false", "no", "off"):
         return False
-    raise StoreError("sqlalchemy: open", f"option {name} must be true or false, not {value!r}")
+    raise InvalidOption(_BACKEND, name, f"expected true or false, got {value!r}")
 
 
 def _number(options: Mapping[str, Any], name: str, default: float) -> float:
     value = options.get(name, default)
     try:
+        if isinstance(value, bool):
+            raise TypeError(name)
         number = float(value)
     except (TypeError, ValueError):
-        raise StoreError("sqlalchemy: open", f"option {name} must be a number, not {value!r}") from None
+        raise InvalidOption(_BACKEND, name, f"expected a number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise InvalidOption(_BACKEND, name, f"expected a finite number not below zero, got {value!r}")
+    return number
+
+
+def _whole_number(options: Mapping[str, Any], name: str) -> int:
+    value = options[name]
+    try:
+        if isinstance(value, bool | float):
+            raise TypeError(name)
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InvalidOption(_BACKEND, name, f"expected a whole number, got {value!r}") from None
     if number < 0:
-        raise StoreError("sqlalchemy: open", f"option {name} must not be negative, not {value!r}")
+        raise InvalidOption(_BACKEND, name, f"expected a whole number not below zero, got {value!r}")
     return number
 
 
@@ -179,8 +208,9 @@ def _engine_arguments(
 def create_store_engine(url: str | URL, options: EngineOptions) -> Engine:
     """Create the blocking engine for ``url`` (SQLite gets :func:`configure_sqlite`).
 
-    Raises ``StoreError`` for a URL SQLAlchemy cannot use; a missing driver raises
-    ``ModuleNotFoundError`` (the registry reports it as ``BackendUnavailable``).
+    Raises ``StoreError`` for a URL SQLAlchemy cannot use, ``InvalidOption`` for an option the
+    dialect cannot use (``schema`` on SQLite); a missing driver raises ``ModuleNotFoundError``
+    (the registry reports it as ``BackendUnavailable``).
     """
     engine = _created(create_engine, sync_url(url), options, pool.QueuePool)
     _configured(engine, options)
@@ -197,6 +227,7 @@ def create_async_store_engine(url: str | URL, options: EngineOptions) -> AsyncEn
 def _created(
     factory: Callable[..., AnyEngine], url: URL, options: EngineOptions, queue_pool: type[pool.Pool]
 ) -> AnyEngine:
+    options.check_dialect(url)
     url, arguments = _engine_arguments(url, options, queue_pool)
     try:
         return factory(url, **arguments)

@@ -17,7 +17,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
-from chronica_core.errors import StoreError
+from chronica_core.errors import InvalidOption
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
 from chronica_sqlalchemy.engines import (
@@ -40,7 +40,7 @@ class _Store:
     def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
         if engine.dialect.name == "sqlite":
             if schema is not None:
-                raise StoreError("sqlalchemy: open", "option schema is not supported on SQLite")
+                raise InvalidOption("sqlalchemy", "schema", "not supported on SQLite")
             configure_sqlite(engine)
         self.plans = Plans(Tables.build(schema), engine.dialect, schema)
         self._pending_migration = auto_migrate
@@ -60,7 +60,8 @@ class SQLAlchemyStore(PlannedStore, _Store):
         auto_migrate: create or upgrade the tables now (safe with many processes at once).
 
     Raises:
-        StoreError: the database could not be reached or migrated, or ``schema`` was given for SQLite.
+        StoreError: the database could not be reached or migrated.
+        InvalidOption: ``schema`` was given for SQLite (checked before anything is written).
     """
 
     plans: Plans
@@ -87,7 +88,10 @@ class SQLAlchemyStore(PlannedStore, _Store):
             options: see :class:`chronica_sqlalchemy.engines.EngineOptions`.
 
         Raises:
-            StoreError: a bad URL or option, or the database could not be reached or migrated.
+            InvalidOption: an unknown option (the reason lists the known ones), a malformed value,
+                or ``schema`` on SQLite; raised before any engine is created or anything written.
+            StoreError: a URL SQLAlchemy cannot parse or use, or the database could not be
+                reached or migrated.
             ModuleNotFoundError: the dialect's driver is not installed.
         """
         parsed = EngineOptions(options)
@@ -127,7 +131,7 @@ class AsyncSQLAlchemyStore(AsyncPlannedStore, _Store):
         auto_migrate: create or upgrade the tables before the first operation.
 
     Raises:
-        StoreError: ``schema`` was given for SQLite (the other errors come from the operations).
+        InvalidOption: ``schema`` was given for SQLite (the other errors come from the operations).
     """
 
     plans: Plans
@@ -145,7 +149,11 @@ class AsyncSQLAlchemyStore(AsyncPlannedStore, _Store):
 
     @classmethod
     def open(cls, url: str | URL, **options: Any) -> AsyncSQLAlchemyStore:
-        """Open an asyncio store on ``url`` without connecting; see :meth:`SQLAlchemyStore.open`."""
+        """Open an asyncio store on ``url`` without connecting; see :meth:`SQLAlchemyStore.open`.
+
+        Raises ``InvalidOption`` and ``StoreError`` (a bad URL) as :meth:`SQLAlchemyStore.open` does,
+        before any engine is created; errors reaching the database come from the first operation.
+        """
         parsed = EngineOptions(options)
         engine = create_async_store_engine(url, parsed)
         return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)

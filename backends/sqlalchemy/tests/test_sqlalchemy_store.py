@@ -31,6 +31,7 @@ from chronica_core import (
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
+    InvalidOption,
     StoreError,
     open_async_store,
     open_store,
@@ -132,14 +133,64 @@ def test_open_store_by_url_gives_both_flavours_on_one_sqlite_file(tmp_path: Path
     assert [actum.content for actum in asyncio.run(read())] == ["from the blocking store"]
 
 
-def test_bad_options_name_the_option(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'options.db'}"
-    with pytest.raises(StoreError, match="synchronous"):
-        SQLAlchemyStore.open(url, synchronous="sometimes")
-    with pytest.raises(StoreError, match=r"unknown option.*colour"):
-        SQLAlchemyStore.open(url, colour="blue")
-    with pytest.raises(StoreError, match="schema is not supported on SQLite"):
-        SQLAlchemyStore.open(url, schema="elsewhere")
+KNOWN_OPTIONS = "auto_migrate, busy_timeout, echo, max_overflow, pool_size, schema, synchronous"
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+def test_an_unknown_option_is_invalid_and_lists_the_known_ones(tmp_path: Path, flavour: str) -> None:
+    path = tmp_path / "options.db"
+    opener = open_store if flavour == "blocking" else open_async_store
+    with pytest.raises(InvalidOption) as raised:
+        opener(f"sqlite:///{path}", colour="blue")
+    assert (raised.value.backend, raised.value.option) == ("sqlalchemy", "colour")
+    assert raised.value.reason == f"unknown option; known options: {KNOWN_OPTIONS}"
+    assert not isinstance(raised.value, StoreError)
+    assert isinstance(raised.value, ValueError)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+@pytest.mark.parametrize(
+    ("option", "value", "reason"),
+    [
+        ("synchronous", "sometimes", "expected one of OFF, NORMAL, FULL, EXTRA, got 'sometimes'"),
+        ("busy_timeout", "soon", "expected a number, got 'soon'"),
+        ("busy_timeout", "-1", "expected a finite number not below zero, got '-1'"),
+        ("pool_size", "five", "expected a whole number, got 'five'"),
+        ("pool_size", "2.5", "expected a whole number, got '2.5'"),
+        ("max_overflow", "-3", "expected a whole number not below zero, got '-3'"),
+        ("auto_migrate", "maybe", "expected true or false, got 'maybe'"),
+        ("echo", "loudly", "expected true or false, got 'loudly'"),
+        ("schema", "elsewhere", "not supported on SQLite"),
+    ],
+)
+def test_a_malformed_option_is_invalid_and_names_it(
+    tmp_path: Path, flavour: str, option: str, value: str, reason: str
+) -> None:
+    path = tmp_path / "options.db"
+    opener = open_store if flavour == "blocking" else open_async_store
+    with pytest.raises(InvalidOption) as raised:
+        opener(f"sqlite:///{path}", **{option: value})
+    assert (raised.value.backend, raised.value.option, raised.value.reason) == ("sqlalchemy", option, reason)
+    assert str(raised.value) == f"sqlalchemy: option {option}: {reason}"
+    assert not path.exists()
+
+
+def test_schema_on_a_given_sqlite_engine_is_invalid(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'given.db'}")
+    with pytest.raises(InvalidOption, match=r"^sqlalchemy: option schema: not supported on SQLite$"):
+        SQLAlchemyStore(engine, schema="elsewhere")
+    with pytest.raises(InvalidOption, match=r"^sqlalchemy: option schema: not supported on SQLite$"):
+        AsyncSQLAlchemyStore(create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'given.db'}"), schema="x")
+    engine.dispose()
+
+
+def test_well_formed_options_given_as_text_are_accepted(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'text.db'}"
+    with open_store(url, auto_migrate="yes", echo="off", pool_size="2", max_overflow="0") as store:
+        assert isinstance(store, SQLAlchemyStore)
+        assert store.engine.pool.size() == 2  # type: ignore[attr-defined]
+        assert store.engine.echo is False
 
 
 # --- SQLite specifics --------------------------------------------------------------------------
