@@ -133,7 +133,7 @@ def _client(client_class: Any, url: str | None, options: dict[str, Any]) -> Any:
     try:
         return client_class(url or "mongodb://localhost", **options)
     except (InvalidURI, TypeError, ValueError) as error:  # pymongo reports some malformed URLs as ValueError
-        named = [name for name in options if re.search(rf"\b{re.escape(name)}\b", str(error), re.IGNORECASE)]
+        named = [name for name in options if re.search(rf"\b{re.escape(name)}\b", str(error))]
         if named:
             raise InvalidOption(_BACKEND, named[0], str(error)) from error
         raise StoreError("mongodb: open", str(error)) from error
