@@ -13,23 +13,23 @@ with open_store(url) as store:
     # The first write creates the chronicum for its owner.
     chronicarius.record_actum(
         "ardian",
-        Actum("dinner-friday", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "A quiet table for four?"),
+        Actum("lunch-saturday", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "A quiet table for four?"),
     )
     chronicarius.record_actum(
         "ardian",
-        Actum("dinner-friday", ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first."),
+        Actum("lunch-saturday", ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first."),
     )
-    reply = Actum("dinner-friday", ActumKind.MESSAGE, ActorKind.AGENT, "search", "Rumah Teduh has one.")
+    reply = Actum("lunch-saturday", ActumKind.MESSAGE, ActorKind.AGENT, "search", "Rumah Teduh has one.")
     first = chronicarius.record_actum("ardian", reply, idempotency_key="search-reply-1")
     retry = chronicarius.record_actum("ardian", reply, idempotency_key="search-reply-1")
     assert retry.id == first.id  # a retried write lands once
 
     # Before every model call, an agent reads its context window: here the last 2 messages.
-    for actum in chronicarius.get_acta("ardian", "dinner-friday", actum_kinds=["message"], last_n=2):
+    for actum in chronicarius.get_acta("ardian", "lunch-saturday", actum_kinds=["message"], last_n=2):
         print(f"{actum.actor}: {actum.content}")
 
     # Someone else's chronicum answers exactly like a missing one.
     try:
-        chronicarius.get_acta("rafa", "dinner-friday")
+        chronicarius.get_acta("rafa", "lunch-saturday")
     except ChronicumNotFound as refusal:
         print(f"rafa: {refusal}")

@@ -13,7 +13,7 @@ import sys
 
 from chronica_core import ActorKind, Actum, ActumKind, AsyncChronicarius, open_async_store
 
-OWNER, CHRONICUM = "ardian", "dinner-friday"
+OWNER, CHRONICUM = "ardian", "dinner-saturday"
 
 
 async def agent(chronicarius: AsyncChronicarius, name: str, kinds: list[ActumKind], last_n: int) -> None:
@@ -37,7 +37,7 @@ async def main(url: str) -> None:
         )
         await chronicarius.record_actum(OWNER, request, idempotency_key="request-1")
         await asyncio.gather(
-            agent(chronicarius, "concierge", [], last_n=0),  # everything
+            agent(chronicarius, "concierge", [], last_n=0),  # no kinds named, no limit: everything
             agent(chronicarius, "search", [ActumKind.MESSAGE], last_n=5),
             agent(chronicarius, "booking", [ActumKind.MESSAGE], last_n=3),
         )
