@@ -9,6 +9,7 @@ runs it against every installed backend that needs no server.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +93,53 @@ def pytest_configure(config: pytest.Config) -> None:
     path = suite_module_path()
     if not any(Path(arg.split("::")[0]).resolve() == Path(path).resolve() for arg in config.args):
         config.args.append(path)
+    config.stash[_SUITE_REQUESTED] = True
+
+
+_SUITE_REQUESTED = pytest.StashKey[bool]()
+_GUARDED_FOLDER = pytest.StashKey["Path | None"]()
+
+
+def _guarded_folder(config: pytest.Config) -> Path | None:
+    """The highest folder above the suite module that pytest would skip without this plugin.
+
+    That is a virtualenv (``.venv``, ``env``: a folder with ``pyvenv.cfg``) or a folder matching
+    ``norecursedirs`` on the way from the file system's root to the installed suite; ``None``
+    when pytest would walk down to the suite anyway (e.g. an editable install in a checkout).
+    """
+    if _GUARDED_FOLDER not in config.stash:
+        others = config.pluginmanager.subset_hook_caller(
+            "pytest_ignore_collect", remove_plugins=[sys.modules[__name__]]
+        )
+        suite = Path(suite_module_path())
+        config.stash[_GUARDED_FOLDER] = next(
+            (folder for folder in reversed(suite.parents) if others(collection_path=folder, config=config)),
+            None,
+        )
+    return config.stash[_GUARDED_FOLDER]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Let pytest walk down to the requested suite even inside a virtualenv, and to nothing else there.
+
+    pytest folds an added path into a folder argument that contains it (``pytest`` run from a
+    project whose ``.venv`` holds the suite adds it under ``.``), then skips the virtualenv on
+    the way down. When the suite was requested, this keeps the suite module and the folders
+    leading to it, and skips every other path below the folder pytest would have skipped.
+    Returns ``False`` (collect), ``True`` (skip), or ``None`` (leave it to pytest's own rules).
+    """
+    if not config.stash.get(_SUITE_REQUESTED, False):
+        return None
+    guarded = _guarded_folder(config)
+    if guarded is None:
+        return None
+    suite = Path(suite_module_path())
+    if collection_path == suite or collection_path in suite.parents:
+        return False if collection_path.is_relative_to(guarded) else None
+    if collection_path.parent in suite.parents and collection_path.parent.is_relative_to(guarded):
+        return True
+    return None
 
 
 class StoreCache:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
-
-import pytest
 
 __all__ = ["run"]
 
 
 def run(urls: Sequence[str], pytest_args: Sequence[str] = ()) -> int:
-    """Run the whole suite against each store URL through ``pytest.main``.
+    """Run the whole suite against each store URL in a fresh interpreter (``python -m pytest``).
+
+    The run gets its own process so that pytest rewrites the suite's assertions (a failure shows
+    pytest's diff of the values) even when the caller has already imported the suite. Its output
+    goes to this process's standard output and standard error as it is written.
 
     Args:
         urls: store URLs (``memory://``, ``postgresql://...``); empty runs every installed backend
@@ -19,8 +23,8 @@ def run(urls: Sequence[str], pytest_args: Sequence[str] = ()) -> int:
         pytest_args: further pytest arguments, e.g. ``["-q", "-x"]``.
 
     Returns:
-        pytest's exit code: 0 only when every case passed (1 some failed, 4 a usage error such
-        as a URL no installed backend handles, 5 nothing was collected).
+        pytest's exit code: 0 only when every case passed (1 some failed, 2 interrupted, 4 a usage
+        error such as a URL no installed backend handles, 5 nothing was collected).
     """
     from chronica_conformance.plugin import suite_module_path
 
@@ -29,4 +33,7 @@ def run(urls: Sequence[str], pytest_args: Sequence[str] = ()) -> int:
         args += ["-p", "chronica_conformance.plugin"]
     for url in urls:
         args += ["--chronica-store", url]
-    return int(pytest.main([*args, *pytest_args]))
+    command = [sys.executable, "-m", "pytest", *args, *pytest_args]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return subprocess.run(command, check=False).returncode

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+import chronica_conformance
 import pytest
+
+from chronica_core import cli
 
 pytest_plugins = ("pytester",)
 
@@ -258,3 +264,88 @@ def test_run_returns_pytest_exit_codes(pytester: pytest.Pytester) -> None:
     assert exit_code("memory://", "no_case_has_this_name") == pytest.ExitCode.NO_TESTS_COLLECTED
     # No URL: every backend needing no server (only collected, so no other backend's state matters).
     assert exit_code("", "test_s1_get_returns_the_stored_owner", "--collect-only") == 0
+
+
+@pytest.mark.parametrize("venv_name", [".venv", "env"])
+def test_the_suite_installed_in_the_projects_own_venv_is_collected_and_nothing_else_there(
+    pytester: pytest.Pytester, venv_name: str
+) -> None:
+    # The README's setup: a real virtualenv inside the project folder holding the suite, pytest
+    # run from the project folder. pytest folds the suite's path into "." and skips the venv.
+    venv = pytester.path / venv_name
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site_packages = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    installed = Path(chronica_conformance.__file__).parent
+    shutil.copytree(installed, site_packages / "chronica_conformance", ignore=shutil.ignore_patterns(".*"))
+    (site_packages / "chronica_conformance" / "test_not_the_suite.py").write_text("def test_no(): pass\n")
+    (site_packages / "otherpackage" / "tests").mkdir(parents=True)
+    (site_packages / "otherpackage" / "tests" / "test_other.py").write_text("def test_other(): pass\n")
+    pytester.makepyfile(test_project="def test_project():\n    pass\n")
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(site_packages),  # first on sys.path: the copy in the venv is imported
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+    command = [sys.executable, "-m", "pytest", "-p", "chronica_conformance.plugin", "-p", "no:cacheprovider"]
+    result = subprocess.run(
+        [*command, "--chronica-store", "memory://", "--collect-only", "-q"],
+        cwd=pytester.path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    collected = [line for line in result.stdout.splitlines() if "::" in line]
+    suite = f"{site_packages.relative_to(pytester.path)}/chronica_conformance/test_stores.py::"
+    assert [line for line in collected if not line.startswith(suite)] == ["test_project.py::test_project"]
+    assert len(collected) >= 81
+    # Without the suite requested, the venv stays skipped as pytest skips it.
+    plain = subprocess.run(
+        [*command, "--collect-only", "-q"],
+        cwd=pytester.path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert [line for line in plain.stdout.splitlines() if "::" in line] == ["test_project.py::test_project"]
+
+
+BREAK_MEMORY_STORE = """
+import dataclasses
+
+from chronica_core import memory
+
+_get = memory.MemoryStore.get
+
+
+def get(self, chronicum_id):
+    return dataclasses.replace(_get(self, chronicum_id), owner_id="someone-else")
+
+
+memory.MemoryStore.get = get
+"""
+
+
+@pytest.mark.parametrize("through", ["run", "cli"])
+def test_a_failure_through_run_or_the_cli_shows_pytests_diff_without_rewrite_warnings(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    through: str,
+) -> None:
+    # This process has imported the suite and hypothesis already, as a program calling run() has.
+    pytester.makepyfile(break_memory_store=BREAK_MEMORY_STORE)
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    arguments = ["-q", "-p", "break_memory_store", "-k", "test_s1_get_returns_the_stored_owner"]
+    if through == "run":
+        exit_code = chronica_conformance.run(["memory://"], arguments)
+    else:
+        exit_code = cli.main(["conformance", "memory://", *arguments])
+    output = capfd.readouterr()
+    assert exit_code == pytest.ExitCode.TESTS_FAILED
+    assert "E       AssertionError: assert 'someone-else' == 'ardian-" in output.out
+    assert "E         + someone-else" in output.out
+    assert "2 failed, " in output.out
+    assert "PytestAssertRewriteWarning" not in output.out + output.err
