@@ -231,10 +231,14 @@ def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
 
 
 def _conformance(arguments: argparse.Namespace, output: _Output) -> int:
+    registry().backend_for(arguments.url)  # UnknownBackend / BackendUnavailable: exit 5, as elsewhere
     try:
         conformance = importlib.import_module("chronica_conformance")  # an optional distribution
     except ModuleNotFoundError:
-        output.line("the conformance suite is not installed: pip install chronica-conformance")
+        output.line(
+            "the conformance suite is not installed: pip install ./conformance from a Chronica "
+            "checkout (or pip install chronica-conformance from an index that publishes it)"
+        )
         return EXIT_BACKEND
     exit_code: int = conformance.run([arguments.url], arguments.pytest_args)
     return exit_code

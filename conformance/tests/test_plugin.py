@@ -349,3 +349,20 @@ def test_a_failure_through_run_or_the_cli_shows_pytests_diff_without_rewrite_war
     assert "E         + someone-else" in output.out
     assert "2 failed, " in output.out
     assert "PytestAssertRewriteWarning" not in output.out + output.err
+
+
+def test_the_cli_with_a_url_no_backend_handles_exits_5_naming_the_installed_schemes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["conformance", "bogus://somewhere"]) == 5
+    error = capsys.readouterr().err
+    assert error.startswith("chronica: UnknownBackend: no installed backend handles bogus://")
+    assert "memory" in error
+
+
+def test_the_cli_without_the_suite_says_how_to_install_it_from_a_clone(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "chronica_conformance", None)  # import fails: not installed
+    assert cli.main(["conformance", "memory://"]) == 5
+    assert "pip install ./conformance from a Chronica checkout" in capsys.readouterr().out
