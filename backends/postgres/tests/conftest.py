@@ -2,27 +2,73 @@
 
 ``CHRONICA_TEST_POSTGRES_URL`` names the server (default ``postgresql://postgres@127.0.0.1:5432/test``).
 Without a reachable server the tests skip, saying what to set; with ``CI=true`` they fail instead.
+
+The test marked ``restart`` restarts the server, so it is collected only when that server is
+surely this machine's own: the URL's host is local (``127.0.0.1``, ``localhost``, ``::1`` or a
+socket directory) and a ``pg_ctlcluster`` cluster that this user may control is online on its
+port. Otherwise it is deselected, and the header and the summary say why.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from chronica_postgres import AsyncPostgresStore, PostgresStore
+from postgres_restart_guard import Cluster, restartable_cluster
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+TESTS = Path(__file__).parent
+RESTART_DESELECTED = pytest.StashKey[str]()
+
+
+def configured_url() -> str:
+    """``CHRONICA_TEST_POSTGRES_URL``, else :data:`DEFAULT_URL`."""
+    return os.environ.get("CHRONICA_TEST_POSTGRES_URL", DEFAULT_URL)
+
+
+@functools.cache
+def _restart_cluster() -> Cluster | str:
+    return restartable_cluster(configured_url())
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "restart: restarts the shared PostgreSQL server once (deselect with -m 'not restart')",
+        "restart: restarts the shared PostgreSQL server once (deselect with -m 'not restart'); "
+        "deselected unless the server is a local pg_ctlcluster cluster",
     )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    found = _restart_cluster()
+    if isinstance(found, str):
+        return f"chronica-postgres: the restart test is deselected: {found}"
+    return f"chronica-postgres: the restart test restarts cluster {found[0]}/{found[1]}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the ``restart`` tests of this folder unless the server is a local cluster."""
+    ours = [item for item in items if TESTS in item.path.parents and item.get_closest_marker("restart")]
+    found = _restart_cluster() if ours else None
+    if isinstance(found, str):
+        config.hook.pytest_deselected(items=ours)
+        items[:] = [item for item in items if all(item is not our for our in ours)]
+        config.stash[RESTART_DESELECTED] = found
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    reason = config.stash.get(RESTART_DESELECTED, None)
+    if reason is not None:
+        terminalreporter.write_line(f"chronica-postgres: the restart test was deselected: {reason}")
 
 
 def new_schema_name(label: str = "session") -> str:
@@ -37,9 +83,18 @@ def drop_schema(url: str, schema: str) -> None:
 
 
 @pytest.fixture(scope="session")
+def cluster() -> Cluster:
+    """The local cluster serving the test URL (the ``restart`` test runs only when there is one)."""
+    found = _restart_cluster()
+    if isinstance(found, str):  # deselected in pytest_collection_modifyitems; reached only if forced
+        raise AssertionError(f"the restart test was not deselected although {found}")
+    return found
+
+
+@pytest.fixture(scope="session")
 def postgres_url() -> str:
     """The server's URL; skips (fails with CI=true) when nothing answers there."""
-    url = os.environ.get("CHRONICA_TEST_POSTGRES_URL", DEFAULT_URL)
+    url = configured_url()
     try:
         with psycopg.connect(url, connect_timeout=5) as connection:
             connection.execute("SELECT 1")
