@@ -172,4 +172,5 @@ def test_conformance_passes_on_memory_and_prints_pytests_summary() -> None:
 
 def test_conformance_fails_for_an_unknown_store() -> None:
     result = chronica("conformance", "memroy://", "-q", "-p", "no:cacheprovider", store=None)
-    assert result.returncode != 0
+    assert result.returncode == 5
+    assert "did you mean memory://?" in result.stderr
