@@ -42,13 +42,16 @@ from sqlalchemy import (
 from sqlalchemy.dialects import mysql
 from sqlalchemy.types import TypeEngine
 
+from chronica_core.model import MAX_ID_LENGTH
+
 __all__ = ["ID_LENGTH", "SCHEMA_VERSION", "Content", "Identifier", "Tables", "UTCDateTime", "is_mysql"]
 
 SCHEMA_VERSION = 1
 """The version of the tables this release creates and expects."""
 
-ID_LENGTH = 255
-"""The longest chronicum id, actum id, owner id, actor and idempotency key, in characters."""
+ID_LENGTH = MAX_ID_LENGTH
+"""The longest chronicum id, actum id, owner id, actor and idempotency key, in characters: the
+limit ``Chronicarius`` enforces, so no valid id is ever too long for a column."""
 
 _MYSQL_CHARSET = "utf8mb4"
 
