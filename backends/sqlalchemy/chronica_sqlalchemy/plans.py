@@ -24,10 +24,12 @@ from sqlalchemy import (
     Integer,
     String,
     bindparam,
+    column,
     func,
     insert,
     null,
     select,
+    table,
     true,
     union_all,
     update,
@@ -402,9 +404,10 @@ class Plans:
 
     def _create_tables(self) -> Plan[Step, None]:
         tables = self.tables
-        if self.schema is not None and self.dialect_name in ("postgresql", "mysql"):
-            yield _execute(CreateSchema(self.schema, if_not_exists=True), write=True)
-        yield _execute(CreateTable(tables.versions, if_not_exists=True), write=True)
+        if not (yield from self._versions_table_exists()):
+            if self.schema is not None and self.dialect_name in ("postgresql", "mysql"):
+                yield _execute(CreateSchema(self.schema, if_not_exists=True), write=True)
+            yield _execute(CreateTable(tables.versions, if_not_exists=True), write=True)
         result: CursorResult[Any] = yield _execute(
             select(tables.versions.c.version).where(tables.versions.c.component == _COMPONENT)
         )
@@ -420,6 +423,28 @@ class Plans:
             yield _execute(CreateTable(tables.acta, if_not_exists=True))
             yield _execute(insert(tables.versions), {"component": _COMPONENT, "version": SCHEMA_VERSION})
         yield COMMIT
+
+    def _versions_table_exists(self) -> Plan[Step, bool]:
+        """On MariaDB/MySQL, whether the versions table exists (elsewhere ``False``: just create it).
+
+        There, ``CREATE ... IF NOT EXISTS`` of something that exists raises a warning, which
+        asyncmy logs on every open; so MariaDB/MySQL looks before it creates.
+        """
+        if self.dialect_name != "mysql":
+            return False
+        database = self.schema if self.schema is not None else func.database()
+        information = table(
+            "tables", column("table_schema"), column("table_name"), schema="information_schema"
+        )
+        result: CursorResult[Any] = yield _execute(
+            select(func.count())
+            .select_from(information)
+            .where(
+                information.c.table_schema == database, information.c.table_name == self.tables.versions.name
+            ),
+            write=True,
+        )
+        return bool(result.scalar())
 
     def _lock(self) -> Plan[Step, bool]:
         """Take the migration lock; return whether it must be released by :meth:`_unlock`."""

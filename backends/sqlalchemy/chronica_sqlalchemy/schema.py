@@ -188,7 +188,9 @@ class Tables:
             Column("started_at", UTCDateTime(), nullable=False),
             Column("last_actum_at", UTCDateTime(), nullable=True),
             Column("last_seq", BigInteger(), nullable=False),
-            PrimaryKeyConstraint("id", name="chronica_pkey"),
+            # Primary keys stay unnamed: PostgreSQL names them <table>_pkey, and MariaDB/MySQL
+            # ignores a name there with a warning (which asyncmy logs).
+            PrimaryKeyConstraint("id"),
             mysql_engine="InnoDB",
             mysql_charset=_MYSQL_CHARSET,
         )
@@ -204,7 +206,7 @@ class Tables:
             Column("content", Content(), nullable=False),
             Column("at", UTCDateTime(), nullable=False),
             Column("idempotency_key", Identifier(), nullable=True),
-            PrimaryKeyConstraint("chronicum_id", "seq", name="acta_pkey"),
+            PrimaryKeyConstraint("chronicum_id", "seq"),
             UniqueConstraint("chronicum_id", "idempotency_key", name="acta_idempotency_key"),
             ForeignKeyConstraint(
                 ["chronicum_id"],
@@ -219,7 +221,7 @@ class Tables:
             metadata,
             Column("component", String(64), nullable=False),
             Column("version", Integer(), nullable=False),
-            PrimaryKeyConstraint("component", name="chronica_schema_pkey"),
+            PrimaryKeyConstraint("component"),
             mysql_engine="InnoDB",
             mysql_charset=_MYSQL_CHARSET,
         )
