@@ -1,7 +1,8 @@
 """Chronica on any SQL database SQLAlchemy 2 speaks (Core only): SQLite, MariaDB/MySQL, PostgreSQL.
 
 Open it by URL through the registry (``open_store("sqlite:///chronica.db")``) or directly from an
-engine you already have (``SQLAlchemyStore(engine)``, ``AsyncSQLAlchemyStore(async_engine)``).
+engine you already have (``SQLAlchemyStore(engine)``, ``AsyncSQLAlchemyStore(async_engine)``,
+``AsyncThreadedSQLAlchemyStore(engine)``).
 
 Importing this package is cheap (the plugin module is loaded by every ``chronica`` command);
 SQLAlchemy is imported when one of the names below is first used.
@@ -21,7 +22,12 @@ if TYPE_CHECKING:
         configure_sqlite,
     )
     from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables
-    from chronica_sqlalchemy.store import AsyncSQLAlchemyStore, SQLAlchemyStore
+    from chronica_sqlalchemy.store import (
+        AsyncSQLAlchemyStore,
+        AsyncThreadedSQLAlchemyStore,
+        SQLAlchemyStore,
+        open_async_sqlalchemy_store,
+    )
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_SECONDS",
@@ -29,9 +35,11 @@ __all__ = [
     "DEFAULT_URL",
     "SCHEMA_VERSION",
     "AsyncSQLAlchemyStore",
+    "AsyncThreadedSQLAlchemyStore",
     "SQLAlchemyStore",
     "Tables",
     "configure_sqlite",
+    "open_async_sqlalchemy_store",
 ]
 
 _HOMES = {
@@ -41,7 +49,9 @@ _HOMES = {
     "SCHEMA_VERSION": "schema",
     "Tables": "schema",
     "AsyncSQLAlchemyStore": "store",
+    "AsyncThreadedSQLAlchemyStore": "store",
     "SQLAlchemyStore": "store",
+    "open_async_sqlalchemy_store": "store",
 }
 
 

@@ -4,16 +4,20 @@ URLs are parsed with SQLAlchemy's :func:`~sqlalchemy.engine.make_url`. A URL nam
 optionally a driver; the blocking store and the asyncio store each take the driver of their kind,
 so one URL serves both:
 
-=====================  =====================  =========================
-dialect                blocking driver        asyncio driver
-=====================  =====================  =========================
-``sqlite``             ``pysqlite`` (stdlib)  ``aiosqlite``
-``mysql``/``mariadb``  ``pymysql``            ``aiomysql``
+=====================  =====================  ===================================================
+dialect                blocking driver        asyncio store (``open_async_store``)
+=====================  =====================  ===================================================
+``sqlite``             ``pysqlite`` (stdlib)  ``pysqlite`` on worker threads, one hop per operation
+                                              (``sqlite+aiosqlite://``: ``aiosqlite``)
+``mysql``/``mariadb``  ``pymysql``            ``asyncmy``
 ``postgresql``         ``psycopg``            ``psycopg`` (its async API)
-=====================  =====================  =========================
+=====================  =====================  ===================================================
 
 A driver the URL names explicitly is kept when it is of the right kind and replaced by its twin
-otherwise (``sqlite+aiosqlite://`` opens a blocking store on ``pysqlite``).
+otherwise (``sqlite+aiosqlite://`` opens a blocking store on ``pysqlite``; ``mysql+aiomysql://``
+opens an asyncio store on aiomysql when it is installed). :func:`async_url` gives the driver of an
+``AsyncEngine`` (``aiosqlite`` for SQLite); :func:`runs_on_worker_threads` says when the asyncio
+store uses worker threads instead (SQLite, unless the URL names ``aiosqlite``), and why.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ __all__ = [
     "configure_sqlite",
     "create_async_store_engine",
     "create_store_engine",
+    "runs_on_worker_threads",
     "sync_url",
 ]
 
@@ -60,7 +65,7 @@ OPTION_NAMES = ("auto_migrate", "busy_timeout", "echo", "max_overflow", "pool_si
 _BACKEND = "sqlalchemy"
 
 _BLOCKING_DRIVERS = {"sqlite": "pysqlite", "mysql": "pymysql", "mariadb": "pymysql", "postgresql": "psycopg"}
-_ASYNC_DRIVERS = {"sqlite": "aiosqlite", "mysql": "aiomysql", "mariadb": "aiomysql", "postgresql": "psycopg"}
+_ASYNC_DRIVERS = {"sqlite": "aiosqlite", "mysql": "asyncmy", "mariadb": "asyncmy", "postgresql": "psycopg"}
 _ASYNC_ONLY = frozenset({"aiosqlite", "aiomysql", "asyncmy", "asyncpg", "psycopg_async"})
 _BOTH = frozenset({"psycopg"})  # one driver name, a blocking and an asyncio dialect
 
@@ -97,6 +102,21 @@ def async_url(url: str | URL) -> URL:
     Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL.
     """
     return _with_driver(_parse(url), _ASYNC_DRIVERS, _ASYNC_ONLY)
+
+
+def runs_on_worker_threads(url: str | URL) -> bool:
+    """Whether the asyncio store for ``url`` runs the blocking driver on worker threads.
+
+    True for SQLite unless the URL names an asyncio driver (``sqlite+aiosqlite://``). SQLite has
+    no server to wait on: its calls block on the file and its lock, so any asyncio SQLite driver
+    is a thread doing the blocking calls. aiosqlite under SQLAlchemy's asyncio bridge makes about
+    four round trips between the event loop and that thread per statement; running each whole
+    operation on a worker thread makes one (see ``AsyncThreadedSQLAlchemyStore``).
+
+    Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL.
+    """
+    parsed = _parse(url)
+    return parsed.get_backend_name() == "sqlite" and parsed.drivername.partition("+")[2] not in _ASYNC_ONLY
 
 
 class EngineOptions:

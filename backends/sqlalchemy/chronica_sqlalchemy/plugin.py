@@ -27,9 +27,9 @@ def _open(url: str, **options: Any) -> Store:
 
 
 def _open_async(url: str, **options: Any) -> AsyncStore:
-    from chronica_sqlalchemy.store import AsyncSQLAlchemyStore
+    from chronica_sqlalchemy.store import open_async_sqlalchemy_store
 
-    return AsyncSQLAlchemyStore.open(url, **options)
+    return open_async_sqlalchemy_store(url, **options)
 
 
 @hookimpl

@@ -1,23 +1,29 @@
 """The blocking and the asyncio SQLAlchemy stores: thin executors of the plans in :mod:`.plans`.
 
-Both keep DESIGN §6 on every dialect (checked by ``chronica-conformance``): acta ordered by a
+All keep DESIGN §6 on every dialect (checked by ``chronica-conformance``): acta ordered by a
 per-chronicum ``seq`` the store assigns, "missing" told apart from "empty", the context window in
 one query with the filters before the limit, idempotency through a unique constraint and a
 read-back. Neither checks owners nor validates: that is ``Chronicarius``'s job. The operations
 themselves are those of :class:`chronica_core.PlannedStore` and
-:class:`chronica_core.AsyncPlannedStore`; each store only says how it runs a plan (``_run``).
+:class:`chronica_core.AsyncPlannedStore`; each store only says how it runs a plan: on an
+``Engine``'s connection, through SQLAlchemy's greenlet bridge on an ``AsyncEngine``, or on a
+worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+from abc import abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.pool import QueuePool
 from sqlalchemy.util import greenlet_spawn
 
-from chronica_core.errors import InvalidOption
+from chronica_core.errors import InvalidOption, StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
 from chronica_sqlalchemy.engines import (
@@ -25,17 +31,23 @@ from chronica_sqlalchemy.engines import (
     configure_sqlite,
     create_async_store_engine,
     create_store_engine,
+    runs_on_worker_threads,
 )
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
 
-__all__ = ["AsyncSQLAlchemyStore", "SQLAlchemyStore"]
+__all__ = [
+    "AsyncSQLAlchemyStore",
+    "AsyncThreadedSQLAlchemyStore",
+    "SQLAlchemyStore",
+    "open_async_sqlalchemy_store",
+]
 
 Result = TypeVar("Result")
 
 
 class _Store:
-    """What both stores share: the engine's plans, and whether the tables are yet to be migrated."""
+    """What every store here shares: the engine's plans, and whether the tables are yet to be migrated."""
 
     def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
         if engine.dialect.name == "sqlite":
@@ -51,7 +63,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
     """A blocking, thread-safe, idempotent store on a SQLAlchemy ``Engine``.
 
     Args:
-        engine: the engine to use, e.g. from :func:`open_sqlalchemy_store` or your own
+        engine: the engine to use, e.g. your own
             ``create_engine(...)``. A SQLite engine is given WAL mode, ``BEGIN IMMEDIATE`` for
             writes and a busy timeout (see :func:`chronica_sqlalchemy.engines.configure_sqlite`)
             unless it already has them. The store does not dispose an engine it was given.
@@ -116,13 +128,38 @@ class SQLAlchemyStore(PlannedStore, _Store):
         return execute_plan(self.engine, plan)
 
 
-class AsyncSQLAlchemyStore(AsyncPlannedStore, _Store):
+class _AsyncStore(AsyncPlannedStore, _Store):
+    """What both asyncio stores share: migrate before the first operation, then run each plan.
+
+    A subclass says how a plan is performed without blocking the event loop (:meth:`_perform`).
+    """
+
+    plans: Plans
+
+    @abstractmethod
+    async def _perform(self, plan: Plan[Any, Result]) -> Result:
+        """Run :func:`execute_plan` for ``plan`` on the store's blocking engine, off the event loop."""
+
+    async def migrate(self) -> None:
+        """See :meth:`SQLAlchemyStore.migrate`."""
+        await self._perform(self.plans.migrate())
+        self._pending_migration = False
+
+    async def _run(self, plan: Plan[Any, Result]) -> Result:
+        if self._pending_migration:
+            await self.migrate()
+        return await self._perform(plan)
+
+
+class AsyncSQLAlchemyStore(_AsyncStore):
     """The asyncio twin of :class:`SQLAlchemyStore`, on a SQLAlchemy ``AsyncEngine``.
 
     It runs the very same plans, through SQLAlchemy's greenlet bridge (the mechanism its
-    ``AsyncConnection`` uses): the drivers are asyncio ones (aiosqlite, aiomysql, psycopg's
-    async API), so waiting on the database never blocks the event loop. Constructing it does no
+    ``AsyncConnection`` uses): the drivers are asyncio ones (asyncmy, psycopg's async API,
+    aiosqlite), so waiting on the database never blocks the event loop. Constructing it does no
     I/O; it connects, and migrates when ``auto_migrate``, on first use inside the running loop.
+    ``open_async_store(url)`` gives this store for MariaDB/MySQL, PostgreSQL and
+    ``sqlite+aiosqlite://``; for other SQLite URLs it gives :class:`AsyncThreadedSQLAlchemyStore`.
 
     Args:
         engine: the ``AsyncEngine`` to use (``create_async_engine(...)``); not disposed on close
@@ -133,8 +170,6 @@ class AsyncSQLAlchemyStore(AsyncPlannedStore, _Store):
     Raises:
         InvalidOption: ``schema`` was given for SQLite (the other errors come from the operations).
     """
-
-    plans: Plans
 
     def __init__(
         self,
@@ -151,6 +186,8 @@ class AsyncSQLAlchemyStore(AsyncPlannedStore, _Store):
     def open(cls, url: str | URL, **options: Any) -> AsyncSQLAlchemyStore:
         """Open an asyncio store on ``url`` without connecting; see :meth:`SQLAlchemyStore.open`.
 
+        SQLite URLs get ``aiosqlite`` here, whatever driver they name.
+
         Raises ``InvalidOption`` and ``StoreError`` (a bad URL) as :meth:`SQLAlchemyStore.open` does,
         before any engine is created; errors reaching the database come from the first operation.
         """
@@ -158,17 +195,100 @@ class AsyncSQLAlchemyStore(AsyncPlannedStore, _Store):
         engine = create_async_store_engine(url, parsed)
         return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)
 
-    async def migrate(self) -> None:
-        """See :meth:`SQLAlchemyStore.migrate`."""
-        await greenlet_spawn(execute_plan, self.engine.sync_engine, self.plans.migrate())
-        self._pending_migration = False
-
     async def close(self) -> None:
         """Dispose of the engine's connections if the store created the engine."""
         if self._owns_engine:
             await self.engine.dispose()
 
-    async def _run(self, plan: Plan[Any, Result]) -> Result:
-        if self._pending_migration:
-            await self.migrate()
+    async def _perform(self, plan: Plan[Any, Result]) -> Result:
         return await greenlet_spawn(execute_plan, self.engine.sync_engine, plan)
+
+
+class AsyncThreadedSQLAlchemyStore(_AsyncStore):
+    """The asyncio store on a blocking ``Engine``: each operation runs whole on a worker thread.
+
+    What ``open_async_store("sqlite:///...")`` gives. SQLite has no server to wait on, so every
+    asyncio SQLite driver is a thread making the blocking calls; aiosqlite under SQLAlchemy's
+    asyncio bridge crosses between the event loop and that thread about four times per statement.
+    This store crosses once per operation: the blocking store's plan (the same statements, row
+    conversion and errors) runs on one of ``workers`` threads of its own
+    (``concurrent.futures.ThreadPoolExecutor``) while the event loop goes on. The store is not
+    bound to an event loop.
+
+    A task cancelled while its operation runs stops waiting, but the operation finishes on its
+    thread (a write may still land; retry it with the same idempotency key).
+
+    Args:
+        engine: a blocking engine (SQLite is given :func:`configure_sqlite`); not disposed on
+            close unless the store created it.
+        schema: as for :class:`SQLAlchemyStore` (not on SQLite).
+        auto_migrate: create or upgrade the tables before the first operation.
+        workers: how many operations may run at once; default the engine pool's size (1 for
+            in-memory SQLite, whose one connection is shared).
+
+    Raises:
+        InvalidOption: ``schema`` was given for SQLite (the other errors come from the operations).
+        ValueError: ``workers`` is below 1.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        schema: str | None = None,
+        auto_migrate: bool = True,
+        workers: int | None = None,
+        _owns_engine: bool = False,
+    ) -> None:
+        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine)
+        self.engine = engine
+        if workers is None:
+            workers = engine.pool.size() if isinstance(engine.pool, QueuePool) else 1
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronica-sqlalchemy")
+
+    @classmethod
+    def open(cls, url: str | URL, **options: Any) -> AsyncThreadedSQLAlchemyStore:
+        """Open the store on ``url`` with its blocking driver, without connecting.
+
+        Raises ``InvalidOption`` and ``StoreError`` (a bad URL) as :meth:`SQLAlchemyStore.open`
+        does; errors reaching the database come from the first operation.
+        """
+        parsed = EngineOptions(options)
+        engine = create_store_engine(url, parsed)
+        return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)
+
+    async def close(self) -> None:
+        """Wait for running operations (off the event loop), then dispose of an engine the store created."""
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        self._executor.shutdown(wait=True)
+        if self._owns_engine:
+            self.engine.dispose()
+
+    async def _perform(self, plan: Plan[Any, Result]) -> Result:
+        loop = asyncio.get_running_loop()
+        try:
+            running = loop.run_in_executor(self._executor, execute_plan, self.engine, plan)
+        except RuntimeError as error:  # the executor is shut down
+            plan.close()
+            raise StoreError("sqlalchemy: async store", "the store is closed") from error
+        return await running
+
+
+def open_async_sqlalchemy_store(
+    url: str | URL, **options: Any
+) -> AsyncSQLAlchemyStore | AsyncThreadedSQLAlchemyStore:
+    """Open the asyncio store ``open_async_store(url)`` gives for ``url``, without connecting.
+
+    :class:`AsyncThreadedSQLAlchemyStore` on SQLite URLs that name no asyncio driver, else
+    :class:`AsyncSQLAlchemyStore` (see :func:`chronica_sqlalchemy.engines.runs_on_worker_threads`).
+
+    Raises ``InvalidOption`` and ``StoreError`` as :meth:`SQLAlchemyStore.open` does;
+    ``ModuleNotFoundError`` when the driver is not installed.
+    """
+    if runs_on_worker_threads(url):
+        return AsyncThreadedSQLAlchemyStore.open(url, **options)
+    return AsyncSQLAlchemyStore.open(url, **options)

@@ -1,15 +1,17 @@
 """Fixtures: one fresh database per dialect and test session, on the real servers.
 
-``CHRONICA_SQLALCHEMY_DIALECTS`` (comma-separated: ``sqlite``, ``mariadb``, ``postgresql``; default
-all three) selects the dialects; the tox environments ``sqlite``, ``mariadb`` and
-``postgres-sqlalchemy`` each select one. Servers:
+``CHRONICA_SQLALCHEMY_DIALECTS`` (comma-separated: ``sqlite``, ``aiosqlite``, ``mariadb``,
+``postgresql``; default all four) selects the dialects; the tox environment ``sqlite`` selects
+``sqlite`` and ``aiosqlite``, ``mariadb`` and ``postgres-sqlalchemy`` one each. Servers:
 
 - MariaDB: ``CHRONICA_TEST_MARIADB_URL`` (default ``mariadb+pymysql://root@127.0.0.1:3306/test``);
   each session creates a database ``chronica_test_<random>`` and drops it at the end.
 - PostgreSQL: ``CHRONICA_TEST_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/test``;
   the driver is always ``psycopg``); each session creates a database ``chronica_test_<random>``
   and drops it at the end.
-- SQLite: a file in a temporary directory.
+- SQLite: a file in a temporary directory; ``aiosqlite`` is SQLite through a ``sqlite+aiosqlite://``
+  URL, whose asyncio store is ``AsyncSQLAlchemyStore`` on aiosqlite (plain SQLite URLs get
+  ``AsyncThreadedSQLAlchemyStore``).
 
 Without a reachable server a test skips naming the variable to set; with ``CI=true`` it fails.
 """
@@ -22,12 +24,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chronica_sqlalchemy import AsyncSQLAlchemyStore, SQLAlchemyStore
+from chronica_sqlalchemy import (
+    AsyncSQLAlchemyStore,
+    AsyncThreadedSQLAlchemyStore,
+    SQLAlchemyStore,
+    open_async_sqlalchemy_store,
+)
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-ALL_DIALECTS = ("sqlite", "mariadb", "postgresql")
+ALL_DIALECTS = ("sqlite", "aiosqlite", "mariadb", "postgresql")
+SQLITE_DIALECTS = ("sqlite", "aiosqlite")
 SERVER_VARIABLES = {"mariadb": "CHRONICA_TEST_MARIADB_URL", "postgresql": "CHRONICA_TEST_POSTGRES_URL"}
 SERVER_DEFAULTS = {
     "mariadb": "mariadb+pymysql://root@127.0.0.1:3306/test",
@@ -124,14 +132,14 @@ class ServerDatabases:
 
 @pytest.fixture(scope="session", params=selected_dialects())
 def dialect(request: pytest.FixtureRequest) -> str:
-    """The dialect under test: ``sqlite``, ``mariadb`` or ``postgresql``."""
+    """The dialect under test: ``sqlite``, ``aiosqlite``, ``mariadb`` or ``postgresql``."""
     return str(request.param)
 
 
 @pytest.fixture(scope="session")
 def servers(dialect: str) -> Iterator[ServerDatabases | None]:
     """The dialect's server (``None`` for SQLite); skips or fails when it cannot be reached."""
-    if dialect == "sqlite":
+    if dialect in SQLITE_DIALECTS:
         yield None
         return
     try:
@@ -149,7 +157,7 @@ def database_url(
     """A fresh, empty database for this session (dropped at the end), as a store URL."""
     if servers is None:
         path: Path = tmp_path_factory.mktemp("sqlite") / "chronica.db"
-        yield f"sqlite:///{path}"
+        yield f"sqlite+aiosqlite:///{path}" if dialect == "aiosqlite" else f"sqlite:///{path}"
         return
     url = servers.create()
     try:
@@ -173,6 +181,9 @@ def store(shared_store: SQLAlchemyStore) -> SQLAlchemyStore:
 
 
 @pytest.fixture
-def async_store(shared_store: SQLAlchemyStore, database_url: str) -> AsyncSQLAlchemyStore:
-    """A fresh asyncio store on the session database; the test closes it in its own loop."""
-    return AsyncSQLAlchemyStore.open(database_url, auto_migrate=False)
+def async_store(
+    shared_store: SQLAlchemyStore, database_url: str
+) -> AsyncSQLAlchemyStore | AsyncThreadedSQLAlchemyStore:
+    """A fresh asyncio store on the session database, as ``open_async_store`` gives it; the test
+    closes it in its own loop."""
+    return open_async_sqlalchemy_store(database_url, auto_migrate=False)

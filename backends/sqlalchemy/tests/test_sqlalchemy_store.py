@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -15,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chronica_sqlalchemy import DEFAULT_URL, SCHEMA_VERSION, AsyncSQLAlchemyStore, SQLAlchemyStore
-from chronica_sqlalchemy.engines import async_url, sync_url
+from chronica_sqlalchemy import (
+    DEFAULT_URL,
+    SCHEMA_VERSION,
+    AsyncSQLAlchemyStore,
+    AsyncThreadedSQLAlchemyStore,
+    SQLAlchemyStore,
+    open_async_sqlalchemy_store,
+)
+from chronica_sqlalchemy.engines import async_url, runs_on_worker_threads, sync_url
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -86,10 +94,10 @@ def assert_aware_utc(moment: datetime | None) -> datetime:
         ("sqlite://", "sqlite+pysqlite", "sqlite+aiosqlite"),
         ("sqlite:///chronica.db", "sqlite+pysqlite", "sqlite+aiosqlite"),
         ("sqlite+aiosqlite:///x.db", "sqlite+pysqlite", "sqlite+aiosqlite"),
-        ("mysql://root@h/db", "mysql+pymysql", "mysql+aiomysql"),
-        ("mariadb+pymysql://root@h/db", "mariadb+pymysql", "mariadb+aiomysql"),
-        ("mysql+asyncmy://root@h/db", "mysql+pymysql", "mysql+asyncmy"),
-        ("mysql+mysqldb://root@h/db", "mysql+mysqldb", "mysql+aiomysql"),
+        ("mysql://root@h/db", "mysql+pymysql", "mysql+asyncmy"),
+        ("mariadb+pymysql://root@h/db", "mariadb+pymysql", "mariadb+asyncmy"),
+        ("mysql+aiomysql://root@h/db", "mysql+pymysql", "mysql+aiomysql"),
+        ("mysql+mysqldb://root@h/db", "mysql+mysqldb", "mysql+asyncmy"),
         ("postgresql+psycopg://u@h/db", "postgresql+psycopg", "postgresql+psycopg"),
         ("postgresql+asyncpg://u@h/db", "postgresql+psycopg", "postgresql+asyncpg"),
         ("postgresql+psycopg2://u@h/db", "postgresql+psycopg2", "postgresql+psycopg"),
@@ -117,17 +125,39 @@ def test_the_registry_routes_sqlalchemy_schemes_here_and_leaves_plain_postgresql
     assert DEFAULT_URL == "sqlite:///chronica.db"
 
 
-def test_open_store_by_url_gives_both_flavours_on_one_sqlite_file(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'both.db'}"
+@pytest.mark.parametrize(
+    ("url", "threads"),
+    [
+        ("sqlite://", True),
+        ("sqlite:///chronica.db", True),
+        ("sqlite+pysqlite:///chronica.db", True),
+        ("sqlite+aiosqlite:///chronica.db", False),
+        ("mariadb+pymysql://root@h/db", False),
+        ("postgresql+psycopg://u@h/db", False),
+    ],
+)
+def test_only_sqlite_without_aiosqlite_runs_on_worker_threads(url: str, threads: bool) -> None:
+    assert runs_on_worker_threads(url) is threads
+
+
+@pytest.mark.parametrize(
+    ("scheme", "asyncio_store"),
+    [("sqlite", AsyncThreadedSQLAlchemyStore), ("sqlite+aiosqlite", AsyncSQLAlchemyStore)],
+)
+def test_open_store_by_url_gives_both_flavours_on_one_sqlite_file(
+    tmp_path: Path, scheme: str, asyncio_store: type[Any]
+) -> None:
+    url = f"{scheme}:///{tmp_path / 'both.db'}"
     chronicum_id = new_id()
     with open_store(url) as store:
         assert isinstance(store, SQLAlchemyStore)
+        assert store.engine.dialect.driver == "pysqlite"
         store.create(started(chronicum_id))
         store.record(message(chronicum_id, "from the blocking store"))
 
     async def read() -> list[Actum]:
         async with open_async_store(url) as async_store:
-            assert isinstance(async_store, AsyncSQLAlchemyStore)
+            assert type(async_store) is asyncio_store
             return await async_store.acta(chronicum_id, ActaQuery())
 
     assert [actum.content for actum in asyncio.run(read())] == ["from the blocking store"]
@@ -308,6 +338,60 @@ def test_a_given_async_engine(tmp_path: Path) -> None:
     assert asyncio.run(scenario()) == ["two"]
 
 
+@pytest.mark.parametrize("scheme", ["sqlite", "sqlite+aiosqlite"])
+def test_an_async_sqlite_write_waiting_for_the_lock_leaves_the_loop_free(tmp_path: Path, scheme: str) -> None:
+    path = tmp_path / "locked.db"
+    chronicum_id = new_id()
+    with open_store(f"sqlite:///{path}") as store:
+        store.create(started(chronicum_id))
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # holds the write lock until it rolls back
+
+    async def scenario() -> tuple[int, bool, str]:
+        async with open_async_store(f"{scheme}:///{path}") as async_store:
+            writing = asyncio.create_task(async_store.record(message(chronicum_id, "after the lock")))
+            turns = 0
+            while turns < 20 and not writing.done():
+                await asyncio.sleep(0.01)  # the loop keeps running other tasks meanwhile
+                turns += 1
+            still_waiting = not writing.done()
+            blocker.rollback()
+            return turns, still_waiting, (await writing).content
+
+    try:
+        assert asyncio.run(scenario()) == (20, True, "after the lock")
+    finally:
+        blocker.close()
+
+
+def test_the_threaded_store_runs_as_many_operations_at_once_as_its_pool_holds(tmp_path: Path) -> None:
+    file_store = AsyncThreadedSQLAlchemyStore.open(f"sqlite:///{tmp_path / 'workers.db'}")
+    sized_store = AsyncThreadedSQLAlchemyStore.open(f"sqlite:///{tmp_path / 'workers.db'}", pool_size="2")
+    memory_store = AsyncThreadedSQLAlchemyStore.open("sqlite://")
+    try:
+        assert file_store._executor._max_workers == 5  # SQLAlchemy's default pool size
+        assert sized_store._executor._max_workers == 2
+        assert memory_store._executor._max_workers == 1  # one shared connection
+    finally:
+        for opened in (file_store, sized_store, memory_store):
+            asyncio.run(opened.close())
+    with pytest.raises(ValueError, match=r"^workers must be at least 1, got 0$"):
+        AsyncThreadedSQLAlchemyStore(create_engine("sqlite://"), workers=0)
+
+
+def test_the_threaded_store_serves_any_event_loop_and_refuses_work_once_closed(tmp_path: Path) -> None:
+    store = AsyncThreadedSQLAlchemyStore.open(f"sqlite:///{tmp_path / 'loops.db'}")
+    chronicum_id = new_id()
+    asyncio.run(store.create(started(chronicum_id)))
+    asyncio.run(store.record(message(chronicum_id, "from a second loop")))
+    window = asyncio.run(store.acta(chronicum_id, ActaQuery()))
+    assert [actum.content for actum in window] == ["from a second loop"]
+    asyncio.run(store.close())
+    with pytest.raises(StoreError, match=r"^sqlalchemy: async store: the store is closed$") as raised:
+        asyncio.run(store.acta(chronicum_id, ActaQuery()))
+    assert isinstance(raised.value.__cause__, RuntimeError)
+
+
 # --- every dialect -----------------------------------------------------------------------------
 
 
@@ -329,7 +413,9 @@ def test_timestamps_are_aware_utc_on_write_and_read(store: SQLAlchemyStore) -> N
     assert assert_aware_utc(store.get(chronicum_id).last_actum_at) == recorded.at
 
 
-def test_timestamps_are_aware_utc_in_the_async_flavour(async_store: AsyncSQLAlchemyStore) -> None:
+def test_timestamps_are_aware_utc_in_the_async_flavour(
+    async_store: AsyncSQLAlchemyStore | AsyncThreadedSQLAlchemyStore,
+) -> None:
     async def scenario() -> tuple[Actum, list[Actum], Chronicum]:
         chronicum_id = new_id()
         await async_store.create(started(chronicum_id))
@@ -479,7 +565,8 @@ def fresh_target(
 ) -> Iterator[tuple[str, str | None]]:
     """A URL and schema nobody has migrated yet: a new SQLite file, MariaDB database or PG schema."""
     if servers is None:
-        yield f"sqlite:///{tmp_path / 'fresh.db'}", None
+        scheme = "sqlite+aiosqlite" if dialect == "aiosqlite" else "sqlite"
+        yield f"{scheme}:///{tmp_path / 'fresh.db'}", None
         return
     schema = f"chronica_test_{uuid.uuid4().hex[:12]}"
     if dialect == "postgresql":
@@ -546,7 +633,7 @@ def test_async_stores_starting_at_once_migrate_safely(fresh_target: tuple[str, s
     url, schema = fresh_target
 
     async def one() -> str:
-        store = AsyncSQLAlchemyStore.open(url, schema=schema)
+        store = open_async_sqlalchemy_store(url, schema=schema)
         try:
             chronicum_id = new_id()
             await store.create(started(chronicum_id))
@@ -592,3 +679,19 @@ def test_mariadb_utf8mb4_round_trips_through_chronicarius(store: SQLAlchemyStore
     window = chronicarius.get_acta("árdian 😀", chronicum_id)
     assert [actum.content for actum in window] == [*ROUND_TRIPS[1:], "🧑‍🍳" * 1000]
     assert chronicarius.get_chronicum("árdian 😀", chronicum_id).id == chronicum_id
+
+
+@pytest.mark.dialects("mariadb")
+def test_mariadb_migrations_leave_the_async_driver_nothing_to_log(
+    fresh_target: tuple[str, str | None], caplog: pytest.LogCaptureFixture
+) -> None:
+    url, schema = fresh_target
+
+    async def migrate_twice() -> None:
+        async with open_async_sqlalchemy_store(url, schema=schema) as async_store:
+            await async_store.migrate()  # creates everything
+            await async_store.migrate()  # finds everything in place
+
+    with caplog.at_level("WARNING"):
+        asyncio.run(migrate_twice())
+    assert [(record.name, record.getMessage()) for record in caplog.records] == []
