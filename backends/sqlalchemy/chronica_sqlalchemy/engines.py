@@ -208,7 +208,10 @@ def _engine_arguments(
     url: URL, options: EngineOptions, queue_pool: type[pool.Pool]
 ) -> tuple[URL, dict[str, Any]]:
     """Return the URL and ``create_engine`` keyword arguments for the store's engine."""
-    arguments: dict[str, Any] = {"echo": options.echo}
+    # Every plan ends its own transaction: it commits or rolls back, and a connection closed with
+    # a transaction open rolls it back itself. The pool's rollback on return would only repeat
+    # that after every write: one more round trip (an aiosqlite thread hop) per operation.
+    arguments: dict[str, Any] = {"echo": options.echo, "pool_reset_on_return": None}
     dialect = url.get_backend_name()
     if dialect in ("mysql", "mariadb"):
         if "charset" not in url.query:

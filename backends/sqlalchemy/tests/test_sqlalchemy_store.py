@@ -27,7 +27,7 @@ from chronica_sqlalchemy import (
 from chronica_sqlalchemy.engines import async_url, runs_on_worker_threads, sync_url
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from chronica_core import (
     ActaQuery,
@@ -429,6 +429,43 @@ def test_timestamps_are_aware_utc_in_the_async_flavour(
     assert assert_aware_utc(window[0].at) == assert_aware_utc(recorded.at)
     assert assert_aware_utc(chronicum.last_actum_at) == recorded.at
     assert_aware_utc(chronicum.started_at)
+
+
+def test_a_write_ends_with_its_commit_and_no_rollback_after_it(
+    store: SQLAlchemyStore,
+    async_store: AsyncSQLAlchemyStore | AsyncThreadedSQLAlchemyStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    endings: list[str] = []
+    async_engine = async_store.engine
+    blocking_engine = async_engine.sync_engine if isinstance(async_engine, AsyncEngine) else async_engine
+    for engine in (store.engine, blocking_engine):
+        dialect = engine.dialect
+        for name in ("do_commit", "do_rollback"):
+            original = getattr(dialect, name)
+
+            def counted(connection: Any, original: Any = original, name: str = name) -> None:
+                endings.append(name)
+                original(connection)
+
+            monkeypatch.setattr(dialect, name, counted)
+    chronicum_id = new_id()
+    store.create(started(chronicum_id))
+    endings.clear()
+    store.record(message(chronicum_id))
+    store.record_idempotent(message(chronicum_id), "key-1")
+
+    blocking_endings = list(endings)
+
+    async def writes() -> None:
+        await async_store.get(chronicum_id)  # connects first (a new engine's set-up rolls back)
+        endings.clear()
+        await async_store.record(message(chronicum_id))
+        await async_store.record_idempotent(message(chronicum_id), "key-2")
+        await async_store.close()
+
+    asyncio.run(writes())
+    assert (blocking_endings, endings) == (["do_commit"] * 2, ["do_commit"] * 2)
 
 
 @pytest.mark.parametrize("content", ROUND_TRIPS, ids=range(len(ROUND_TRIPS)))
