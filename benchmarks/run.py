@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from benchmarks.baselines import Baseline, load_baseline_class
+from benchmarks.baselines import AsyncBaseline, Baseline, load_baseline_class
 from chronica_core import (
     Actum,
     ActumKind,
@@ -88,8 +88,11 @@ class LatencyRow:
         flavour: ``"sync"`` or ``"async"``.
         history: how many acta the chronicum held when the measurement started.
         store: the Chronicarius call over the store.
-        raw: per raw variant, the baseline doing the same work (sync rows only).
-        ratio: store median / raw median per variant; for async rows ``{"sync": async / sync}``.
+        raw: per raw variant, the baseline doing the same work; on async rows, the variant's
+            asyncio twin (its ``async_variants``), where it has one.
+        ratio: store median / raw median per variant; async rows add ``"sync"`` (async store /
+            sync store) and, with an asyncio raw variant, ``"driver"`` (the first such variant's
+            async median / its sync median: what the driver's own asyncio API costs).
     """
 
     operation: str
@@ -206,6 +209,9 @@ STORE = ""
 
 ASYNC_STORE = "\x00async"
 """Key of the ``AsyncChronicarius`` operation among the timed operations."""
+
+ASYNC_RAW = "\x00async raw "
+"""Prefix of an asyncio raw variant's key (``ASYNC_RAW + name``) among the timed operations."""
 
 
 MINIMUM_TIMED_ROUNDS = 10
@@ -404,6 +410,10 @@ class Baselines:
             self.variants = {str(getattr(self.main, "name", "raw")): self.main}
         self.thread_safe = bool(getattr(self.main, "thread_safe", False))
         self.fills_store = bool(getattr(self.main, "fills_store", True))
+        async_variants: dict[str, AsyncBaseline] | None = getattr(self.main, "async_variants", None)
+        self.async_variants: dict[str, AsyncBaseline] = {
+            name: variant for name, variant in (async_variants or {}).items() if name in self.variants
+        }
 
     @property
     def loader(self) -> Baseline:
@@ -532,6 +542,8 @@ class StoreBench:
                     self._measure_appends(chronica, runner)
                     self._measure_concurrent(runner)
                 finally:
+                    for variant in self._async_variants().values():
+                        runner.run(variant.close())
                     if self.async_store is not None:
                         runner.run(self.async_store.close())
         finally:
@@ -568,6 +580,7 @@ class StoreBench:
         writers = list(self.baselines.variants) if self.baselines is not None else []
         if self.async_chronicarius is not None:
             writers.append(ASYNC_STORE)
+            writers += [ASYNC_RAW + name for name in self._async_variants()]
         for writer in writers:
             if self._store_shares_fill():
                 filled.append_ids[writer] = self._filled_copy(size)
@@ -588,6 +601,12 @@ class StoreBench:
         self.baselines.loader.prepare(chronicum_id, OWNER)
         self.baselines.loader.fill(chronicum_id, history(chronicum_id, size))
         return chronicum_id
+
+    def _async_variants(self) -> dict[str, AsyncBaseline]:
+        """The baseline's asyncio variants, timed only beside an async store."""
+        if self.baselines is None or self.async_chronicarius is None:
+            return {}
+        return self.baselines.async_variants
 
     def _store_shares_fill(self) -> bool:
         return self.baselines is not None and self.baselines.fills_store
@@ -647,6 +666,10 @@ class StoreBench:
                 async_operations[_key(filled.size, ASYNC_STORE)] = functools.partial(
                     _async_store_read, self.async_chronicarius, filled.async_chronicum_id, message_only
                 )
+                for name, variant in self._async_variants().items():
+                    async_operations[_key(filled.size, ASYNC_RAW + name)] = _async_raw_reader(
+                        variant, filled.chronicum_id
+                    )
                 # The owner cache, warm before timing:
                 runner.run(self.async_chronicarius.get_acta(OWNER, filled.async_chronicum_id, last_n=1))
         timings = runner.run(
@@ -682,6 +705,12 @@ class StoreBench:
                 async_operations[_key(filled.size, ASYNC_STORE)] = _async_store_appender(
                     self.async_chronicarius, async_acta
                 )
+                for name, variant in self._async_variants().items():
+                    chronicum_id = filled.append_ids[ASYNC_RAW + name]
+                    raw_acta = [story_actum(chronicum_id, index, with_id=True) for index in range(rounds)]
+                    async_operations[_key(filled.size, ASYNC_RAW + name)] = _async_raw_appender(
+                        variant, raw_acta
+                    )
         timings = runner.run(
             time_interleaved(
                 operations,
@@ -709,13 +738,28 @@ class StoreBench:
             key[len(prefix) :]: timing for key, timing in all_timings.items() if key.startswith(prefix)
         }
         store = timings[STORE]
-        raw = {name: timing for name, timing in timings.items() if name not in (STORE, ASYNC_STORE)}
+        raw = {
+            name: timing
+            for name, timing in timings.items()
+            if name != STORE and not name.startswith(ASYNC_STORE)  # ASYNC_RAW starts so too
+        }
         ratio = {name: store.median_ns / timing.median_ns for name, timing in raw.items()}
         self.report.latency.append(LatencyRow(operation, "sync", size, store, raw, ratio))
         if ASYNC_STORE in timings:
             timing = timings[ASYNC_STORE]
-            async_ratio = {"sync": timing.median_ns / store.median_ns}
-            self.report.latency.append(LatencyRow(operation, "async", size, timing, {}, async_ratio))
+            async_raw = {
+                name[len(ASYNC_RAW) :]: raw_timing
+                for name, raw_timing in timings.items()
+                if name.startswith(ASYNC_RAW)
+            }
+            async_ratio = {
+                name: timing.median_ns / raw_timing.median_ns for name, raw_timing in async_raw.items()
+            }
+            async_ratio["sync"] = timing.median_ns / store.median_ns
+            if async_raw:
+                first = next(iter(async_raw))
+                async_ratio["driver"] = async_raw[first].median_ns / raw[first].median_ns
+            self.report.latency.append(LatencyRow(operation, "async", size, timing, async_raw, async_ratio))
 
     def _flatness(self) -> None:
         """Last-20 median at the largest history over the smallest, for the store and each raw variant."""
@@ -730,7 +774,9 @@ class StoreBench:
             small, large = by_size[sizes[0]], by_size[sizes[-1]]
             self.report.flat[f"chronica {flavour}"] = large.store.median_ns / small.store.median_ns
             for name in large.raw:
-                self.report.flat[name] = large.raw[name].median_ns / small.raw[name].median_ns
+                if name in small.raw:
+                    label = name if flavour == "sync" else f"{name} async"
+                    self.report.flat[label] = large.raw[name].median_ns / small.raw[name].median_ns
 
     # -- many writers ----------------------------------------------------------------------
 
@@ -832,6 +878,14 @@ def _raw_reader(baseline: Baseline, chronicum_id: str) -> Callable[[int], object
 
 
 def _raw_appender(baseline: Baseline, acta: list[Actum]) -> Callable[[int], object]:
+    return lambda number: baseline.append(acta[number])
+
+
+def _async_raw_reader(baseline: AsyncBaseline, chronicum_id: str) -> Callable[[int], Awaitable[object]]:
+    return lambda _: baseline.last_messages(chronicum_id, LAST_N)
+
+
+def _async_raw_appender(baseline: AsyncBaseline, acta: list[Actum]) -> Callable[[int], Awaitable[object]]:
     return lambda number: baseline.append(acta[number])
 
 
@@ -973,7 +1027,7 @@ def render(report: Report) -> str:
     header = ["operation", "flavour", "history", "chronica med", "p90"]
     for name in variants:
         header += [f"{name} med", "p90", "ratio"]
-    header.append("async/sync")
+    header += ["async/sync", "driver async/sync"]
     rows: list[list[str]] = []
     for row in sorted(
         report.latency, key=lambda row: (row.operation != "record_actum", row.history, row.flavour != "sync")
@@ -992,6 +1046,7 @@ def render(report: Report) -> str:
             else:
                 line += [_micro(raw.median_ns), _micro(raw.p90_ns), f"{row.ratio[name]:.2f}x"]
         line.append(f"{row.ratio['sync']:.2f}x" if "sync" in row.ratio else "")
+        line.append(f"{row.ratio['driver']:.2f}x" if "driver" in row.ratio else "")
         rows.append(line)
     out.append(_table(header, rows))
     if report.flat:

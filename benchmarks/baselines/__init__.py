@@ -10,6 +10,11 @@ baseline say more (all read with ``getattr`` and a default, so a baseline withou
   called on the object itself if it has them, else on the first variant. Targets refer to the first.
 - ``thread_safe: bool`` (default ``False``) — ``append`` may be called from 40 threads at once on
   one instance. When ``False`` the harness opens one ``RawBaseline`` per writer thread.
+- ``async_variants: dict[str, AsyncBaseline]`` — the asyncio twin of a variant, under that
+  variant's name (e.g. psycopg's ``AsyncConnection`` beside its ``Connection``), running the same
+  SQL. Timed on the async rows in the same rounds, each appending into a copy of its own; its
+  ``async/sync`` ratio shows what the driver's own asyncio API costs. Opened lazily inside the
+  harness's event loop, closed there.
 - ``fills_store: bool`` (default ``True``) — ``fill`` writes into the tables the store reads, so the
   store is measured on the very history the baseline loaded. ``False`` (memory) makes the harness
   fill the store through ``Chronicarius.record_actum`` as well.
@@ -23,7 +28,7 @@ from typing import Any, Protocol
 
 from chronica_core import Actum
 
-__all__ = ["Baseline", "load_baseline_class"]
+__all__ = ["AsyncBaseline", "Baseline", "load_baseline_class"]
 
 
 class Baseline(Protocol):
@@ -47,6 +52,22 @@ class Baseline(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+        ...
+
+
+class AsyncBaseline(Protocol):
+    """The asyncio twin of a raw variant: the same statements through the driver's asyncio API."""
+
+    async def append(self, actum: Actum) -> None:
+        """As :meth:`Baseline.append`, awaited."""
+        ...
+
+    async def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        """As :meth:`Baseline.last_messages`, awaited."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections (called in the loop that used them)."""
         ...
 
 

@@ -89,10 +89,47 @@ class _PlainInsert:
         """Nothing of its own: the connection is the main variant's."""
 
 
-def _window(raw: _Connection, chronicum_id: str, n: int) -> list[Any]:
+def _window_query(raw: _Connection, chronicum_id: str, n: int) -> tuple[bytes, tuple[Any, ...]]:
     statement = raw.statements.window(kinds=True, actor_kinds=False, limited=True)
     kinds = text_array(["message"])  # the parameter as the store sends it: one text[] literal
-    return raw.connection.execute(statement, (chronicum_id, kinds, n, chronicum_id)).fetchall()
+    return statement, (chronicum_id, kinds, n, chronicum_id)
+
+
+def _window(raw: _Connection, chronicum_id: str, n: int) -> list[Any]:
+    return raw.connection.execute(*_window_query(raw, chronicum_id, n)).fetchall()
+
+
+def _record_parameters(actum: Actum) -> tuple[Any, ...]:
+    """The parameters of the store's ``record`` statement for ``actum``."""
+    return (actum.chronicum_id, *_fields(actum), None, None)  # no NUL, no key
+
+
+class _AsyncPsycopg:
+    """psycopg's ``AsyncConnection`` (autocommit, opened on first use) running the same statements."""
+
+    def __init__(self, raw: _Connection) -> None:
+        self._raw = raw
+        self._connection: psycopg.AsyncConnection[tuple[Any, ...]] | None = None
+
+    async def _connected(self) -> psycopg.AsyncConnection[tuple[Any, ...]]:
+        if self._connection is None:
+            self._connection = await psycopg.AsyncConnection.connect(self._raw.url, autocommit=True)
+            await self._connection.execute(SET_UTC)
+        return self._connection
+
+    async def append(self, actum: Actum) -> None:
+        connection = await self._connected()
+        cursor = await connection.execute(self._raw.statements.record, _record_parameters(actum))
+        await cursor.fetchall()
+
+    async def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        connection = await self._connected()
+        cursor = await connection.execute(*_window_query(self._raw, chronicum_id, n))
+        return await cursor.fetchall()
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
 
 
 class RawBaseline:
@@ -110,6 +147,7 @@ class RawBaseline:
     def __init__(self, url: str, **options: str) -> None:
         self._raw = _Connection(url, options)
         self.variants: dict[str, Any] = {self.name: self, _PlainInsert.name: _PlainInsert(self._raw)}
+        self.async_variants: dict[str, Any] = {self.name: _AsyncPsycopg(self._raw)}
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
         """Insert the chronicum's row, as ``Store.create`` does."""
@@ -135,8 +173,7 @@ class RawBaseline:
 
     def append(self, actum: Actum) -> None:
         """The store's ``record`` statement, with the same parameters."""
-        parameters = (actum.chronicum_id, *_fields(actum), None, None)  # no NUL, no key
-        self._raw.connection.execute(self._raw.statements.record, parameters).fetchall()
+        self._raw.connection.execute(self._raw.statements.record, _record_parameters(actum)).fetchall()
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
         """The store's context-window query for the last ``n`` messages; raw rows."""

@@ -8,7 +8,9 @@ Two columns, both doing exactly the statements the store runs, on the tables the
   ``record``: connect, move the chronicum's counter (``UPDATE ... RETURNING`` on SQLite and
   PostgreSQL, ``UPDATE ... LAST_INSERT_ID(...)`` on MariaDB/MySQL), ``INSERT`` the actum,
   ``COMMIT``. Context window: the one outer-joined ``SELECT``. Its ratio is what the plans, the
-  row conversion and ``Chronicarius`` add: the issue's target (≤ 1.2×).
+  row conversion and ``Chronicarius`` add: the issue's target (≤ 1.2×). Its asyncio twin runs the
+  same functions on an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite on SQLite,
+  asyncmy, psycopg's async API).
 - the DB-API driver itself (``sqlite3``, ``pymysql`` or ``psycopg``): the same SQL, hand-written,
   on one connection, with rows left as the driver returns them. It shows what SQLAlchemy costs.
 """
@@ -21,10 +23,17 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from chronica_sqlalchemy.engines import EngineOptions, create_store_engine, sync_url
+from chronica_sqlalchemy.engines import (
+    EngineOptions,
+    create_async_store_engine,
+    create_store_engine,
+    sync_url,
+)
 from chronica_sqlalchemy.plans import WRITE_OPTION, Plans, actum_row
 from chronica_sqlalchemy.schema import Tables, is_mysql
 from sqlalchemy import Engine, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.util import greenlet_spawn
 
 from chronica_core import ActaQuery, Actum, ActumKind
 
@@ -45,24 +54,61 @@ class _Core:
         self.plans = Plans(Tables.build(parsed.schema), self.engine.dialect, parsed.schema)
 
     def append(self, actum: Actum) -> None:
-        at = datetime.now(UTC)
-        with self.engine.connect() as connection:
-            connection.execution_options(**{WRITE_OPTION: True})
-            result = connection.execute(
-                self.plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": at}
-            )
-            seq = result.scalar_one() if self.plans.counter == "returning" else result.lastrowid
-            connection.execute(self.plans.insert_actum_statement, actum_row(actum, seq, at))
-            connection.commit()
+        _append(self.engine, self.plans, actum)
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        query = ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=n)
-        statement, parameters = self.plans.window_for(chronicum_id, query)
-        with self.engine.connect() as connection:
-            return [row for row in connection.execute(statement, parameters).all() if row[1] is not None]
+        return _last_messages(self.engine, self.plans, chronicum_id, n)
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _append(engine: Engine, plans: Plans, actum: Actum) -> None:
+    at = datetime.now(UTC)
+    with engine.connect() as connection:
+        connection.execution_options(**{WRITE_OPTION: True})
+        result = connection.execute(plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": at})
+        seq = result.scalar_one() if plans.counter == "returning" else result.lastrowid
+        connection.execute(plans.insert_actum_statement, actum_row(actum, seq, at))
+        connection.commit()
+
+
+def _last_messages(engine: Engine, plans: Plans, chronicum_id: str, n: int) -> list[Any]:
+    query = ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=n)
+    statement, parameters = plans.window_for(chronicum_id, query)
+    with engine.connect() as connection:
+        return [row for row in connection.execute(statement, parameters).all() if row[1] is not None]
+
+
+class _AsyncCore:
+    """Core on an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite, asyncmy, psycopg).
+
+    The same functions as the Core variant, run through SQLAlchemy's greenlet bridge on the
+    ``AsyncEngine``'s ``sync_engine``: what ``AsyncConnection`` does. Created on first use, inside
+    the harness's event loop.
+    """
+
+    def __init__(self, url: str, options: dict[str, str], plans: Plans) -> None:
+        self._url, self._options, self._plans = url, options, plans
+        self._engine: AsyncEngine | None = None
+
+    def _sync_engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = create_async_store_engine(self._url, EngineOptions(self._options))
+        return self._engine.sync_engine
+
+    async def append(self, actum: Actum) -> None:
+        await greenlet_spawn(_append, self._sync_engine(), self._plans, actum)
+
+    async def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        rows: list[Any] = await greenlet_spawn(
+            _last_messages, self._sync_engine(), self._plans, chronicum_id, n
+        )
+        return rows
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
 
 
 class _DBAPI:
@@ -225,6 +271,9 @@ class RawBaseline:
         self._core = _Core(url, dict(options))
         self._driver = _DBAPI(url, dict(options))
         self.variants: dict[str, Any] = {self._core.name: self._core, self._driver.name: self._driver}
+        self.async_variants: dict[str, Any] = {
+            self._core.name: _AsyncCore(url, dict(options), self._core.plans)
+        }
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
         """Insert the chronicum's row, as ``Store.create`` does."""
