@@ -164,6 +164,11 @@ class AsyncSQLAlchemyStore(_AsyncStore):
     ``open_async_store(url)`` gives this store for MariaDB/MySQL, PostgreSQL and
     ``sqlite+aiosqlite://``; for other SQLite URLs it gives :class:`AsyncThreadedSQLAlchemyStore`.
 
+    On SQLite, an operation runs to its end even when the task awaiting it is cancelled (the task
+    stops waiting at once; a write may still land, so retry it with the same idempotency key):
+    aiosqlite interrupted between ``BEGIN IMMEDIATE`` and ``COMMIT`` can keep SQLite's write
+    lock until the process exits, locking out every other writer.
+
     Args:
         engine: the ``AsyncEngine`` to use (``create_async_engine(...)``); not disposed on close
             unless the store created it.
@@ -184,6 +189,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
     ) -> None:
         _Store.__init__(self, engine.sync_engine, schema, auto_migrate, _owns_engine)
         self.engine = engine
+        self._runs_to_the_end = engine.dialect.name == "sqlite"
 
     @classmethod
     def open(cls, url: str | URL, **options: Any) -> AsyncSQLAlchemyStore:
@@ -204,7 +210,10 @@ class AsyncSQLAlchemyStore(_AsyncStore):
             await self.engine.dispose()
 
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
-        return await greenlet_spawn(execute_plan, self.engine.sync_engine, plan)
+        performing = greenlet_spawn(execute_plan, self.engine.sync_engine, plan)
+        if self._runs_to_the_end:
+            return await asyncio.shield(performing)
+        return await performing
 
 
 class AsyncThreadedSQLAlchemyStore(_AsyncStore):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -360,6 +361,43 @@ def test_an_async_sqlite_write_waiting_for_the_lock_leaves_the_loop_free(tmp_pat
 
     try:
         assert asyncio.run(scenario()) == (20, True, "after the lock")
+    finally:
+        blocker.close()
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "sqlite+aiosqlite"])
+def test_cancelled_sqlite_writes_never_leave_the_write_lock_held(tmp_path: Path, scheme: str) -> None:
+    url = f"{scheme}:///{tmp_path / 'cancelled.db'}"
+    chronicum_id = new_id()
+    random_points = random.Random(2)
+
+    async def scenario() -> list[str]:
+        async with open_async_store(url, busy_timeout="5") as async_store:
+            chronicarius = AsyncChronicarius(async_store)
+            await chronicarius.record_actum("ardian", message(chronicum_id, "first"))
+            landed: list[str] = []
+            for round_number in range(100):
+                cancelled = [
+                    asyncio.create_task(
+                        chronicarius.record_actum("ardian", message(chronicum_id, "cancelled"))
+                    )
+                    for _ in range(3)
+                ]
+                await asyncio.sleep(random_points.uniform(0, 0.004))  # cancel at a random point
+                for task in cancelled:
+                    task.cancel()
+                await asyncio.gather(*cancelled, return_exceptions=True)
+                after = await chronicarius.record_actum(
+                    "ardian", message(chronicum_id, f"after {round_number}")
+                )
+                landed.append(after.content)
+            return landed
+
+    assert asyncio.run(scenario()) == [f"after {round_number}" for round_number in range(100)]
+    blocker = sqlite3.connect(tmp_path / "cancelled.db", timeout=1, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # the lock is free once the store is closed
+        blocker.execute("ROLLBACK")
     finally:
         blocker.close()
 
