@@ -1,7 +1,8 @@
 """The ``chronica`` command: the dinner-story demo, the installed backends, and reading and writing.
 
-Every subcommand takes ``--store URL`` (default: ``$CHRONICA_STORE``, else the embedded default
-``sqlite:///chronica.db`` when chronica-sqlalchemy is installed, else ``memory://``).
+Every subcommand that opens a store takes ``--store URL`` (default: ``$CHRONICA_STORE``, else the
+embedded default ``sqlite:///chronica.db`` when chronica-sqlalchemy is installed, else
+``memory://``) and ``--option KEY=VALUE`` (repeatable; each goes to ``open_store`` as a string).
 Exit codes: 0 success; 2 bad usage; 3 chronicum not found; 4 invalid input (an actum, a query,
 an owner or a store option); 5 no usable backend for the URL; 6 the store failed; 1 any other
 Chronica error or failed conformance cases.
@@ -219,8 +220,20 @@ def _backends(arguments: argparse.Namespace, output: _Output) -> int:
     return 0
 
 
+def _store_option(text: str) -> tuple[str, str]:
+    """Parse ``--option KEY=VALUE``; a malformed one is a usage error (exit 2)."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _opened_store(arguments: argparse.Namespace) -> Store:
+    return open_store(arguments.store, **dict(arguments.option))
+
+
 def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
-    with open_store(arguments.store) as store:  # a backend with a schema migrates as it opens
+    with _opened_store(arguments) as store:  # a backend with a schema migrates as it opens
         migrate: Callable[[], object] | None = getattr(store, "migrate", None)
         if migrate is None:
             output.line(f"{type(store).__name__} keeps no schema; nothing to migrate")
@@ -251,6 +264,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="store URL (default: $CHRONICA_STORE, else sqlite:///chronica.db with chronica-sqlalchemy, "
         "else memory://)",
+    )
+    store.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        type=_store_option,
+        metavar="KEY=VALUE",
+        help="a store option, e.g. schema=chronica (repeatable; see the backend's README)",
     )
     owned = argparse.ArgumentParser(add_help=False, parents=[store])
     owned.add_argument("chronicum_id", help="the chronicum id")
@@ -310,7 +331,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         if arguments.command in _WITHOUT_CHRONICARIUS:
             return _WITHOUT_CHRONICARIUS[arguments.command](arguments, output)
         store: Store
-        with open_store(arguments.store) as store:
+        with _opened_store(arguments) as store:
             return _WITH_CHRONICARIUS[arguments.command](arguments, Chronicarius(store), output)
     except ChronicaError as error:
         print(f"chronica: {type(error).__name__}: {error}", file=sys.stderr)

@@ -174,3 +174,14 @@ def test_conformance_fails_for_an_unknown_store() -> None:
     result = chronica("conformance", "memroy://", "-q", "-p", "no:cacheprovider", store=None)
     assert result.returncode == 5
     assert "did you mean memory://?" in result.stderr
+
+
+def test_store_options_reach_the_store_and_a_malformed_one_is_a_usage_error() -> None:
+    refused = chronica("acta", "x", "--owner", "ardian", "--option", "colour=blue")
+    assert refused.returncode == 4
+    assert refused.stderr == (
+        "chronica: InvalidOption: memory: option colour: unknown option (the memory store takes none)\n"
+    )
+    malformed = chronica("acta", "x", "--owner", "ardian", "--option", "colour")
+    assert malformed.returncode == 2
+    assert "argument --option: expected KEY=VALUE, got 'colour'" in malformed.stderr
