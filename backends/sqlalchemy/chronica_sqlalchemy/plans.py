@@ -454,7 +454,14 @@ class Plans:
             result: CursorResult[Any] = yield _execute(
                 select(func.get_lock(self._lock_name(), _LOCK_TIMEOUT_SECONDS)), write=True
             )
-            if result.scalar() != 1:
+            taken = result.scalar()
+            if taken is None and self.schema is None:  # GET_LOCK(NULL, ...): DATABASE() is NULL
+                raise StoreError(
+                    "sqlalchemy: migrate",
+                    "no database selected: name one in the URL (mariadb+pymysql://host/DATABASE) "
+                    "or give the schema option",
+                )
+            if taken != 1:
                 raise StoreError(
                     "sqlalchemy: migrate",
                     f"could not take the migration lock within {_LOCK_TIMEOUT_SECONDS} seconds",

@@ -7,8 +7,10 @@ are imported only when a store is opened, so a missing one is reported as ``Back
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from chronica_core.errors import BackendUnavailable
 from chronica_core.hookspecs import Backend, hookimpl
 from chronica_core.store import AsyncStore, Store
 
@@ -19,17 +21,35 @@ DEFAULT_URL = "sqlite:///chronica.db"
 
 _INSTALL = "chronica-sqlalchemy"
 
+_EXTRAS_MODULES = frozenset({"sqlalchemy", "greenlet", "aiosqlite", "pymysql", "asyncmy", "psycopg"})
+"""Modules that chronica-sqlalchemy or its extras install (the registry's hint names those)."""
+
+Opened = TypeVar("Opened", Store, AsyncStore)
+
+
+def _with_driver_hint(opener: Callable[[], Opened]) -> Opened:
+    """Run ``opener``; a missing driver that no extra of ours provides (the URL chose it) is named."""
+    try:
+        return opener()
+    except ModuleNotFoundError as error:
+        if error.name is None or error.name.partition(".")[0] in _EXTRAS_MODULES:
+            raise
+        raise BackendUnavailable(
+            f"backend 'sqlalchemy' needs {error.name!r}, the driver the URL names, which is not "
+            "installed; no extra of chronica-sqlalchemy provides it: install the package that does"
+        ) from error
+
 
 def _open(url: str, **options: Any) -> Store:
     from chronica_sqlalchemy.store import SQLAlchemyStore
 
-    return SQLAlchemyStore.open(url, **options)
+    return _with_driver_hint(lambda: SQLAlchemyStore.open(url, **options))
 
 
 def _open_async(url: str, **options: Any) -> AsyncStore:
     from chronica_sqlalchemy.store import open_async_sqlalchemy_store
 
-    return open_async_sqlalchemy_store(url, **options)
+    return _with_driver_hint(lambda: open_async_sqlalchemy_store(url, **options))
 
 
 @hookimpl

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.pool import QueuePool
+from sqlalchemy.pool import QueuePool, SingletonThreadPool
 from sqlalchemy.util import greenlet_spawn
 
 from chronica_core.errors import InvalidOption, StoreError
@@ -47,6 +47,9 @@ Result = TypeVar("Result")
 
 _SQLITE_WORKERS = 2
 """Default worker threads of :class:`AsyncThreadedSQLAlchemyStore` on SQLite (see its ``workers``)."""
+
+_DEFAULT_POOL_SIZE = 5
+"""SQLAlchemy's default ``pool_size``: the threaded store's workers on a server pool of no limit."""
 
 
 class _Store:
@@ -236,14 +239,17 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         schema: as for :class:`SQLAlchemyStore` (not on SQLite).
         auto_migrate: create or upgrade the tables before the first operation.
         workers: how many operations may run at once. Default on SQLite: 2, or 1 for in-memory
-            SQLite (one shared connection) or a pool of one. SQLite takes one writer at a time:
-            two workers let a read go on while a write waits for the lock, and more only contend
-            for that lock and the GIL (40 tasks writing took 1.16–1.24× the time of 40 threads
-            with 5 workers, 1.01–1.03× with 2). Elsewhere: the engine pool's size.
+            SQLite or a pool of one connection (a pool of size 0, "no limit", counts as 2).
+            SQLite takes one writer at a time: two workers let a read go on while a write waits
+            for the lock, and more only contend for that lock and the GIL (40 tasks writing took
+            1.16–1.24× the time of 40 threads with 5 workers, 1.01–1.03× with 2). Elsewhere: the
+            engine pool's size (no limit: 5).
+            Any pool but a ``QueuePool`` gets 1 by default, and a ``SingletonThreadPool`` (one
+            connection a thread: SQLAlchemy's default for in-memory SQLite) only 1.
 
     Raises:
         InvalidOption: ``schema`` was given for SQLite (the other errors come from the operations).
-        ValueError: ``workers`` is below 1.
+        ValueError: ``workers`` is below 1, or above 1 on a ``SingletonThreadPool``.
     """
 
     def __init__(
@@ -258,11 +264,14 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         _Store.__init__(self, engine, schema, auto_migrate, _owns_engine)
         self.engine = engine
         if workers is None:
-            workers = engine.pool.size() if isinstance(engine.pool, QueuePool) else 1
-            if engine.dialect.name == "sqlite":
-                workers = min(workers, _SQLITE_WORKERS)
+            workers = _default_workers(engine)
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        if workers > 1 and isinstance(engine.pool, SingletonThreadPool):
+            raise ValueError(
+                f"workers must be 1 on an engine whose pool gives each thread its own connection "
+                f"(SingletonThreadPool: an in-memory SQLite database per thread), got {workers}"
+            )
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronica-sqlalchemy")
 
     @classmethod
@@ -277,7 +286,10 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)
 
     async def close(self) -> None:
-        """Wait for running operations (off the event loop), then dispose of an engine the store created."""
+        """Let the operations already submitted finish, then dispose of the engine if the store made it.
+
+        It waits off the event loop; calls after it raise ``StoreError``.
+        """
         await asyncio.to_thread(self._close)
 
     def _close(self) -> None:
@@ -293,6 +305,16 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
             plan.close()
             raise StoreError("sqlalchemy: async store", "the store is closed") from error
         return await running
+
+
+def _default_workers(engine: Engine) -> int:
+    """The default ``workers`` of :class:`AsyncThreadedSQLAlchemyStore` on ``engine``."""
+    if not isinstance(engine.pool, QueuePool):
+        return 1
+    size = engine.pool.size()  # 0: no limit
+    if engine.dialect.name == "sqlite":
+        return min(size, _SQLITE_WORKERS) if size else _SQLITE_WORKERS
+    return size or _DEFAULT_POOL_SIZE
 
 
 def open_async_sqlalchemy_store(

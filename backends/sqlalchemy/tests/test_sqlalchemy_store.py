@@ -27,6 +27,7 @@ from chronica_sqlalchemy import (
 )
 from chronica_sqlalchemy.engines import async_url, runs_on_worker_threads, sync_url
 from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -36,6 +37,7 @@ from chronica_core import (
     Actum,
     ActumKind,
     AsyncChronicarius,
+    BackendUnavailable,
     Chronicarius,
     Chronicum,
     ChronicumExists,
@@ -139,6 +141,16 @@ def test_the_registry_routes_sqlalchemy_schemes_here_and_leaves_plain_postgresql
 )
 def test_only_sqlite_without_aiosqlite_runs_on_worker_threads(url: str, threads: bool) -> None:
     assert runs_on_worker_threads(url) is threads
+
+
+def test_a_driver_no_extra_provides_is_named_not_an_extra() -> None:
+    with pytest.raises(BackendUnavailable) as raised:
+        open_async_store("mysql+aiomysql://root@127.0.0.1:3306/test")  # aiomysql is in no extra
+    assert str(raised.value) == (
+        "backend 'sqlalchemy' needs 'aiomysql', the driver the URL names, which is not installed; "
+        "no extra of chronica-sqlalchemy provides it: install the package that does"
+    )
+    assert isinstance(raised.value.__cause__, ModuleNotFoundError)
 
 
 @pytest.mark.parametrize(
@@ -415,6 +427,25 @@ def test_the_threaded_store_on_sqlite_runs_two_operations_at_once_at_most(tmp_pa
             asyncio.run(opened.close())
     with pytest.raises(ValueError, match=r"^workers must be at least 1, got 0$"):
         AsyncThreadedSQLAlchemyStore(create_engine("sqlite://"), workers=0)
+    per_thread = create_engine("sqlite://")  # SingletonThreadPool: a database per thread
+    with pytest.raises(ValueError, match=r"^workers must be 1 on an engine whose pool gives each thread"):
+        AsyncThreadedSQLAlchemyStore(per_thread, workers=4)
+    assert AsyncThreadedSQLAlchemyStore(per_thread)._executor._max_workers == 1
+    per_thread.dispose()
+
+
+def test_a_pool_of_no_limit_gives_the_threaded_store_its_default_workers(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'unlimited.db'}"
+    chronicum_id = new_id()
+
+    async def scenario() -> tuple[int, str]:
+        async with open_async_store(url, pool_size="0") as async_store:
+            assert isinstance(async_store, AsyncThreadedSQLAlchemyStore)
+            await async_store.create(started(chronicum_id))
+            recorded = await async_store.record(message(chronicum_id, "no limit"))
+            return async_store._executor._max_workers, recorded.content
+
+    assert asyncio.run(scenario()) == (2, "no limit")
 
 
 def test_the_threaded_store_serves_any_event_loop_and_refuses_work_once_closed(tmp_path: Path) -> None:
@@ -770,3 +801,10 @@ def test_mariadb_migrations_leave_the_async_driver_nothing_to_log(
     with caplog.at_level("WARNING"):
         asyncio.run(migrate_twice())
     assert [(record.name, record.getMessage()) for record in caplog.records] == []
+
+
+@pytest.mark.dialects("mariadb")
+def test_a_mariadb_url_without_a_database_says_so(database_url: str) -> None:
+    url = make_url(database_url).set(database="").render_as_string(hide_password=False)
+    with pytest.raises(StoreError, match=r"^sqlalchemy: migrate: no database selected: name one in the URL"):
+        open_store(url)
