@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import abstractmethod
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -213,7 +214,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
             await self.engine.dispose()
 
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
-        performing = greenlet_spawn(execute_plan, self.engine.sync_engine, plan)
+        performing: Coroutine[Any, Any, Result] = greenlet_spawn(execute_plan, self.engine.sync_engine, plan)
         if self._runs_to_the_end:
             return await asyncio.shield(performing)
         return await performing
