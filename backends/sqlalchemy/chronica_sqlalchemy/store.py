@@ -242,9 +242,10 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         workers: how many operations may run at once. Default on SQLite: 2, or 1 for in-memory
             SQLite or a pool of one connection (a pool of size 0, "no limit", counts as 2).
             SQLite takes one writer at a time: two workers let a read go on while a write waits
-            for the lock, and more only contend for that lock and the GIL (40 tasks writing took
-            1.16–1.24× the time of 40 threads with 5 workers, 1.01–1.03× with 2). Elsewhere: the
-            engine pool's size (no limit: 5).
+            for the lock, and more only wait for that lock holding connections (more measured
+            no faster: 40 tasks writing took 1.16–1.32× the time of 40 threads with 5 workers and
+            1.04–1.38× with 2, on a noisy 2-CPU machine). Elsewhere: the engine pool's size (no
+            limit: 5).
             Any pool but a ``QueuePool`` gets 1 by default, and a ``SingletonThreadPool`` (one
             connection a thread: SQLAlchemy's default for in-memory SQLite) only 1.
 
