@@ -70,10 +70,10 @@ class SQLAlchemyStore(PlannedStore, _Store):
     """A blocking, thread-safe, idempotent store on a SQLAlchemy ``Engine``.
 
     Args:
-        engine: the engine to use, e.g. your own
-            ``create_engine(...)``. A SQLite engine is given WAL mode, ``BEGIN IMMEDIATE`` for
-            writes and a busy timeout (see :func:`chronica_sqlalchemy.engines.configure_sqlite`)
-            unless it already has them. The store does not dispose an engine it was given.
+        engine: the engine to use (your own ``create_engine(...)``, say). A SQLite engine is
+            given WAL mode, ``BEGIN IMMEDIATE`` for writes and a busy timeout (see
+            :func:`chronica_sqlalchemy.engines.configure_sqlite`) unless it already has them.
+            The store does not dispose an engine it was given.
         schema: the schema (database, on MariaDB/MySQL) holding the tables, created if missing;
             ``None`` for the connection's default. Not supported on SQLite.
         auto_migrate: create or upgrade the tables now (safe with many processes at once).
@@ -245,9 +245,9 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
             for the lock, and more only wait for that lock holding connections (more measured
             no faster: 40 tasks writing took 1.16–1.32× the time of 40 threads with 5 workers and
             1.04–1.38× with 2, on a noisy 2-CPU machine). Elsewhere: the engine pool's size (no
-            limit: 5).
-            Any pool but a ``QueuePool`` gets 1 by default, and a ``SingletonThreadPool`` (one
-            connection a thread: SQLAlchemy's default for in-memory SQLite) only 1.
+            limit: 5). Any pool but a ``QueuePool`` gets 1 by default, and a
+            ``SingletonThreadPool`` (one connection a thread: SQLAlchemy's default for in-memory
+            SQLite) only 1.
 
     Raises:
         InvalidOption: ``schema`` was given for SQLite (the other errors come from the operations).
