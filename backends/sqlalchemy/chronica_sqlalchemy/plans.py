@@ -441,8 +441,7 @@ class Plans:
             .select_from(information)
             .where(
                 information.c.table_schema == database, information.c.table_name == self.tables.versions.name
-            ),
-            write=True,
+            )
         )
         return bool(result.scalar())
 
