@@ -9,9 +9,11 @@ then those of the base class, the same for every backend and both flavours.
 
 from __future__ import annotations
 
+import asyncio
 from abc import abstractmethod
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
+from chronica_core.errors import StoreError
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.plans import Plan
 from chronica_core.store import AsyncIdempotentStore, IdempotentStore
@@ -94,30 +96,64 @@ class PlannedStore(IdempotentStore):
 
 
 class AsyncPlannedStore(AsyncIdempotentStore):
-    """The asyncio twin of :class:`PlannedStore`: the same plans, run by ``await self._run(plan)``."""
+    """The asyncio twin of :class:`PlannedStore`: the same plans, run by ``await self._run(plan)``.
+
+    Every operation first checks that the store is usable: a store that was closed (its
+    ``close`` calls :meth:`_mark_closed`) or, when :attr:`binds_to_loop`, is used from another
+    event loop than the one it first ran in (its connections belong to that loop) raises
+    ``StoreError("<backend_name>: async store", ...)`` instead of reconnecting or failing inside
+    the driver.
+    """
 
     plans: StorePlans
+    backend_name: ClassVar[str] = "store"
+    """The ``where`` prefix of the store's own errors, e.g. ``"postgres"``."""
+    binds_to_loop: ClassVar[bool] = True
+    """Whether the store's connections belong to the event loop that first used it."""
+    _closed: bool = False
+    _loop: asyncio.AbstractEventLoop | None = None
 
     @abstractmethod
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         """Perform ``plan``'s operations to the end, awaiting each, and return its result."""
 
+    def _mark_closed(self) -> None:
+        """Refuse every later operation (``close`` calls it)."""
+        self._closed = True
+
+    async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:
+        """Run ``plan`` unless the store is closed or belongs to another event loop (``StoreError``)."""
+        where = f"{self.backend_name}: async store"
+        if self._closed:
+            plan.close()
+            raise StoreError(where, "the store is closed")
+        if self.binds_to_loop:
+            loop = asyncio.get_running_loop()
+            if self._loop is None:
+                self._loop = loop
+            elif self._loop is not loop:
+                plan.close()
+                raise StoreError(
+                    where, "the store belongs to the event loop that first used it; open one store per loop"
+                )
+        return await self._run(plan)
+
     async def create(self, chronicum: Chronicum) -> None:
         """See :meth:`chronica_core.Store.create`."""
-        await self._run(self.plans.create(chronicum))
+        await self._run_if_usable(self.plans.create(chronicum))
 
     async def get(self, chronicum_id: str) -> Chronicum:
         """See :meth:`chronica_core.Store.get`."""
-        return await self._run(self.plans.get(chronicum_id))
+        return await self._run_if_usable(self.plans.get(chronicum_id))
 
     async def record(self, actum: Actum) -> Actum:
         """See :meth:`chronica_core.Store.record`."""
-        return await self._run(self.plans.record(actum))
+        return await self._run_if_usable(self.plans.record(actum))
 
     async def record_idempotent(self, actum: Actum, key: str) -> Actum:
         """See :meth:`chronica_core.IdempotentStore.record_idempotent`."""
-        return await self._run(self.plans.record_idempotent(actum, key))
+        return await self._run_if_usable(self.plans.record_idempotent(actum, key))
 
     async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """See :meth:`chronica_core.Store.acta`."""
-        return await self._run(self.plans.acta(chronicum_id, query))
+        return await self._run_if_usable(self.plans.acta(chronicum_id, query))

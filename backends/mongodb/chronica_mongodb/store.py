@@ -236,6 +236,7 @@ class AsyncMongoStore(AsyncPlannedStore):
     """
 
     plans: MongoCore
+    backend_name = "mongodb"
 
     def __init__(
         self,
@@ -262,7 +263,11 @@ class AsyncMongoStore(AsyncPlannedStore):
         self._migrated = True
 
     async def close(self) -> None:
-        """Close the client if the store opened it."""
+        """Close the client if the store opened it.
+
+        Later operations raise ``StoreError("mongodb: async store", "the store is closed")``.
+        """
+        self._mark_closed()
         if self._owns_client:
             await self.client.close()
 

@@ -105,6 +105,19 @@ def test_open_async_store_gives_the_async_flavour(mongodb_server_url: str, datab
     assert run(scenario).owner_id == "ardian"
 
 
+def test_the_async_flavour_keeps_to_its_loop_and_stops_at_close(async_store: AsyncMongoStore) -> None:
+    chronicum_id = fresh_id()
+    with asyncio.Runner() as first_loop:
+        first_loop.run(async_store.create(started(chronicum_id)))
+        with pytest.raises(StoreError) as other_loop:
+            asyncio.run(async_store.get(chronicum_id))  # AsyncMongoClient belongs to the first loop
+        first_loop.run(async_store.close())
+        with pytest.raises(StoreError) as after_close:
+            first_loop.run(async_store.get(chronicum_id))
+    assert str(other_loop.value).startswith("mongodb: async store: the store belongs to the event loop")
+    assert str(after_close.value) == "mongodb: async store: the store is closed"
+
+
 def test_auto_migrate_creates_the_unique_indexes(
     mongodb_server_url: str, fresh_database: Callable[[], str]
 ) -> None:

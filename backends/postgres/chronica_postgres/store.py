@@ -177,6 +177,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
     """
 
     plans: Plans
+    backend_name = "postgres"
 
     def __init__(self, url: str = "", *, pool: AsyncConnectionPool | None = None, **options: Any) -> None:
         self._url, self.options, self.plans = _configured(url, pool, options)
@@ -195,7 +196,11 @@ class AsyncPostgresStore(AsyncPlannedStore):
         return await run_plan_async(self.plans.migrate(), self._perform)
 
     async def close(self) -> None:
-        """Close the pool the store opened, if it opened one (a pool given to it is left open)."""
+        """Close the pool the store opened, if it opened one (a pool given to it is left open).
+
+        Later operations raise ``StoreError("postgres: async store", "the store is closed")``.
+        """
+        self._mark_closed()
         if self._owns_pool and self._pool is not None:
             pool, self._pool, self._ready = self._pool, None, False
             await pool.close()

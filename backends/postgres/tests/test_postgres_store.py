@@ -597,6 +597,19 @@ def test_async_store_opens_lazily_in_its_loop_and_forty_tasks_share_a_chronicum(
     assert seqs(admin, chronicum_id) == list(range(1, 42))
 
 
+def test_an_async_store_belongs_to_its_first_loop_and_is_done_once_closed(
+    async_store: AsyncPostgresStore,
+) -> None:
+    chronicum = Chronicum(f"pg-loop-{uuid.uuid4().hex}", "ardian", datetime.now(UTC))
+    with asyncio.Runner() as first_loop:
+        first_loop.run(async_store.create(chronicum))
+        with pytest.raises(StoreError, match=r"^postgres: async store: the store belongs to the event loop"):
+            asyncio.run(async_store.get(chronicum.id))  # its pool belongs to the first loop
+        first_loop.run(async_store.close())
+        with pytest.raises(StoreError, match=r"^postgres: async store: the store is closed$"):
+            first_loop.run(async_store.get(chronicum.id))  # not reopened behind the caller's back
+
+
 def test_the_backend_is_registered_for_both_schemes(postgres_url: str, schema: str) -> None:
     installed, _ = list_backends()
     backend = next(item.backend for item in installed if item.backend.name == "postgres")

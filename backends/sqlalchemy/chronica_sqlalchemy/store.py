@@ -142,6 +142,7 @@ class _AsyncStore(AsyncPlannedStore, _Store):
     """
 
     plans: Plans
+    backend_name = "sqlalchemy"
 
     @abstractmethod
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
@@ -194,6 +195,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         _Store.__init__(self, engine.sync_engine, schema, auto_migrate, _owns_engine)
         self.engine = engine
         self._runs_to_the_end = engine.dialect.name == "sqlite"
+        self._running: set[asyncio.Future[Any]] = set()  # operations that run to their end
 
     @classmethod
     def open(cls, url: str | URL, **options: Any) -> AsyncSQLAlchemyStore:
@@ -209,15 +211,26 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)
 
     async def close(self) -> None:
-        """Dispose of the engine's connections if the store created the engine."""
+        """Dispose of the engine's connections if the store created the engine.
+
+        On SQLite it first lets the operations still running finish (those whose tasks were
+        cancelled included). Later operations raise
+        ``StoreError("sqlalchemy: async store", "the store is closed")``.
+        """
+        self._mark_closed()
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
         if self._owns_engine:
             await self.engine.dispose()
 
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
         performing: Coroutine[Any, Any, Result] = greenlet_spawn(execute_plan, self.engine.sync_engine, plan)
-        if self._runs_to_the_end:
-            return await asyncio.shield(performing)
-        return await performing
+        if not self._runs_to_the_end:
+            return await performing
+        running = asyncio.ensure_future(performing)
+        self._running.add(running)
+        running.add_done_callback(self._running.discard)
+        return await asyncio.shield(running)
 
 
 class AsyncThreadedSQLAlchemyStore(_AsyncStore):
@@ -253,6 +266,8 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         InvalidOption: ``schema`` was given for SQLite (the other errors come from the operations).
         ValueError: ``workers`` is below 1, or above 1 on a ``SingletonThreadPool``.
     """
+
+    binds_to_loop = False
 
     def __init__(
         self,
@@ -292,6 +307,7 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
 
         It waits off the event loop; calls after it raise ``StoreError``.
         """
+        self._mark_closed()
         await asyncio.to_thread(self._close)
 
     def _close(self) -> None:
