@@ -59,16 +59,39 @@ class StorePlans(Protocol):
         ...
 
 
-class PlannedStore(IdempotentStore):
+class _Closable:
+    """A store that refuses work once closed: ``close`` calls :meth:`_mark_closed`."""
+
+    backend_name: ClassVar[str] = "store"
+    """The ``where`` prefix of the store's own errors, e.g. ``"postgres"``."""
+    _closed: bool = False
+
+    def _mark_closed(self) -> None:
+        """Refuse every later operation (``close`` calls it)."""
+        self._closed = True
+
+    def _refuse_if_closed(self, plan: Plan[Any, Any], where: str) -> None:
+        """Raise ``StoreError(where, "the store is closed")`` (closing ``plan``) if it is."""
+        if self._closed:
+            plan.close()
+            raise StoreError(where, "the store is closed")
+
+
+class PlannedStore(IdempotentStore, _Closable):
     """A blocking store whose operations are those of its :class:`StorePlans`, run by ``_run``.
 
     A subclass sets ``self.plans`` in its constructor and implements :meth:`_run`; it keeps its own
-    constructor, ``close`` and anything else (``migrate``). Each operation keeps the contract of
-    :class:`IdempotentStore` and raises what its plan raises, or what ``_run`` raises
-    (``StoreError``, for a failure outside the plan such as a closed pool).
+    constructor, ``close`` (which calls :meth:`_mark_closed`) and anything else (``migrate``). Each
+    operation keeps the contract of :class:`IdempotentStore` and raises what its plan raises, or
+    what ``_run`` raises (``StoreError``, for a failure outside the plan such as a lost server);
+    once the store is closed, ``StoreError("<backend_name>: store", "the store is closed")``.
     """
 
     plans: StorePlans
+
+    def _run_if_open(self, plan: Plan[Any, Result]) -> Result:
+        self._refuse_if_closed(plan, f"{self.backend_name}: store")
+        return self._run(plan)
 
     @abstractmethod
     def _run(self, plan: Plan[Any, Result]) -> Result:
@@ -76,26 +99,26 @@ class PlannedStore(IdempotentStore):
 
     def create(self, chronicum: Chronicum) -> None:
         """See :meth:`chronica_core.Store.create`."""
-        self._run(self.plans.create(chronicum))
+        self._run_if_open(self.plans.create(chronicum))
 
     def get(self, chronicum_id: str) -> Chronicum:
         """See :meth:`chronica_core.Store.get`."""
-        return self._run(self.plans.get(chronicum_id))
+        return self._run_if_open(self.plans.get(chronicum_id))
 
     def record(self, actum: Actum) -> Actum:
         """See :meth:`chronica_core.Store.record`."""
-        return self._run(self.plans.record(actum))
+        return self._run_if_open(self.plans.record(actum))
 
     def record_idempotent(self, actum: Actum, key: str) -> Actum:
         """See :meth:`chronica_core.IdempotentStore.record_idempotent`."""
-        return self._run(self.plans.record_idempotent(actum, key))
+        return self._run_if_open(self.plans.record_idempotent(actum, key))
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """See :meth:`chronica_core.Store.acta`."""
-        return self._run(self.plans.acta(chronicum_id, query))
+        return self._run_if_open(self.plans.acta(chronicum_id, query))
 
 
-class AsyncPlannedStore(AsyncIdempotentStore):
+class AsyncPlannedStore(AsyncIdempotentStore, _Closable):
     """The asyncio twin of :class:`PlannedStore`: the same plans, run by ``await self._run(plan)``.
 
     Every operation first checks that the store is usable: a store that was closed (its
@@ -106,27 +129,18 @@ class AsyncPlannedStore(AsyncIdempotentStore):
     """
 
     plans: StorePlans
-    backend_name: ClassVar[str] = "store"
-    """The ``where`` prefix of the store's own errors, e.g. ``"postgres"``."""
     binds_to_loop: ClassVar[bool] = True
     """Whether the store's connections belong to the event loop that first used it."""
-    _closed: bool = False
     _loop: asyncio.AbstractEventLoop | None = None
 
     @abstractmethod
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         """Perform ``plan``'s operations to the end, awaiting each, and return its result."""
 
-    def _mark_closed(self) -> None:
-        """Refuse every later operation (``close`` calls it)."""
-        self._closed = True
-
     async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:
         """Run ``plan`` unless the store is closed or belongs to another event loop (``StoreError``)."""
         where = f"{self.backend_name}: async store"
-        if self._closed:
-            plan.close()
-            raise StoreError(where, "the store is closed")
+        self._refuse_if_closed(plan, where)
         if self.binds_to_loop:
             loop = asyncio.get_running_loop()
             if self._loop is None:

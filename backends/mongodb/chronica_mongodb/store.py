@@ -189,6 +189,7 @@ class MongoStore(PlannedStore):
     """
 
     plans: MongoCore
+    backend_name = "mongodb"
 
     def __init__(
         self,
@@ -212,7 +213,11 @@ class MongoStore(PlannedStore):
         self._run(self.plans.migrate())
 
     def close(self) -> None:
-        """Close the client if the store opened it."""
+        """Close the client if the store opened it.
+
+        Later operations raise ``StoreError("mongodb: store", "the store is closed")``.
+        """
+        self._mark_closed()
         if self._owns_client:
             self.client.close()
 

@@ -105,7 +105,13 @@ def test_open_async_store_gives_the_async_flavour(mongodb_server_url: str, datab
     assert run(scenario).owner_id == "ardian"
 
 
-def test_the_async_flavour_keeps_to_its_loop_and_stops_at_close(async_store: AsyncMongoStore) -> None:
+def test_both_flavours_stop_at_close_and_the_async_one_keeps_to_its_loop(
+    async_store: AsyncMongoStore, mongodb_server_url: str, database: str
+) -> None:
+    with MongoStore(mongodb_server_url, database=database) as blocking:
+        pass
+    with pytest.raises(StoreError, match=r"^mongodb: store: the store is closed$"):
+        blocking.get("any")
     chronicum_id = fresh_id()
     with asyncio.Runner() as first_loop:
         first_loop.run(async_store.create(started(chronicum_id)))

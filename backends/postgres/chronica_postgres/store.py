@@ -115,6 +115,7 @@ class PostgresStore(PlannedStore):
     """
 
     plans: Plans
+    backend_name = "postgres"
 
     def __init__(self, url: str = "", *, pool: ConnectionPool | None = None, **options: Any) -> None:
         url, self.options, self.plans = _configured(url, pool, options)
@@ -138,7 +139,11 @@ class PostgresStore(PlannedStore):
         return self._run(self.plans.migrate())
 
     def close(self) -> None:
-        """Close the pool the store opened (a pool given to it is left open)."""
+        """Close the pool the store opened (a pool given to it is left open).
+
+        Later operations raise ``StoreError("postgres: store", "the store is closed")``.
+        """
+        self._mark_closed()
         if self._owns_pool:
             self._pool.close()
 

@@ -597,9 +597,13 @@ def test_async_store_opens_lazily_in_its_loop_and_forty_tasks_share_a_chronicum(
     assert seqs(admin, chronicum_id) == list(range(1, 42))
 
 
-def test_an_async_store_belongs_to_its_first_loop_and_is_done_once_closed(
-    async_store: AsyncPostgresStore,
+def test_a_store_is_done_once_closed_and_an_async_one_belongs_to_its_first_loop(
+    async_store: AsyncPostgresStore, postgres_url: str, schema: str
 ) -> None:
+    with PostgresStore(postgres_url, schema=schema) as blocking:
+        pass
+    with pytest.raises(StoreError, match=r"^postgres: store: the store is closed$"):
+        blocking.get("any")
     chronicum = Chronicum(f"pg-loop-{uuid.uuid4().hex}", "ardian", datetime.now(UTC))
     with asyncio.Runner() as first_loop:
         first_loop.run(async_store.create(chronicum))

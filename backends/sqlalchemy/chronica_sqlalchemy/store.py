@@ -84,6 +84,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
     """
 
     plans: Plans
+    backend_name = "sqlalchemy"
 
     def __init__(
         self,
@@ -127,7 +128,11 @@ class SQLAlchemyStore(PlannedStore, _Store):
         self._pending_migration = False
 
     def close(self) -> None:
-        """Dispose of the engine's connections if the store created the engine."""
+        """Dispose of the engine's connections if the store created the engine.
+
+        Later operations raise ``StoreError("sqlalchemy: store", "the store is closed")``.
+        """
+        self._mark_closed()
         if self._owns_engine:
             self.engine.dispose()
 

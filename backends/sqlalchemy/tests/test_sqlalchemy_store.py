@@ -461,9 +461,13 @@ def test_the_threaded_store_serves_any_event_loop(tmp_path: Path) -> None:
 # --- every dialect -----------------------------------------------------------------------------
 
 
-def test_an_async_store_refuses_work_once_closed_and_from_another_loop(
-    async_store: AsyncSQLAlchemyStore | AsyncThreadedSQLAlchemyStore,
+def test_stores_refuse_work_once_closed_and_async_ones_from_another_loop(
+    async_store: AsyncSQLAlchemyStore | AsyncThreadedSQLAlchemyStore, database_url: str
 ) -> None:
+    blocking = SQLAlchemyStore.open(database_url, auto_migrate=False)
+    blocking.close()
+    with pytest.raises(StoreError, match=r"^sqlalchemy: store: the store is closed$"):
+        blocking.get("any")  # not reconnected behind the caller's back
     chronicum_id = new_id()
     closed = r"^sqlalchemy: async store: the store is closed$"
     with asyncio.Runner() as first_loop:
