@@ -70,10 +70,11 @@ class _Closable:
         """Refuse every later operation (``close`` calls it)."""
         self._closed = True
 
-    def _refuse_if_closed(self, plan: Plan[Any, Any], where: str) -> None:
+    def _refuse_if_closed(self, plan: Plan[Any, Any] | None, where: str) -> None:
         """Raise ``StoreError(where, "the store is closed")`` (closing ``plan``) if it is."""
         if self._closed:
-            plan.close()
+            if plan is not None:
+                plan.close()
             raise StoreError(where, "the store is closed")
 
 
@@ -89,8 +90,15 @@ class PlannedStore(IdempotentStore, _Closable):
 
     plans: StorePlans
 
-    def _run_if_open(self, plan: Plan[Any, Result]) -> Result:
+    def _check_open(self, plan: Plan[Any, Any] | None = None) -> None:
+        """Raise ``StoreError("<backend_name>: store", "the store is closed")`` once closed.
+
+        The operations check it; so should a subclass's own ``migrate``.
+        """
         self._refuse_if_closed(plan, f"{self.backend_name}: store")
+
+    def _run_if_open(self, plan: Plan[Any, Result]) -> Result:
+        self._check_open(plan)
         return self._run(plan)
 
     @abstractmethod
@@ -137,8 +145,12 @@ class AsyncPlannedStore(AsyncIdempotentStore, _Closable):
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         """Perform ``plan``'s operations to the end, awaiting each, and return its result."""
 
-    async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:
-        """Run ``plan`` unless the store is closed or belongs to another event loop (``StoreError``)."""
+    def _check_usable(self, plan: Plan[Any, Any] | None = None) -> None:
+        """Raise ``StoreError`` if the store is closed or belongs to another event loop.
+
+        Call it from inside the running loop. The operations check it; so should a subclass's
+        own ``migrate`` (the first check binds the store to the running loop).
+        """
         where = f"{self.backend_name}: async store"
         self._refuse_if_closed(plan, where)
         if self.binds_to_loop:
@@ -146,10 +158,15 @@ class AsyncPlannedStore(AsyncIdempotentStore, _Closable):
             if self._loop is None:
                 self._loop = loop
             elif self._loop is not loop:
-                plan.close()
+                if plan is not None:
+                    plan.close()
                 raise StoreError(
                     where, "the store belongs to the event loop that first used it; open one store per loop"
                 )
+
+    async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:
+        """Run ``plan`` unless the store is closed or belongs to another event loop (``StoreError``)."""
+        self._check_usable(plan)
         return await self._run(plan)
 
     async def create(self, chronicum: Chronicum) -> None:

@@ -210,6 +210,7 @@ class MongoStore(PlannedStore):
 
     def migrate(self) -> None:
         """Create the indexes if missing (safe to repeat, and from many processes at once)."""
+        self._check_open()
         self._run(self.plans.migrate())
 
     def close(self) -> None:
@@ -263,7 +264,11 @@ class AsyncMongoStore(AsyncPlannedStore):
         self._migrating = asyncio.Lock()
 
     async def migrate(self) -> None:
-        """Create the indexes if missing (safe to repeat, and from many processes at once)."""
+        """Create the indexes if missing (safe to repeat, and from many processes at once).
+
+        Refused, as every operation is, once closed or from another event loop (``StoreError``).
+        """
+        self._check_usable()
         await run_plan_async(self.plans.migrate(), self._perform)
         self._migrated = True
 

@@ -120,6 +120,8 @@ def test_both_flavours_stop_at_close_and_the_async_one_keeps_to_its_loop(
         first_loop.run(async_store.close())
         with pytest.raises(StoreError) as after_close:
             first_loop.run(async_store.get(chronicum_id))
+        with pytest.raises(StoreError, match=r"^mongodb: async store: the store is closed$"):
+            first_loop.run(async_store.migrate())
     assert str(other_loop.value).startswith("mongodb: async store: the store belongs to the event loop")
     assert str(after_close.value) == "mongodb: async store: the store is closed"
 

@@ -136,6 +136,7 @@ class PostgresStore(PlannedStore):
 
         Safe to run from many processes at once. Raises ``StoreError``.
         """
+        self._check_open()
         return self._run(self.plans.migrate())
 
     def close(self) -> None:
@@ -194,8 +195,10 @@ class AsyncPostgresStore(AsyncPlannedStore):
     async def migrate(self) -> int:
         """Create or upgrade the tables under an advisory lock; return the schema version.
 
-        Raises ``StoreError`` (``"postgres: open"`` when the server cannot be reached).
+        Raises ``StoreError`` (``"postgres: open"`` when the server cannot be reached; as every
+        operation does, once closed or from another event loop).
         """
+        self._check_usable()
         async with self._opening_lock():
             await self._open_pool()
         return await run_plan_async(self.plans.migrate(), self._perform)

@@ -609,9 +609,14 @@ def test_a_store_is_done_once_closed_and_an_async_one_belongs_to_its_first_loop(
         first_loop.run(async_store.create(chronicum))
         with pytest.raises(StoreError, match=r"^postgres: async store: the store belongs to the event loop"):
             asyncio.run(async_store.get(chronicum.id))  # its pool belongs to the first loop
+        with pytest.raises(StoreError, match=r"^postgres: async store: the store belongs to the event loop"):
+            asyncio.run(async_store.migrate())
+        assert first_loop.run(async_store.get(chronicum.id)) == chronicum  # the first loop's pool is intact
         first_loop.run(async_store.close())
         with pytest.raises(StoreError, match=r"^postgres: async store: the store is closed$"):
             first_loop.run(async_store.get(chronicum.id))  # not reopened behind the caller's back
+        with pytest.raises(StoreError, match=r"^postgres: async store: the store is closed$"):
+            first_loop.run(async_store.migrate())
 
 
 def test_the_backend_is_registered_for_both_schemes(postgres_url: str, schema: str) -> None:

@@ -124,6 +124,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
 
     def migrate(self) -> None:
         """Create the tables, or bring them to the current schema version. Raises ``StoreError``."""
+        self._check_open()
         self._run(self.plans.migrate())
         self._pending_migration = False
 
@@ -154,7 +155,8 @@ class _AsyncStore(AsyncPlannedStore, _Store):
         """Run :func:`execute_plan` for ``plan`` on the store's blocking engine, off the event loop."""
 
     async def migrate(self) -> None:
-        """See :meth:`SQLAlchemyStore.migrate`."""
+        """See :meth:`SQLAlchemyStore.migrate`; refused once closed or from another loop (``StoreError``)."""
+        self._check_usable()
         await self._perform(self.plans.migrate())
         self._pending_migration = False
 

@@ -468,6 +468,8 @@ def test_stores_refuse_work_once_closed_and_async_ones_from_another_loop(
     blocking.close()
     with pytest.raises(StoreError, match=r"^sqlalchemy: store: the store is closed$"):
         blocking.get("any")  # not reconnected behind the caller's back
+    with pytest.raises(StoreError, match=r"^sqlalchemy: store: the store is closed$"):
+        blocking.migrate()
     chronicum_id = new_id()
     closed = r"^sqlalchemy: async store: the store is closed$"
     with asyncio.Runner() as first_loop:
@@ -482,6 +484,8 @@ def test_stores_refuse_work_once_closed_and_async_ones_from_another_loop(
         first_loop.run(async_store.close())
         with pytest.raises(StoreError, match=closed):
             first_loop.run(async_store.get(chronicum_id))
+        with pytest.raises(StoreError, match=closed):
+            first_loop.run(async_store.migrate())
 
 
 def test_timestamps_are_aware_utc_on_write_and_read(store: SQLAlchemyStore) -> None:
