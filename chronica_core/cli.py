@@ -1,8 +1,9 @@
 """The ``chronica`` command: the dinner-story demo, the installed backends, and reading and writing.
 
-Every subcommand that opens a store takes ``--store URL`` (default: ``$CHRONICA_STORE``, else the
-embedded default ``sqlite:///chronica.db`` when chronica-sqlalchemy is installed, else
-``memory://``) and ``--option KEY=VALUE`` (repeatable; each goes to ``open_store`` as a string).
+Every subcommand but ``backends`` and ``conformance`` takes ``--store URL`` (default:
+``$CHRONICA_STORE``, else the embedded default ``sqlite:///chronica.db`` when chronica-sqlalchemy
+is installed, else ``memory://``) and ``--option KEY=VALUE`` (repeatable, the last of a key wins;
+each goes to ``open_store`` as a string, the value as written).
 Exit codes: 0 success; 2 bad usage; 3 chronicum not found; 4 invalid input (an actum, a query,
 an owner or a store option); 5 no usable backend for the URL; 6 the store failed; 1 any other
 Chronica error or failed conformance cases.

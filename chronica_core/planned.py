@@ -160,8 +160,12 @@ class AsyncPlannedStore(AsyncIdempotentStore, _Closable):
             elif self._loop is not loop:
                 if plan is not None:
                     plan.close()
+                first = "which is closed now" if self._loop.is_closed() else "which is still open"
                 raise StoreError(
-                    where, "the store belongs to the event loop that first used it; open one store per loop"
+                    where,
+                    f"the store belongs to the event loop that first used it, {first}: open one store "
+                    "per event loop, inside it (with pytest-asyncio, give the store the same loop scope "
+                    "as its tests)",
                 )
 
     async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:

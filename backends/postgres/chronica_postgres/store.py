@@ -42,7 +42,8 @@ def split_schema(url: str) -> tuple[str, str | None]:
 
     Returns the URL without it and the schema (``None`` when absent), so that
     ``postgresql://host/db?schema=chronica`` works wherever only a URL can be given
-    (``CHRONICA_STORE``, ``chronica migrate --store``). Other parameters are kept as they were.
+    (``CHRONICA_STORE``, say; a ``schema`` option wins over it). Other parameters are kept as
+    they were.
     """
     try:
         parts = urlsplit(url)

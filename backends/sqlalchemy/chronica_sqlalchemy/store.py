@@ -163,6 +163,7 @@ class _AsyncStore(AsyncPlannedStore, _Store):
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         if self._pending_migration:
             await self.migrate()
+        self._refuse_if_closed(plan, f"{self.backend_name}: async store")  # closed while it waited
         return await self._perform(plan)
 
 
@@ -225,8 +226,8 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         ``StoreError("sqlalchemy: async store", "the store is closed")``.
         """
         self._mark_closed()
-        if self._running:
-            await asyncio.gather(*self._running, return_exceptions=True)
+        while self._running:  # asyncio.wait: cancelling close leaves them running
+            await asyncio.wait(set(self._running))
         if self._owns_engine:
             await self.engine.dispose()
 

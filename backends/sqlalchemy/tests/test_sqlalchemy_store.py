@@ -414,6 +414,50 @@ def test_cancelled_sqlite_writes_never_leave_the_write_lock_held(tmp_path: Path,
         blocker.close()
 
 
+def test_cancelling_close_on_aiosqlite_leaves_the_running_writes_to_land(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'closing.db'}"
+    chronicum_id = new_id()
+
+    async def scenario() -> list[str]:
+        async_store = open_async_store(url, busy_timeout="5")
+        chronicarius = AsyncChronicarius(async_store)
+        await chronicarius.record_actum("ardian", message(chronicum_id, "first"))
+        writes = [
+            asyncio.create_task(chronicarius.record_actum("ardian", message(chronicum_id, f"write {n}")))
+            for n in range(5)
+        ]
+        await asyncio.sleep(0)  # each write is now running in the store
+        closing = asyncio.create_task(async_store.close())
+        await asyncio.sleep(0)
+        closing.cancel()
+        outcomes = await asyncio.gather(*writes, return_exceptions=True)
+        await asyncio.gather(closing, return_exceptions=True)
+        return [outcome.content if isinstance(outcome, Actum) else repr(outcome) for outcome in outcomes]
+
+    assert asyncio.run(scenario()) == [f"write {n}" for n in range(5)]
+    blocker = sqlite3.connect(tmp_path / "closing.db", timeout=1, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # no write lock left behind
+        blocker.execute("ROLLBACK")
+    finally:
+        blocker.close()
+
+
+def test_aiosqlite_close_returns_when_nothing_runs_and_later_starts_are_refused(tmp_path: Path) -> None:
+    async def scenario() -> tuple[int, list[str]]:
+        async_store = AsyncSQLAlchemyStore.open(f"sqlite+aiosqlite:///{tmp_path / 'race.db'}")
+        creating = [asyncio.create_task(async_store.create(started(new_id()))) for _ in range(5)]
+        await asyncio.sleep(0)  # all five admitted; each waits for the first-use migration
+        await async_store.close()
+        still_running = len(async_store._running)
+        outcomes = await asyncio.gather(*creating, return_exceptions=True)
+        return still_running, ["landed" if outcome is None else str(outcome) for outcome in outcomes]
+
+    still_running, outcomes = asyncio.run(scenario())
+    assert still_running == 0
+    assert set(outcomes) <= {"landed", "sqlalchemy: async store: the store is closed"}, outcomes
+
+
 def test_the_threaded_store_on_sqlite_runs_two_operations_at_once_at_most(tmp_path: Path) -> None:
     file_store = AsyncThreadedSQLAlchemyStore.open(f"sqlite:///{tmp_path / 'workers.db'}")
     sized_store = AsyncThreadedSQLAlchemyStore.open(f"sqlite:///{tmp_path / 'workers.db'}", pool_size="1")
