@@ -672,18 +672,9 @@ class StoreBench:
                     )
                 # The owner cache, warm before timing:
                 runner.run(self.async_chronicarius.get_acta(OWNER, filled.async_chronicum_id, last_n=1))
-        timings = runner.run(
-            time_interleaved(
-                operations,
-                self.settings.warmup,
-                self.settings.repeat,
-                async_operations,
-                self.settings.max_seconds,
-            )
+        self._time_and_add_rows(
+            f"get_acta last {LAST_N} messages", chronica, operations, async_operations, runner
         )
-        self._note_if_cut("get_acta", timings)
-        for filled in chronica:
-            self._add_rows(f"get_acta last {LAST_N} messages", filled.size, timings)
 
     def _measure_appends(self, chronica: list[Filled], runner: asyncio.Runner) -> None:
         """Time ``record_actum`` and the raw append into every filled chronicum, in the same rounds."""
@@ -711,6 +702,17 @@ class StoreBench:
                     async_operations[_key(filled.size, ASYNC_RAW + name)] = _async_raw_appender(
                         variant, raw_acta
                     )
+        self._time_and_add_rows("record_actum", chronica, operations, async_operations, runner)
+
+    def _time_and_add_rows(
+        self,
+        operation: str,
+        chronica: list[Filled],
+        operations: dict[str, Callable[[int], object]],
+        async_operations: dict[str, Callable[[int], Awaitable[object]]],
+        runner: asyncio.Runner,
+    ) -> None:
+        """Time every column of ``operation`` in the same rounds, then add its rows per history size."""
         timings = runner.run(
             time_interleaved(
                 operations,
@@ -720,9 +722,9 @@ class StoreBench:
                 self.settings.max_seconds,
             )
         )
-        self._note_if_cut("record_actum", timings)
+        self._note_if_cut(operation, timings)
         for filled in chronica:
-            self._add_rows("record_actum", filled.size, timings)
+            self._add_rows(operation, filled.size, timings)
 
     def _note_if_cut(self, operation: str, timings: dict[str, Timing]) -> None:
         count = min(timing.count for timing in timings.values())

@@ -90,15 +90,12 @@ class PlannedStore(IdempotentStore, _Closable):
 
     plans: StorePlans
 
-    def _check_open(self, plan: Plan[Any, Any] | None = None) -> None:
-        """Raise ``StoreError("<backend_name>: store", "the store is closed")`` once closed.
+    def _run_if_open(self, plan: Plan[Any, Result]) -> Result:
+        """Run ``plan`` unless the store is closed (``StoreError("<backend_name>: store", ...)``).
 
-        The operations check it; so should a subclass's own ``migrate``.
+        The operations go through it; so should a subclass's own ``migrate`` plan.
         """
         self._refuse_if_closed(plan, f"{self.backend_name}: store")
-
-    def _run_if_open(self, plan: Plan[Any, Result]) -> Result:
-        self._check_open(plan)
         return self._run(plan)
 
     @abstractmethod

@@ -210,8 +210,7 @@ class MongoStore(PlannedStore):
 
     def migrate(self) -> None:
         """Create the indexes if missing (safe to repeat, and from many processes at once)."""
-        self._check_open()
-        self._run(self.plans.migrate())
+        self._run_if_open(self.plans.migrate())
 
     def close(self) -> None:
         """Close the client if the store opened it.

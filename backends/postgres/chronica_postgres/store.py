@@ -137,8 +137,7 @@ class PostgresStore(PlannedStore):
 
         Safe to run from many processes at once. Raises ``StoreError``.
         """
-        self._check_open()
-        return self._run(self.plans.migrate())
+        return self._run_if_open(self.plans.migrate())
 
     def close(self) -> None:
         """Close the pool the store opened (a pool given to it is left open).

@@ -124,8 +124,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
 
     def migrate(self) -> None:
         """Create the tables, or bring them to the current schema version. Raises ``StoreError``."""
-        self._check_open()
-        self._run(self.plans.migrate())
+        self._run_if_open(self.plans.migrate())
         self._pending_migration = False
 
     def close(self) -> None:
@@ -163,7 +162,7 @@ class _AsyncStore(AsyncPlannedStore, _Store):
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         if self._pending_migration:
             await self.migrate()
-        self._refuse_if_closed(plan, f"{self.backend_name}: async store")  # closed while it waited
+        self._check_usable(plan)  # closed while it waited for the migration?
         return await self._perform(plan)
 
 
@@ -329,7 +328,7 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
             running = loop.run_in_executor(self._executor, execute_plan, self.engine, plan)
         except RuntimeError as error:  # the executor is shut down
             plan.close()
-            raise StoreError("sqlalchemy: async store", "the store is closed") from error
+            raise StoreError(f"{self.backend_name}: async store", "the store is closed") from error
         return await running
 
 
