@@ -248,6 +248,12 @@ def translate(error: psycopg.Error, operation: str, chronicum_id: str) -> Chroni
     return StoreError(f"postgres: {operation}", detail)
 
 
+def _refuse_nul(chronicum_id: str) -> None:
+    """Raise ``ChronicumNotFound`` for an id holding NUL: ``text`` cannot, so none was ever stored."""
+    if "\x00" in chronicum_id:
+        raise ChronicumNotFound(chronicum_id)
+
+
 class Plans:
     """The plans of every store operation for one schema.
 
@@ -270,8 +276,7 @@ class Plans:
 
     def get(self, chronicum_id: str) -> Plan[Operation, Chronicum]:
         """Read a chronicum. Raises ``ChronicumNotFound``, ``StoreError``."""
-        if "\x00" in chronicum_id:  # text cannot hold NUL, so no such chronicum was ever stored
-            raise ChronicumNotFound(chronicum_id)
+        _refuse_nul(chronicum_id)
         rows = yield from self._read(
             Statement(self.statements.get, (chronicum_id,)), "get chronicum", chronicum_id
         )
@@ -284,8 +289,7 @@ class Plans:
 
     def record(self, actum: Actum) -> Plan[Operation, Actum]:
         """Append ``actum`` in one statement. Raises ``ChronicumNotFound``, ``StoreError``."""
-        if "\x00" in actum.chronicum_id:
-            raise ChronicumNotFound(actum.chronicum_id)
+        _refuse_nul(actum.chronicum_id)
         statement = Statement(self.statements.record, _record_parameters(actum, None))
         rows = yield from self._write(statement, "record actum", actum.chronicum_id)
         if not rows:
@@ -301,8 +305,7 @@ class Plans:
         with a second. Raises ``ChronicumNotFound``, ``StoreError``.
         """
         chronicum_id = actum.chronicum_id
-        if "\x00" in chronicum_id:
-            raise ChronicumNotFound(chronicum_id)
+        _refuse_nul(chronicum_id)
         statement = Statement(
             self.statements.record_idempotent, (chronicum_id, key, *_record_parameters(actum, key))
         )
@@ -333,8 +336,7 @@ class Plans:
 
         Raises ``ChronicumNotFound`` (no row at all), ``StoreError``.
         """
-        if "\x00" in chronicum_id:
-            raise ChronicumNotFound(chronicum_id)
+        _refuse_nul(chronicum_id)
         parameters: list[Any] = [chronicum_id]
         if query.actum_kinds is not None:
             parameters.append(_kinds_array(tuple(query.actum_kinds)))
