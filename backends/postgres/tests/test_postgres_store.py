@@ -169,6 +169,19 @@ def test_odd_schema_names_are_quoted(postgres_url: str) -> None:
 # -- order and sequence --------------------------------------------------------------------------
 
 
+def test_an_id_with_nul_names_no_chronicum_in_any_operation(store: PostgresStore) -> None:
+    nul_id = "dinner\x00friday"  # text cannot hold NUL: no such chronicum can exist
+    for operation in (
+        lambda: store.get(nul_id),
+        lambda: store.record(message(nul_id)),
+        lambda: store.record_idempotent(message(nul_id), "key"),
+        lambda: store.acta(nul_id, ActaQuery()),
+    ):
+        with pytest.raises(ChronicumNotFound) as raised:
+            operation()
+        assert raised.value.chronicum_id == nul_id
+
+
 def test_forty_concurrent_records_get_gapless_sequence_numbers(store: PostgresStore, admin: Admin) -> None:
     chronicum_id = new_chronicum(store)
     with ThreadPoolExecutor(max_workers=40) as executor:
