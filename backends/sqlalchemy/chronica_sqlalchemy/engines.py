@@ -23,6 +23,8 @@ store uses worker threads instead (SQLite, unless the URL names ``aiosqlite``), 
 from __future__ import annotations
 
 import math
+import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -280,24 +282,42 @@ def configure_sqlite(
     """
     if event.contains(engine, "begin", _begin):
         return
-    pragmas = (
-        f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}",
-        "PRAGMA journal_mode = WAL",
-        f"PRAGMA synchronous = {synchronous}",
-        "PRAGMA foreign_keys = ON",
-    )
 
     def connect(dbapi_connection: Any, connection_record: Any) -> None:
         dbapi_connection.isolation_level = None  # the driver issues no BEGIN of its own
         cursor = dbapi_connection.cursor()
         try:
-            for pragma in pragmas:
-                cursor.execute(pragma)
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            _use_write_ahead_log(cursor, busy_timeout)
+            cursor.execute(f"PRAGMA synchronous = {synchronous}")
+            cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
 
     event.listen(engine, "connect", connect)
     event.listen(engine, "begin", _begin)
+
+
+def _use_write_ahead_log(cursor: Any, busy_timeout: float) -> None:
+    """Put the database in WAL mode (a file database; an in-memory one stays in memory).
+
+    The switch needs the file to itself, and SQLite refuses it with "database is locked" at once,
+    without waiting under the busy timeout, while another connection holds a write transaction:
+    that happens when several connections open a new database at the same moment. On that answer
+    this waits for the write lock as a writer would (``BEGIN IMMEDIATE``, under the busy timeout,
+    then ``ROLLBACK``) and tries again, for at most ``busy_timeout`` seconds in all. Once the file
+    is in WAL mode the switch changes nothing and takes no lock.
+    """
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        cursor.execute("BEGIN IMMEDIATE")
+        cursor.execute("ROLLBACK")
 
 
 def _begin(connection: Connection) -> None:

@@ -254,6 +254,42 @@ def test_sqlite_file_is_in_wal_mode_with_full_sync_by_default(tmp_path: Path) ->
         assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 2_500
 
 
+def test_opening_a_new_sqlite_file_while_another_connection_writes_waits_for_it(tmp_path: Path) -> None:
+    """SQLite refuses the switch to WAL mode at once ("database is locked", without waiting under
+    the busy timeout) while another connection holds a write transaction: what several processes
+    or threads opening a new file at the same moment meet. The store waits for the writer."""
+    path = tmp_path / "new.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE other (x INTEGER)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO other VALUES (1)")
+    switches_while_writing: list[bool] = []
+
+    def watch(dbapi_connection: Any, connection_record: Any) -> None:
+        def traced(statement: str) -> None:
+            if statement == "PRAGMA journal_mode = WAL":
+                switches_while_writing.append(writer.in_transaction)
+            elif switches_while_writing and writer.in_transaction:
+                writer.commit()  # the store went on after a refused switch: let it have the file
+
+        dbapi_connection.set_trace_callback(traced)
+
+    engine = create_engine(f"sqlite:///{path}")
+    event.listen(engine, "connect", watch)  # before the store's own set-up
+    try:
+        with SQLAlchemyStore(engine) as store:
+            chronicum_id = new_id()
+            store.create(started(chronicum_id))
+            assert store.record(message(chronicum_id, "opened")).content == "opened"
+            with engine.connect() as connection:
+                assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+                assert connection.exec_driver_sql("SELECT x FROM other").scalars().all() == [1]
+        assert switches_while_writing[:2] == [True, False]
+    finally:
+        engine.dispose()
+        writer.close()
+
+
 def test_forty_threads_with_their_own_stores_write_one_sqlite_chronicum(tmp_path: Path) -> None:
     """Forty writers, each with its own engine and connection (as forty processes would have), all
     land, each once, with no "database is locked" reaching any of them."""
