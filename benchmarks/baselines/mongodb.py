@@ -16,13 +16,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bson.int64 import Int64
-from pymongo import MongoClient
+from pymongo import AsyncMongoClient, MongoClient
 
 from chronica_core import Actum
 
 __all__ = ["RawBaseline"]
 
 _PROJECTION = {"_id": 0, "id": 1, "kind": 1, "actor_kind": 1, "actor": 1, "content": 1, "at": 1}
+_NEWEST_FIRST = [("seq", -1)]
+
+
+def _window_filter(chronicum_id: str) -> dict[str, Any]:
+    return {"chronicum_id": chronicum_id, "kind": {"$in": ["message"]}}
 
 
 def _now() -> datetime:
@@ -43,6 +48,38 @@ def _document(actum: Actum, seq: int, at: datetime) -> dict[str, Any]:
     }
 
 
+class _AsyncPymongo:
+    """pymongo's ``AsyncMongoClient`` (opened on first use) doing the same insert and find.
+
+    It counts sequence numbers in the same table as its :class:`RawBaseline`, which prepares and
+    fills the chronica it appends to.
+    """
+
+    def __init__(self, raw: RawBaseline) -> None:
+        self._raw = raw
+        self._client: AsyncMongoClient[dict[str, Any]] | None = None
+
+    def _acta(self) -> Any:
+        if self._client is None:
+            self._client = AsyncMongoClient(self._raw.url, tz_aware=True, **self._raw.client_options)
+        return self._client[self._raw.database_name]["acta"]
+
+    async def append(self, actum: Actum) -> None:
+        await self._acta().insert_one(_document(actum, self._raw.next_seq(actum.chronicum_id), _now()))
+
+    async def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        documents = self._acta().find(
+            _window_filter(chronicum_id), projection=_PROJECTION, sort=_NEWEST_FIRST, limit=n
+        )
+        window: list[Any] = await documents.to_list()
+        window.reverse()
+        return window
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+
 class RawBaseline:
     """pymongo on one ``MongoClient`` (thread-safe, pooled), on the store's database.
 
@@ -60,13 +97,17 @@ class RawBaseline:
         client_options: dict[str, Any] = dict(options)
         database = client_options.pop("database", None)
         client_options.pop("auto_migrate", None)
+        self.url = url
+        self.client_options = client_options
         self._client: MongoClient[dict[str, Any]] = MongoClient(url, tz_aware=True, **client_options)
         if database is None:
             default = self._client.get_default_database(default="chronica")
             database = default.name
+        self.database_name: str = database
         self._database = self._client[database]
         self._newest: dict[str, int] = {}
         self._lock = threading.Lock()
+        self.async_variants: dict[str, Any] = {self.name: _AsyncPymongo(self)}
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
         """Insert the chronicum's document, as ``Store.create`` does."""
@@ -95,20 +136,21 @@ class RawBaseline:
         with self._lock:
             self._newest[chronicum_id] = len(acta)
 
+    def next_seq(self, chronicum_id: str) -> int:
+        """Return the chronicum's next sequence number, counted here (as the store remembers it)."""
+        with self._lock:
+            seq = self._newest.get(chronicum_id, 0) + 1
+            self._newest[chronicum_id] = seq
+        return seq
+
     def append(self, actum: Actum) -> None:
         """The store's steady-state ``record``: one ``insert_one`` at the next sequence number."""
-        with self._lock:
-            seq = self._newest.get(actum.chronicum_id, 0) + 1
-            self._newest[actum.chronicum_id] = seq
-        self._database["acta"].insert_one(_document(actum, seq, _now()))
+        self._database["acta"].insert_one(_document(actum, self.next_seq(actum.chronicum_id), _now()))
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
         """The store's window query for ``last_n=n, actum_kinds=[message]``."""
         documents = self._database["acta"].find(
-            {"chronicum_id": chronicum_id, "kind": {"$in": ["message"]}},
-            projection=_PROJECTION,
-            sort=[("seq", -1)],
-            limit=n,
+            _window_filter(chronicum_id), projection=_PROJECTION, sort=_NEWEST_FIRST, limit=n
         )
         window = documents.to_list()
         window.reverse()
