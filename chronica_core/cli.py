@@ -240,7 +240,8 @@ def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
             output.line(f"{type(store).__name__} keeps no schema; nothing to migrate")
             return 0
         migrate()
-    output.line(f"schema of {arguments.store} is current")
+    options = ", ".join(f"{key}={value}" for key, value in dict(arguments.option).items())
+    output.line(f"schema of {arguments.store}{f' ({options})' if options else ''} is current")
     return 0
 
 

@@ -49,6 +49,14 @@ def test_demo_then_a_new_process_reads_the_stored_window(dialect: str, tmp_path:
     migrate = run([CHRONICA, "migrate"], tmp_path)
     assert migrate.returncode == 0, migrate.stderr
     assert migrate.stdout.strip() == "schema of sqlite:///chronica.db is current"
+    migrate = run(
+        [CHRONICA, "migrate", "--option", "busy_timeout=5", "--option", "synchronous=normal"], tmp_path
+    )
+    assert migrate.returncode == 0, migrate.stderr
+    assert (
+        migrate.stdout.strip()
+        == "schema of sqlite:///chronica.db (busy_timeout=5, synchronous=normal) is current"
+    )
 
 
 def test_the_readme_examples_run_on_a_sqlite_file(dialect: str, tmp_path: Path) -> None:
