@@ -64,6 +64,8 @@ def _flag(value: Any) -> bool:
 
 def _name_problem(name: str) -> str | None:
     """Why MongoDB cannot use ``name`` as a database name, or ``None`` when it can."""
+    if not name:
+        return "a database name cannot be empty"
     forbidden = sorted(set(name) & _DATABASE_NAME_FORBIDDEN)
     if forbidden:
         return f"a database name cannot contain {forbidden[0]!r}"
@@ -78,16 +80,18 @@ def _database_name(url: str | None, database: Any) -> str:
     Raises ``InvalidOption`` for a ``database`` option MongoDB cannot use as a name, and
     ``StoreError("mongodb: open: ...")`` for such a name in the URL's path.
     """
-    if database not in (None, ""):
+    if database is not None:
         problem = _name_problem(database) if isinstance(database, str) else "expected a database name"
         if problem:
             raise InvalidOption(_BACKEND, "database", f"{problem}, got {database!r}")
         return str(database)
     path = unquote(urlsplit(url).path).lstrip("/") if url else ""
+    if not path:
+        return DEFAULT_DATABASE
     problem = _name_problem(path)
     if problem:
         raise StoreError("mongodb: open", f"the URL's path names no database: {problem}, got {path!r}")
-    return path or DEFAULT_DATABASE
+    return path
 
 
 def _unknown(name: str) -> InvalidOption:

@@ -533,6 +533,7 @@ def test_an_unknown_option_is_invalid_and_lists_the_known_ones(
     ("options", "option", "reason"),
     [
         ({"auto_migrate": "maybe"}, "auto_migrate", "expected true or false, got 'maybe'"),
+        ({"database": ""}, "database", "a database name cannot be empty, got ''"),
         ({"database": "a b"}, "database", "a database name cannot contain ' ', got 'a b'"),
         ({"database": "x.y"}, "database", "a database name cannot contain '.', got 'x.y'"),
         (

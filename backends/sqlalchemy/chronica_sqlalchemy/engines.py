@@ -42,6 +42,7 @@ __all__ = [
     "OPTION_NAMES",
     "EngineOptions",
     "async_url",
+    "checked_schema",
     "configure_sqlite",
     "create_async_store_engine",
     "create_store_engine",
@@ -144,8 +145,7 @@ class EngineOptions:
             if name not in OPTION_NAMES:
                 known = ", ".join(OPTION_NAMES)
                 raise InvalidOption(_BACKEND, name, f"unknown option; known options: {known}")
-        schema = options.get("schema")
-        self.schema: str | None = str(schema) if schema not in (None, "") else None
+        self.schema = checked_schema(options.get("schema"))
         self.auto_migrate = _flag(options, "auto_migrate", default=True)
         self.echo = _flag(options, "echo", default=False)
         synchronous = options.get("synchronous", DEFAULT_SYNCHRONOUS)
@@ -162,6 +162,19 @@ class EngineOptions:
         """Raise ``InvalidOption`` for an option the URL's dialect cannot use (``schema`` on SQLite)."""
         if self.schema is not None and url.get_backend_name() == "sqlite":
             raise InvalidOption(_BACKEND, "schema", "not supported on SQLite")
+
+
+def checked_schema(schema: object) -> str | None:
+    """Return the ``schema`` option as given (``None``: none given).
+
+    Raises ``InvalidOption`` for an empty name or one holding NUL (no database can name a schema so).
+    """
+    if schema is None:
+        return None
+    name = str(schema)
+    if not name or "\x00" in name:
+        raise InvalidOption(_BACKEND, "schema", "must be a non-empty name without NUL")
+    return name
 
 
 def _flag(options: Mapping[str, Any], name: str, *, default: bool) -> bool:

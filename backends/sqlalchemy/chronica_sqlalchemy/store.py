@@ -29,6 +29,7 @@ from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
 from chronica_sqlalchemy.engines import (
     EngineOptions,
+    checked_schema,
     configure_sqlite,
     create_async_store_engine,
     create_store_engine,
@@ -57,6 +58,7 @@ class _Store:
     """What every store here shares: the engine's plans, and whether the tables are yet to be migrated."""
 
     def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
+        schema = checked_schema(schema)
         if engine.dialect.name == "sqlite":
             if schema is not None:
                 raise InvalidOption("sqlalchemy", "schema", "not supported on SQLite")
@@ -80,7 +82,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
 
     Raises:
         StoreError: the database could not be reached or migrated.
-        InvalidOption: ``schema`` was given for SQLite (checked before anything is written).
+        InvalidOption: ``schema`` was given for SQLite, or is empty (checked before anything is written).
     """
 
     plans: Plans
@@ -109,7 +111,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
 
         Raises:
             InvalidOption: an unknown option (the reason lists the known ones), a malformed value,
-                or ``schema`` on SQLite; raised before any engine is created or anything written.
+                an empty ``schema`` or one on SQLite; raised before any engine is created or anything written.
             StoreError: a URL SQLAlchemy cannot parse or use, or the database could not be
                 reached or migrated.
             ModuleNotFoundError: the dialect's driver is not installed.
@@ -188,7 +190,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         auto_migrate: create or upgrade the tables before the first operation.
 
     Raises:
-        InvalidOption: ``schema`` was given for SQLite (the other errors come from the operations).
+        InvalidOption: ``schema`` is empty, or given for SQLite (other errors come from the operations).
     """
 
     def __init__(
@@ -270,7 +272,7 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
             SQLite) only 1.
 
     Raises:
-        InvalidOption: ``schema`` was given for SQLite (the other errors come from the operations).
+        InvalidOption: ``schema`` is empty, or given for SQLite (other errors come from the operations).
         ValueError: ``workers`` is below 1, or above 1 on a ``SingletonThreadPool``.
     """
 

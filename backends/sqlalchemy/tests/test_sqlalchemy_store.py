@@ -205,6 +205,8 @@ def test_an_unknown_option_is_invalid_and_lists_the_known_ones(tmp_path: Path, f
         ("auto_migrate", "maybe", "expected true or false, got 'maybe'"),
         ("echo", "loudly", "expected true or false, got 'loudly'"),
         ("schema", "elsewhere", "not supported on SQLite"),
+        ("schema", "", "must be a non-empty name without NUL"),
+        ("schema", "a\x00b", "must be a non-empty name without NUL"),
     ],
 )
 def test_a_malformed_option_is_invalid_and_names_it(
@@ -225,6 +227,10 @@ def test_schema_on_a_given_sqlite_engine_is_invalid(tmp_path: Path) -> None:
         SQLAlchemyStore(engine, schema="elsewhere")
     with pytest.raises(InvalidOption, match=r"^sqlalchemy: option schema: not supported on SQLite$"):
         AsyncSQLAlchemyStore(create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'given.db'}"), schema="x")
+    with pytest.raises(
+        InvalidOption, match=r"^sqlalchemy: option schema: must be a non-empty name without NUL$"
+    ):
+        SQLAlchemyStore(engine, schema="")
     engine.dispose()
 
 
