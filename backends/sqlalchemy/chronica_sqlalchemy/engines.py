@@ -165,7 +165,7 @@ class EngineOptions:
 
 
 def checked_schema(schema: object) -> str | None:
-    """Return the ``schema`` option as given (``None``: none given).
+    """Return the ``schema`` option as a string (``None``: none given).
 
     Raises ``InvalidOption`` for an empty name or one holding NUL (no database can name a schema so).
     """
@@ -317,9 +317,11 @@ def _use_write_ahead_log(cursor: Any, busy_timeout: float) -> None:
     The switch needs the file to itself, and SQLite refuses it with "database is locked" at once,
     without waiting under the busy timeout, while another connection holds a write transaction:
     that happens when several connections open a new database at the same moment. On that answer
-    this waits for the write lock as a writer would (``BEGIN IMMEDIATE``, under the busy timeout,
-    then ``ROLLBACK``) and tries again, for at most ``busy_timeout`` seconds in all. Once the file
-    is in WAL mode the switch changes nothing and takes no lock.
+    (``SQLITE_BUSY`` or one of its extended codes) this waits for the write lock as a writer would
+    (``BEGIN IMMEDIATE``, under the busy timeout, then ``ROLLBACK``) and tries again. It tries no
+    more once ``busy_timeout`` seconds have passed since the first try; as each wait may itself last
+    up to the busy timeout, giving up can take a few times that when the file stays locked. Once
+    the file is in WAL mode the switch changes nothing and takes no lock.
     """
     deadline = time.monotonic() + busy_timeout
     while True:
@@ -327,7 +329,8 @@ def _use_write_ahead_log(cursor: Any, busy_timeout: float) -> None:
             cursor.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as error:
-            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+            busy = error.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY  # the primary code
+            if not busy or time.monotonic() >= deadline:
                 raise
         cursor.execute("BEGIN IMMEDIATE")
         cursor.execute("ROLLBACK")
