@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
+from urllib.parse import urlsplit, urlunsplit
 
 from chronica_core.chronicarius import Chronicarius
 from chronica_core.errors import (
@@ -109,7 +110,9 @@ class _Output:
 
 
 def _demo(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
-    output.line(f"Chronica demo on {arguments.store}: owner {DINNER_OWNER!r}, chronicum {DINNER_CHRONICUM!r}")
+    output.line(
+        f"Chronica demo on {_shown(arguments.store)}: owner {DINNER_OWNER!r}, chronicum {DINNER_CHRONICUM!r}"
+    )
     output.line()
     output.line("The dinner story, as recorded (each with an idempotency key, so a rerun adds nothing):")
     for position, actum in enumerate(DINNER_STORY, start=1):
@@ -229,6 +232,21 @@ def _store_option(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+_PLACE_OPTIONS = ("schema", "database")
+"""Store options that say where in the URL's server a store keeps its tables, named in output.
+Other options are never printed: they may hold credentials (MongoDB's ``password``, say)."""
+
+
+def _shown(url: str) -> str:
+    """``url`` as printed: a password in it is shown as ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}"))
+
+
 def _opened_store(arguments: argparse.Namespace) -> Store:
     return open_store(arguments.store, **dict(arguments.option))
 
@@ -240,8 +258,9 @@ def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
             output.line(f"{type(store).__name__} keeps no schema; nothing to migrate")
             return 0
         migrate()
-    options = ", ".join(f"{key}={value}" for key, value in dict(arguments.option).items())
-    output.line(f"schema of {arguments.store}{f' ({options})' if options else ''} is current")
+    options = dict(arguments.option)
+    where = ", ".join(f"{name}={options[name]}" for name in _PLACE_OPTIONS if name in options)
+    output.line(f"schema of {_shown(arguments.store)}{f' ({where})' if where else ''} is current")
     return 0
 
 

@@ -21,6 +21,15 @@ def chronica(
     return subprocess.run(command, input=stdin, capture_output=True, text=True, env=environment, timeout=120)
 
 
+def test_a_password_in_the_store_url_is_never_printed() -> None:
+    result = chronica("demo", store="memory://ardian:s3cret@localhost")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        "Chronica demo on memory://ardian:***@localhost: owner 'ardian', chronicum 'dinner-friday'"
+    )
+    assert "s3cret" not in result.stdout + result.stderr
+
+
 def test_demo_tells_the_dinner_story() -> None:
     result = chronica("demo")
     assert result.returncode == 0, result.stderr

@@ -822,6 +822,25 @@ def test_processes_starting_at_once_migrate_safely(fresh_target: tuple[str, str 
         assert store.record(message(chronicum_id)).chronicum_id == chronicum_id
 
 
+@pytest.mark.dialects("mariadb", "postgresql")
+def test_the_cli_migrates_a_schema_and_names_it_but_no_other_option(
+    fresh_target: tuple[str, str | None],
+) -> None:
+    url, schema = fresh_target
+    assert schema is not None
+    command = [str(Path(sys.executable).with_name("chronica")), "migrate", "--store", url]
+    command += ["--option", f"schema={schema}", "--option", "pool_size=2"]
+    migrated = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert migrated.returncode == 0, migrated.stderr
+    assert migrated.stdout.strip() == f"schema of {url} (schema={schema}) is current"
+    with (
+        SQLAlchemyStore.open(url, schema=schema, auto_migrate=False) as store,
+        store.engine.connect() as connection,
+    ):
+        versions = connection.execute(store.plans.tables.versions.select()).all()
+    assert [tuple(row) for row in versions] == [("chronica", SCHEMA_VERSION)]
+
+
 def test_threads_starting_at_once_migrate_safely(fresh_target: tuple[str, str | None]) -> None:
     url, schema = fresh_target
     barrier = threading.Barrier(8)
