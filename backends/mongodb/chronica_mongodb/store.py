@@ -24,6 +24,7 @@ from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
 from pymongo.synchronous.database import Database
 
 from chronica_core.errors import InvalidOption, StoreError
+from chronica_core.options import flag_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_mongodb.core import Command, MongoCore
@@ -36,8 +37,6 @@ DEFAULT_DATABASE = "chronica"
 Result = TypeVar("Result")
 
 _CODEC_OPTIONS: CodecOptions[dict[str, Any]] = CodecOptions(tz_aware=True, tzinfo=UTC)
-_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-_FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
 STORE_OPTIONS = ("database", "auto_migrate")
 """The options the store itself defines; every other option is one of pymongo's ``MongoClient``."""
@@ -45,21 +44,6 @@ STORE_OPTIONS = ("database", "auto_migrate")
 _BACKEND = "mongodb"
 _DATABASE_NAME_FORBIDDEN = frozenset(' ./\\"$\x00')  # as pymongo and the server refuse them
 _DATABASE_NAME_MAX_BYTES = 63  # MongoDB: "less than 64 bytes"
-
-
-def _flag(value: Any) -> bool:
-    """Read ``auto_migrate`` given as a bool or as text (``--option auto_migrate=false``).
-
-    Raises ``InvalidOption`` for anything else.
-    """
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE_WORDS:
-        return True
-    if text in _FALSE_WORDS:
-        return False
-    raise InvalidOption(_BACKEND, "auto_migrate", f"expected true or false, got {value!r}")
 
 
 def _name_problem(name: str) -> str | None:
@@ -153,7 +137,7 @@ def _checked(
     Raises ``InvalidOption`` (an unknown option or a malformed value) or ``StoreError`` (the URL's
     path is no database name).
     """
-    migrate = _flag(auto_migrate)
+    migrate = flag_option(_BACKEND, "auto_migrate", auto_migrate)
     name = _database_name(url, database)
     if opens_client:
         _check_client_options(client_options)

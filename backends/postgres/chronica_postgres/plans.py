@@ -31,6 +31,7 @@ from chronica_core import (
     InvalidOption,
     StoreError,
 )
+from chronica_core.options import flag_option
 from chronica_core.plans import Plan
 from chronica_postgres.schema import (
     ACTA_IDEMPOTENCY_INDEX,
@@ -80,17 +81,6 @@ _NOT_MIGRATED_HINT = (
     "; the schema is not migrated: run `chronica migrate --store URL`"
     " or open the store with auto_migrate=True"
 )
-
-
-def _as_bool(name: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in {"1", "true", "yes", "on"}:
-        return True
-    if text in {"0", "false", "no", "off"}:
-        return False
-    raise InvalidOption("postgres", name, f"expected true or false, got {value!r}")
 
 
 def _as_number(name: str, value: object, kind: type[int] | type[float], least: float) -> Any:
@@ -150,7 +140,9 @@ class Options:
             )
         return cls(
             schema=schema,
-            auto_migrate=_as_bool("auto_migrate", options.get("auto_migrate", defaults.auto_migrate)),
+            auto_migrate=flag_option(
+                "postgres", "auto_migrate", options.get("auto_migrate", defaults.auto_migrate)
+            ),
             min_size=min_size,
             max_size=max_size,
             connect_timeout=_as_number(

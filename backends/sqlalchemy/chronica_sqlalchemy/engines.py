@@ -34,6 +34,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from chronica_core.errors import InvalidOption, StoreError
+from chronica_core.options import flag_option
 from chronica_sqlalchemy.plans import WRITE_OPTION
 
 __all__ = [
@@ -146,8 +147,8 @@ class EngineOptions:
                 known = ", ".join(OPTION_NAMES)
                 raise InvalidOption(_BACKEND, name, f"unknown option; known options: {known}")
         self.schema = checked_schema(options.get("schema"))
-        self.auto_migrate = _flag(options, "auto_migrate", default=True)
-        self.echo = _flag(options, "echo", default=False)
+        self.auto_migrate = flag_option(_BACKEND, "auto_migrate", options.get("auto_migrate", True))
+        self.echo = flag_option(_BACKEND, "echo", options.get("echo", False))
         synchronous = options.get("synchronous", DEFAULT_SYNCHRONOUS)
         self.synchronous = str(synchronous).strip().upper()
         if self.synchronous not in _SYNCHRONOUS_LEVELS:
@@ -175,18 +176,6 @@ def checked_schema(schema: object) -> str | None:
     if not name or "\x00" in name:
         raise InvalidOption(_BACKEND, "schema", "must be a non-empty name without NUL")
     return name
-
-
-def _flag(options: Mapping[str, Any], name: str, *, default: bool) -> bool:
-    value = options.get(name, default)
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise InvalidOption(_BACKEND, name, f"expected true or false, got {value!r}")
 
 
 def _number(options: Mapping[str, Any], name: str, default: float) -> float:
