@@ -161,20 +161,27 @@ class EngineOptions:
 
     def check_dialect(self, url: URL) -> None:
         """Raise ``InvalidOption`` for an option the URL's dialect cannot use (``schema`` on SQLite)."""
-        if self.schema is not None and url.get_backend_name() == "sqlite":
-            raise InvalidOption(_BACKEND, "schema", "not supported on SQLite")
+        checked_schema(self.schema, url.get_backend_name())
 
 
-def checked_schema(schema: object) -> str | None:
+def checked_schema(schema: object, dialect_name: str | None = None) -> str | None:
     """Return the ``schema`` option as a string (``None``: none given).
 
-    Raises ``InvalidOption`` for an empty name or one holding NUL (no database can name a schema so).
+    Args:
+        schema: the option as given.
+        dialect_name: the database's SQLAlchemy dialect (``"sqlite"``), when known.
+
+    Raises:
+        InvalidOption: an empty name or one holding NUL (no database can name a schema so), or
+            any schema on SQLite (one file is one database).
     """
     if schema is None:
         return None
     name = str(schema)
     if not name or "\x00" in name:
         raise InvalidOption(_BACKEND, "schema", "must be a non-empty name without NUL")
+    if dialect_name == "sqlite":
+        raise InvalidOption(_BACKEND, "schema", "not supported on SQLite")
     return name
 
 

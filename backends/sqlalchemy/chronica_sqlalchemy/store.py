@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import QueuePool, SingletonThreadPool
 from sqlalchemy.util import greenlet_spawn
 
-from chronica_core.errors import InvalidOption, StoreError
+from chronica_core.errors import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
 from chronica_sqlalchemy.engines import (
@@ -58,10 +58,8 @@ class _Store:
     """What every store here shares: the engine's plans, and whether the tables are yet to be migrated."""
 
     def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
-        schema = checked_schema(schema)
+        schema = checked_schema(schema, engine.dialect.name)
         if engine.dialect.name == "sqlite":
-            if schema is not None:
-                raise InvalidOption("sqlalchemy", "schema", "not supported on SQLite")
             configure_sqlite(engine)
         self.plans = Plans(Tables.build(schema), engine.dialect, schema)
         self._pending_migration = auto_migrate
