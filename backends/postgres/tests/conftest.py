@@ -3,10 +3,11 @@
 ``CHRONICA_TEST_POSTGRES_URL`` names the server (default ``postgresql://postgres@127.0.0.1:5432/test``).
 Without a reachable server the tests skip, saying what to set; with ``CI=true`` they fail instead.
 
-The test marked ``restart`` restarts the server, so it is collected only when that server is
-surely this machine's own: the URL's host is local (``127.0.0.1``, ``localhost``, ``::1`` or a
-socket directory) and a ``pg_ctlcluster`` cluster that this user may control is online on its
-port. Otherwise it is deselected, and the header and the summary say why.
+The test marked ``restart`` restarts the server, so it is collected only when asked for with
+``CHRONICA_TEST_RESTART_POSTGRES=1`` (``.ci/run`` sets it) and that server is surely this
+machine's own: the URL's host is local (``127.0.0.1``, ``localhost``, ``::1`` or a socket
+directory) and a ``pg_ctlcluster`` cluster that this user may control is online on its port.
+Otherwise it is deselected, and the header and the summary say why.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from chronica_postgres import AsyncPostgresStore, PostgresStore
 from postgres_restart_guard import Cluster, restartable_cluster
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+RESTART_OPT_IN = "CHRONICA_TEST_RESTART_POSTGRES"
+"""The variable that, set to ``1``, lets the ``restart`` test restart the (local) server."""
 TESTS = Path(__file__).parent
 RESTART_DESELECTED = pytest.StashKey[str]()
 
@@ -35,6 +38,8 @@ def configured_url() -> str:
 
 @functools.cache
 def _restart_cluster() -> Cluster | str:
+    if os.environ.get(RESTART_OPT_IN) != "1":
+        return f"restarting the server is opt-in: set {RESTART_OPT_IN}=1 to run it"
     return restartable_cluster(configured_url())
 
 
@@ -42,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "restart: restarts the shared PostgreSQL server once (deselect with -m 'not restart'); "
-        "deselected unless the server is a local pg_ctlcluster cluster",
+        f"deselected unless {RESTART_OPT_IN}=1 and the server is a local pg_ctlcluster cluster",
     )
 
 

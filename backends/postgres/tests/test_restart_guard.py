@@ -58,10 +58,9 @@ def test_only_an_online_cluster_on_the_port_is_chosen_and_only_for_root_or_its_o
     assert cluster_on_port("5432", LISTING, stranger) == "only root or postgres may restart cluster 15/main"
 
 
-def test_the_restart_test_is_deselected_for_a_remote_server_and_the_reason_is_shown() -> None:
+def _collect(environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
     tests = Path(__file__).parent
-    environment = {**os.environ, "CHRONICA_TEST_POSTGRES_URL": "postgresql://postgres@db.example.com/test"}
-    run = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-rA", str(tests)],
         capture_output=True,
         text=True,
@@ -69,6 +68,26 @@ def test_the_restart_test_is_deselected_for_a_remote_server_and_the_reason_is_sh
         cwd=tests.parent,
         timeout=120,
         check=False,
+    )
+
+
+def test_the_restart_test_is_deselected_unless_asked_for_and_the_reason_is_shown() -> None:
+    environment = {key: value for key, value in os.environ.items() if key != "CHRONICA_TEST_RESTART_POSTGRES"}
+    run = _collect(environment)
+    reason = "restarting the server is opt-in: set CHRONICA_TEST_RESTART_POSTGRES=1 to run it"
+    assert f"chronica-postgres: the restart test is deselected: {reason}" in run.stdout
+    assert f"chronica-postgres: the restart test was deselected: {reason}" in run.stdout
+    assert "1 deselected" in run.stdout
+    assert "test_stores_work_again_after_a_server_restart" not in run.stdout
+
+
+def test_the_restart_test_is_deselected_for_a_remote_server_and_the_reason_is_shown() -> None:
+    run = _collect(
+        {
+            **os.environ,
+            "CHRONICA_TEST_POSTGRES_URL": "postgresql://postgres@db.example.com/test",
+            "CHRONICA_TEST_RESTART_POSTGRES": "1",
+        }
     )
     reason = (
         "the server at the test URL is not surely this machine's own: its host 'db.example.com' is not local"
