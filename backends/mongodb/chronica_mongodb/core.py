@@ -171,7 +171,9 @@ class MongoCore:
         present = yield from self._own_indexes("migrate")
         for name, keys, options in _INDEXES:
             if name not in present:
-                yield from self._run(Command(ACTA, "create_index", (keys,), {"name": name, **options}), "migrate")
+                yield from self._run(
+                    Command(ACTA, "create_index", (keys,), {"name": name, **options}), "migrate"
+                )
 
     def check(self) -> Plan[Command, None]:
         """What a store opened without ``auto_migrate`` runs first: refuse collections not its own.
@@ -200,12 +202,15 @@ class MongoCore:
         ):
             others = sorted(index["name"] for index in indexes if index["name"] not in _OUR_INDEXES)
             if others:
-                problems.append(f"{collection} has indexes chronica-mongodb does not make ({', '.join(others)})")
+                problems.append(
+                    f"{collection} has indexes chronica-mongodb does not make ({', '.join(others)})"
+                )
             if indexes:  # the collection exists: look at one of its documents
                 document = yield from self._run(Command(collection, "find_one", ({},)), where)
                 if document is not None and not fields <= document.keys():
+                    expected = ", ".join(sorted(fields))
                     problems.append(
-                        f"{collection} holds documents without chronica-mongodb's fields ({', '.join(sorted(fields))})"
+                        f"{collection} holds documents without chronica-mongodb's fields ({expected})"
                     )
         if problems:
             raise StoreError(

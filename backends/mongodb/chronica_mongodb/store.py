@@ -281,8 +281,8 @@ class AsyncMongoStore(AsyncPlannedStore):
         if not self._opened:
             async with self._opening:
                 if not self._opened:
-                    plan = self.plans.migrate() if self._auto_migrate else self.plans.check()
-                    await run_plan_async(plan, self._perform)
+                    opening = self.plans.migrate() if self._auto_migrate else self.plans.check()
+                    await run_plan_async(opening, self._perform)
                     self._opened = True
         return await run_plan_async(plan, self._perform)
 

@@ -9,7 +9,6 @@ refused with ``InvalidOption``.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -20,12 +19,11 @@ from pymongo import MongoClient
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, InvalidOption, StoreError
 
-THEIRS = {"_id": 7, "note": "theirs"}
+THEIRS: dict[str, Any] = {"_id": 7, "note": "theirs"}
 
 
 def _their_collection(url: str, database: str, collection: str, *, indexed: bool) -> None:
-    client: MongoClient[dict[str, Any]]
-    with MongoClient(url) as client:
+    with MongoClient[dict[str, Any]](url) as client:
         if indexed:  # empty, with an index of its own
             client[database][collection].create_index([("note", 1)], name="by_note")
         else:
@@ -38,7 +36,7 @@ def _assert_untouched(url: str, database: str, collection: str, *, indexed: bool
         assert client[database].list_collection_names() == [collection]
         indexes = sorted(index["name"] for index in client[database][collection].list_indexes())
         assert indexes == (["_id_", "by_note"] if indexed else ["_id_"])
-        documents = list(client[database][collection].find())
+        documents: list[dict[str, Any]] = list(client[database][collection].find())
         assert documents == ([] if indexed else [THEIRS])
 
 
@@ -116,6 +114,27 @@ def test_a_store_opened_without_auto_migrate_over_its_own_collections_works(
         store.record(Actum("c", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hello"))
     with MongoStore(mongodb_server_url, database=database, auto_migrate=False) as store:
         assert [actum.content for actum in store.acta("c", ActaQuery())] == ["hello"]
+
+
+def test_an_async_store_opened_without_auto_migrate_over_its_own_collections_works(
+    mongodb_server_url: str, database: str
+) -> None:
+    async def scenario() -> list[str]:
+        for auto_migrate in (False, True, False):  # unmigrated, then migrated, its own documents
+            store = AsyncMongoStore(mongodb_server_url, database=database, auto_migrate=auto_migrate)
+            try:
+                if auto_migrate is False and not await store.database.list_collection_names():
+                    await store.create(Chronicum("c", "ardian", datetime.now(UTC)))
+                await store.record(Actum("c", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hello"))
+            finally:
+                await store.close()
+        store = AsyncMongoStore(mongodb_server_url, database=database, auto_migrate=False)
+        try:
+            return [actum.content for actum in await store.acta("c", ActaQuery())]
+        finally:
+            await store.close()
+
+    assert asyncio.run(scenario()) == ["hello"] * 3
 
 
 # -- database names ------------------------------------------------------------------------------

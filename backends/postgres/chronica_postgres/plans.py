@@ -443,7 +443,11 @@ class Plans:
             f"postgres: {operation}",
             f"{what}; chronica-postgres uses only tables it created and has left these untouched. "
             "Give another schema (the schema option, or ?schema=NAME in the URL) or another database"
-            + (", or open this one with chronica-sqlalchemy" if FOREIGN_TABLES[-1] in found and not mixed else ""),
+            + (
+                ", or open this one with chronica-sqlalchemy"
+                if FOREIGN_TABLES[-1] in found and not mixed
+                else ""
+            ),
         )
 
     def _write(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:

@@ -84,6 +84,7 @@ def schema_name_problem(name: str) -> str | None:
         return "cannot start with pg_ (PostgreSQL reserves those schema names for itself)"
     return None
 
+
 CHRONICA_PRIMARY_KEY = "chronica_pkey"
 """Name of the primary key of ``chronica``: a violation means the chronicum exists."""
 

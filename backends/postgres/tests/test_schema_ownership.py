@@ -35,7 +35,7 @@ from chronica_core import (
 Rows = list[tuple[Any, ...]]
 
 
-def _run(url: str, statement: sql.Composable, parameters: tuple[Any, ...] = ()) -> Rows:
+def _run(url: str, statement: sql.SQL | sql.Composed, parameters: tuple[Any, ...] = ()) -> Rows:
     with psycopg.connect(url, autocommit=True) as connection:
         cursor = connection.execute(statement, parameters)
         return cursor.fetchall() if cursor.description else []
@@ -75,7 +75,9 @@ def foreign_schema(postgres_url: str, request: pytest.FixtureRequest) -> Iterato
                 sql.Identifier(schema, table)
             ),
         )
-        _run(postgres_url, sql.SQL("INSERT INTO {} VALUES (7, 'theirs')").format(sql.Identifier(schema, table)))
+        _run(
+            postgres_url, sql.SQL("INSERT INTO {} VALUES (7, 'theirs')").format(sql.Identifier(schema, table))
+        )
         yield schema, table
     finally:
         drop_schema(postgres_url, schema)
@@ -132,7 +134,9 @@ def test_an_async_store_refuses_at_first_use_a_schema_holding_another_applicatio
     _assert_untouched(postgres_url, schema, table)
 
 
-def test_a_schema_chronica_sqlalchemy_also_used_is_refused_at_open(postgres_url: str, fresh_schema: str) -> None:
+def test_a_schema_chronica_sqlalchemy_also_used_is_refused_at_open(
+    postgres_url: str, fresh_schema: str
+) -> None:
     PostgresStore(postgres_url, schema=fresh_schema).close()
     _run(
         postgres_url,

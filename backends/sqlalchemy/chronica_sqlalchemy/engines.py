@@ -212,7 +212,8 @@ def schema_name_problem(name: str, dialect_name: str | None = None) -> str | Non
         if size > _POSTGRESQL_NAME_BYTES:
             return (
                 f"is {size} bytes in UTF-8, longer than PostgreSQL's {_POSTGRESQL_NAME_BYTES}-byte "
-                "identifiers (it would cut the name, and names differing only after that would share a schema)"
+                "identifiers (it would cut the name, and names differing only after that would share "
+                "a schema)"
             )
         if name.startswith("pg_"):
             return "cannot start with pg_ (PostgreSQL reserves those schema names for itself)"

@@ -28,10 +28,10 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
-    Executable,
     Column,
     DateTime,
     Dialect,
+    Executable,
     ForeignKeyConstraint,
     Integer,
     LargeBinary,

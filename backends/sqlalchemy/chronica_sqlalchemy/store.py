@@ -55,8 +55,11 @@ _DEFAULT_POOL_SIZE = 5
 
 
 class _Store:
-    """What every store here shares: the engine's plans, and whether the tables are yet to be
-    migrated (``auto_migrate``) or checked to be this package's own (see ``Plans.check``)."""
+    """What every store here shares: the engine's plans, and whether opening is yet to be done.
+
+    Opening migrates the tables (``auto_migrate``) or checks they are this package's own
+    (``Plans.check``).
+    """
 
     def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
         schema = checked_schema(schema, engine.dialect.name)

@@ -176,7 +176,9 @@ def test_chronica_postgres_tables_are_refused_by_this_backend(postgresql_place: 
     with PostgresStore(libpq, schema=place.schema) as theirs:
         theirs.create(Chronicum("dinner-friday", "ardian", datetime.now(UTC)))
         theirs.record(_hello("dinner-friday"))
-    before = {table: inspect(place.engine).get_columns(table, schema=place.schema) for table in place.tables()}
+    before = {
+        table: inspect(place.engine).get_columns(table, schema=place.schema) for table in place.tables()
+    }
 
     for auto_migrate, where in WHERE:
         with pytest.raises(StoreError) as raised:
