@@ -185,7 +185,7 @@ def checked_schema(schema: object, dialect_name: str | None = None) -> str | Non
     name = str(schema)
     problem = schema_name_problem(name, dialect_name)
     if problem:
-        raise InvalidOption(_BACKEND, "schema", f"{problem}, got {name!r}")
+        raise InvalidOption(_BACKEND, "schema", problem)
     return name
 
 
