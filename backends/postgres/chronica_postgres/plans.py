@@ -39,6 +39,7 @@ from chronica_postgres.schema import (
     CHRONICA_PRIMARY_KEY,
     FOREIGN_TABLES,
     LATEST_VERSION,
+    SQLALCHEMY_VERSION_TABLE,
     VERSION_TABLE,
     Statements,
     schema_name_problem,
@@ -416,7 +417,7 @@ class Plans:
             raise translate(error, operation, "") from error
         version, sqlalchemy_too = rows[0]
         if sqlalchemy_too:
-            raise self._foreign(operation, [FOREIGN_TABLES[-1]], mixed=True)
+            raise self._foreign(operation, [SQLALCHEMY_VERSION_TABLE], mixed=True)
         return int(version)
 
     def _foreign(self, operation: str, found: list[str], *, mixed: bool) -> StoreError:
@@ -425,14 +426,14 @@ class Plans:
         names = ", ".join(found)
         if mixed:
             what = (
-                f"schema {schema!r} holds this package's tables and also chronica-sqlalchemy's version "
-                f"table {FOREIGN_TABLES[-1]}: a chronica-sqlalchemy store has used (and may have written "
-                "into) these tables, which the two backends cannot share"
+                f"schema {schema!r} holds this package's tables and also chronica-sqlalchemy's "
+                f"version table {SQLALCHEMY_VERSION_TABLE}: a chronica-sqlalchemy store has used (and "
+                "may have written into) these tables, which the two backends cannot share"
             )
         else:
             whose = (
-                "chronica-sqlalchemy's (its version table chronica_schema is there)"
-                if FOREIGN_TABLES[-1] in found
+                f"chronica-sqlalchemy's (its version table {SQLALCHEMY_VERSION_TABLE} is there)"
+                if SQLALCHEMY_VERSION_TABLE in found
                 else "another application's"
             )
             what = (
@@ -445,7 +446,7 @@ class Plans:
             "Give another schema (the schema option, or ?schema=NAME in the URL) or another database"
             + (
                 ", or open this one with chronica-sqlalchemy"
-                if FOREIGN_TABLES[-1] in found and not mixed
+                if SQLALCHEMY_VERSION_TABLE in found and not mixed
                 else ""
             ),
         )

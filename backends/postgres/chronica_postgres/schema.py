@@ -44,6 +44,8 @@ __all__ = [
     "MAX_SCHEMA_NAME_BYTES",
     "MIGRATIONS",
     "SET_UTC",
+    "SQLALCHEMY_VERSION_TABLE",
+    "VERSION_TABLE",
     "Migration",
     "Statements",
     "schema_name_problem",
@@ -55,7 +57,10 @@ MAX_SCHEMA_NAME_BYTES = 63
 VERSION_TABLE = "chronica_schema_version"
 """The table of applied migrations: the mark of a schema this package created."""
 
-FOREIGN_TABLES = ("chronica", "acta", "chronica_schema")
+SQLALCHEMY_VERSION_TABLE = "chronica_schema"
+"""chronica-sqlalchemy's version table: where it is, chronica-sqlalchemy has used the schema."""
+
+FOREIGN_TABLES = ("chronica", "acta", SQLALCHEMY_VERSION_TABLE)
 """Tables that, found in a schema without :data:`VERSION_TABLE`, are not this package's own:
 ``chronica`` and ``acta`` of another application or of chronica-sqlalchemy, and
 ``chronica_schema``, chronica-sqlalchemy's version table (found next to :data:`VERSION_TABLE`, it
@@ -178,7 +183,7 @@ class Statements:
             SELECT coalesce(max(version), 0), EXISTS (
                 SELECT FROM pg_catalog.pg_class AS class
                 JOIN pg_catalog.pg_namespace AS namespace ON namespace.oid = class.relnamespace
-                WHERE namespace.nspname = {{name}} AND class.relname = '{FOREIGN_TABLES[-1]}'
+                WHERE namespace.nspname = {{name}} AND class.relname = '{SQLALCHEMY_VERSION_TABLE}'
             )
             FROM {{schema}}.{VERSION_TABLE}
             """,
