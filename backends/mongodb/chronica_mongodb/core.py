@@ -188,12 +188,16 @@ class MongoCore:
         yield from self._own_indexes("open")
 
     def _own_indexes(self, where: str) -> Plan[Command, set[str]]:
-        """The names of the indexes on ``acta``, once the collections are known to be this package's."""
+        """Which of the store's indexes ``acta`` has, once the collections are known to be its own.
+
+        An index of the same name but other keys is not among them: creating it then fails,
+        naming the conflict.
+        """
         acta_indexes = yield from self._run(Command(ACTA, "list_indexes", cursor=True), where)
-        found = {index["name"]: index for index in acta_indexes}
-        sequence = found.get(SEQUENCE_INDEX)
-        if sequence is not None and list(sequence["key"].items()) == _INDEXES[0][1]:
-            return set(found)
+        keys = {index["name"]: list(index["key"].items()) for index in acta_indexes}
+        ours = {name for name, wanted, _ in _INDEXES if keys.get(name) == wanted}
+        if SEQUENCE_INDEX in ours:
+            return ours
         chronica_indexes = yield from self._run(Command(CHRONICA, "list_indexes", cursor=True), where)
         problems: list[str] = []
         for collection, indexes, fields in (
@@ -219,7 +223,7 @@ class MongoCore:
                 "application's; chronica-mongodb uses only collections it created and has left these "
                 "untouched. Give another database (the database option, or the URL's path)",
             )
-        return set(found)
+        return ours
 
     def create(self, chronicum: Chronicum) -> Plan[Command, None]:
         """Insert ``chronicum``. Raises ``ChronicumExists`` if its id is taken, else ``StoreError``."""
