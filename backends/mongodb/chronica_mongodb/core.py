@@ -60,6 +60,20 @@ SEQUENCE_INDEX: Final = "chronicum_seq"
 IDEMPOTENCY_INDEX: Final = "chronicum_idempotency_key"
 """Unique partial index ``(chronicum_id, idempotency_key)`` over the acta that have a key."""
 
+_INDEXES: Final[tuple[tuple[str, list[tuple[str, int]], dict[str, Any]], ...]] = (
+    (SEQUENCE_INDEX, [("chronicum_id", 1), ("seq", 1)], {"unique": True}),
+    (
+        IDEMPOTENCY_INDEX,
+        [("chronicum_id", 1), ("idempotency_key", 1)],
+        {"unique": True, "partialFilterExpression": {"idempotency_key": {"$exists": True}}},
+    ),
+)
+"""The indexes :meth:`MongoCore.migrate` makes on ``acta``: name, keys, options."""
+
+_OUR_INDEXES: Final = frozenset({"_id_", SEQUENCE_INDEX, IDEMPOTENCY_INDEX})
+_CHRONICUM_FIELDS: Final = frozenset({"_id", "owner_id", "started_at"})
+_ACTUM_FIELDS_STORED: Final = frozenset({"chronicum_id", "seq", "id", "kind", "content", "at"})
+
 MAX_ATTEMPTS: Final = 10_000
 """How many sequence numbers one write tries before giving up (each lost try is another's write)."""
 
@@ -148,31 +162,68 @@ class MongoCore:
     def migrate(self) -> Plan[Command, None]:
         """Create the acta indexes if they are missing (idempotent; chronica needs only ``_id``).
 
-        Raises ``StoreError("mongodb: migrate: ...")``, e.g. when an index of the same name has
-        another definition.
+        One command in the steady state (the indexes are listed, and found). Before creating
+        them it makes sure the collections are not someone else's (see :meth:`check`).
+
+        Raises ``StoreError("mongodb: migrate: ...")``: the collections are not this package's, or
+        an index of the same name has another definition.
         """
-        yield from self._run(
-            Command(
-                ACTA,
-                "create_index",
-                ([("chronicum_id", 1), ("seq", 1)],),
-                {"unique": True, "name": SEQUENCE_INDEX},
-            ),
-            "migrate",
-        )
-        yield from self._run(
-            Command(
-                ACTA,
-                "create_index",
-                ([("chronicum_id", 1), ("idempotency_key", 1)],),
-                {
-                    "unique": True,
-                    "name": IDEMPOTENCY_INDEX,
-                    "partialFilterExpression": {"idempotency_key": {"$exists": True}},
-                },
-            ),
-            "migrate",
-        )
+        present = yield from self._own_indexes("migrate")
+        for name, keys, options in _INDEXES:
+            if name not in present:
+                yield from self._run(
+                    Command(ACTA, "create_index", (keys,), {"name": name, **options}), "migrate"
+                )
+
+    def check(self) -> Plan[Command, None]:
+        """What a store opened without ``auto_migrate`` runs first: refuse collections not its own.
+
+        ``chronica`` and ``acta`` are this package's once ``acta`` has its index
+        ``chronicum_seq`` (one command then). Before that, neither may hold a document without this
+        package's fields nor an index of another name (an application's own collections of those
+        names); empty or missing collections are fine. Nothing is written.
+
+        Raises ``StoreError("mongodb: open: ...")`` naming what was found and what to do.
+        """
+        yield from self._own_indexes("open")
+
+    def _own_indexes(self, where: str) -> Plan[Command, set[str]]:
+        """Which of the store's indexes ``acta`` has, once the collections are known to be its own.
+
+        An index of the same name but other keys is not among them: creating it then fails,
+        naming the conflict.
+        """
+        acta_indexes = yield from self._run(Command(ACTA, "list_indexes", cursor=True), where)
+        keys = {index["name"]: list(index["key"].items()) for index in acta_indexes}
+        ours = {name for name, wanted, _ in _INDEXES if keys.get(name) == wanted}
+        if SEQUENCE_INDEX in ours:
+            return ours
+        chronica_indexes = yield from self._run(Command(CHRONICA, "list_indexes", cursor=True), where)
+        problems: list[str] = []
+        for collection, indexes, fields in (
+            (CHRONICA, chronica_indexes, _CHRONICUM_FIELDS),
+            (ACTA, acta_indexes, _ACTUM_FIELDS_STORED),
+        ):
+            others = sorted(index["name"] for index in indexes if index["name"] not in _OUR_INDEXES)
+            if others:
+                problems.append(
+                    f"{collection} has indexes chronica-mongodb does not make ({', '.join(others)})"
+                )
+            if indexes:  # the collection exists: look at one of its documents
+                document = yield from self._run(Command(collection, "find_one", ({},)), where)
+                if document is not None and not fields <= document.keys():
+                    expected = ", ".join(sorted(fields))
+                    problems.append(
+                        f"{collection} holds documents without chronica-mongodb's fields ({expected})"
+                    )
+        if problems:
+            raise StoreError(
+                f"mongodb: {where}",
+                f"{'; '.join(problems)}: collections chronica-mongodb did not create, they look like another "
+                "application's; chronica-mongodb uses only collections it created and has left these "
+                "untouched. Give another database (the database option, or the URL's path)",
+            )
+        return ours
 
     def create(self, chronicum: Chronicum) -> Plan[Command, None]:
         """Insert ``chronicum``. Raises ``ChronicumExists`` if its id is taken, else ``StoreError``."""

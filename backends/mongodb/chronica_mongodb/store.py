@@ -173,7 +173,11 @@ class MongoStore(PlannedStore):
             other); raised before any client is opened.
         StoreError: ``mongodb: open: ...`` when ``url`` is malformed (its path included) or an SRV
             record cannot be resolved.
-        StoreError: ``mongodb: migrate: ...`` when the indexes cannot be created.
+        StoreError: ``mongodb: migrate: ...`` when the indexes cannot be created, or when
+            ``chronica``/``acta`` are another application's collections (documents without this
+            package's fields, or indexes it does not make); without ``auto_migrate`` that is
+            ``mongodb: open: ...``, raised by the first operation (opening does no I/O then). They
+            are left untouched, and the message names what was found and what to do.
     """
 
     plans: MongoCore
@@ -193,6 +197,7 @@ class MongoStore(PlannedStore):
         self.client: MongoClient[dict[str, Any]] = client or _client(MongoClient, url, client_options)
         self.database: Database[dict[str, Any]] = _database(self.client, name)
         self.plans = MongoCore()
+        self._unchecked = not migrate  # checked before the first operation (no I/O here)
         if migrate:
             self.migrate()
 
@@ -210,6 +215,9 @@ class MongoStore(PlannedStore):
             self.client.close()
 
     def _run(self, plan: Plan[Any, Result]) -> Result:
+        if self._unchecked:
+            run_plan(self.plans.check(), self._perform)
+            self._unchecked = False
         return run_plan(plan, self._perform)
 
     def _perform(self, command: Command) -> Any:
@@ -247,8 +255,9 @@ class AsyncMongoStore(AsyncPlannedStore):
         )
         self.database: AsyncDatabase[dict[str, Any]] = _database(self.client, name)
         self.plans = MongoCore()
-        self._migrated = not migrate
-        self._migrating = asyncio.Lock()
+        self._auto_migrate = migrate
+        self._opened = False
+        self._opening = asyncio.Lock()
 
     async def migrate(self) -> None:
         """Create the indexes if missing (safe to repeat, and from many processes at once).
@@ -257,7 +266,7 @@ class AsyncMongoStore(AsyncPlannedStore):
         """
         self._check_usable()
         await run_plan_async(self.plans.migrate(), self._perform)
-        self._migrated = True
+        self._opened = True
 
     async def close(self) -> None:
         """Close the client if the store opened it.
@@ -269,10 +278,12 @@ class AsyncMongoStore(AsyncPlannedStore):
             await self.client.close()
 
     async def _run(self, plan: Plan[Any, Result]) -> Result:
-        if not self._migrated:
-            async with self._migrating:
-                if not self._migrated:
-                    await self.migrate()
+        if not self._opened:
+            async with self._opening:
+                if not self._opened:
+                    opening = self.plans.migrate() if self._auto_migrate else self.plans.check()
+                    await run_plan_async(opening, self._perform)
+                    self._opened = True
         return await run_plan_async(plan, self._perform)
 
     async def _perform(self, command: Command) -> Any:

@@ -37,8 +37,12 @@ from chronica_postgres.schema import (
     ACTA_IDEMPOTENCY_INDEX,
     ACTA_TO_CHRONICA_KEY,
     CHRONICA_PRIMARY_KEY,
+    FOREIGN_TABLES,
     LATEST_VERSION,
+    SQLALCHEMY_VERSION_TABLE,
+    VERSION_TABLE,
     Statements,
+    schema_name_problem,
 )
 
 __all__ = [
@@ -93,6 +97,15 @@ def _as_number(name: str, value: object, kind: type[int] | type[float], least: f
     return number
 
 
+def _schema_name(value: object) -> str:
+    """The ``schema`` option as a name that means exactly one schema; raises ``InvalidOption`` why not."""
+    schema = str(value)
+    problem = schema_name_problem(schema)
+    if problem:
+        raise InvalidOption("postgres", "schema", f"{problem}, got {schema!r}")
+    return schema
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     """The options of a PostgreSQL store (all may be given as strings, as on the command line).
@@ -129,9 +142,7 @@ class Options:
         if unknown:
             known = ", ".join(cls.__slots__)
             raise InvalidOption("postgres", unknown[0], f"unknown option (known: {known})")
-        schema = str(options.get("schema", defaults.schema))
-        if not schema or "\x00" in schema:
-            raise InvalidOption("postgres", "schema", "must be a non-empty name without NUL")
+        schema = _schema_name(options.get("schema", defaults.schema))
         min_size = _as_number("min_size", options.get("min_size", defaults.min_size), int, 0)
         max_size = _as_number("max_size", options.get("max_size", max(defaults.max_size, min_size)), int, 1)
         if max_size < min_size:
@@ -213,6 +224,10 @@ def text_array(values: Iterable[str]) -> str:
 def _kinds_array(kinds: tuple[str, ...]) -> str:
     """:func:`text_array` of a query's kinds, remembered (queries repeat the same few)."""
     return text_array(kinds)
+
+
+_LOOKED_FOR = text_array((*FOREIGN_TABLES, VERSION_TABLE))
+"""The tables looked for in a schema without a version table (found there, it just appeared)."""
 
 
 def connection_lost(error: Exception) -> bool:
@@ -352,14 +367,15 @@ class Plans:
     def migrate(self) -> Plan[Operation, int]:
         """Create or upgrade the schema; return its version (:data:`LATEST_VERSION`).
 
-        Reads the version first (no lock, no privilege needed when it is current); otherwise runs
-        the migration script, which takes an advisory lock so concurrent migrators take turns.
-        Raises ``StoreError`` (also when the schema is newer than this package).
+        Reads the version first (one statement, no lock, no privilege needed when it is current);
+        otherwise runs the migration script, which takes an advisory lock so concurrent migrators
+        take turns. Raises ``StoreError``: ``"postgres: migrate"`` when the schema is newer than
+        this package, or holds tables this package did not create (see :meth:`check`).
         """
-        version = yield from self._version()
+        version = yield from self._own_version("migrate")
         if version < LATEST_VERSION:
             yield from self._write(Statement(self.statements.migrate), "migrate", "")
-            version = yield from self._version()
+            version = yield from self._own_version("migrate")
         if version != LATEST_VERSION:
             raise StoreError(
                 "postgres: migrate",
@@ -368,16 +384,72 @@ class Plans:
             )
         return version
 
-    def _version(self) -> Plan[Operation, int]:
+    def check(self) -> Plan[Operation, int]:
+        """What a store opened without ``auto_migrate`` runs: refuse tables that are not its own.
+
+        Returns the schema version (0: not migrated yet, which the first write reports). One
+        statement while the schema is this package's, two while it holds no version table.
+
+        Raises:
+            StoreError: ``"postgres: open"`` when the schema holds ``chronica`` or ``acta`` that
+                this package did not create (another application's, or chronica-sqlalchemy's),
+                naming them and what to do; nothing is written.
+        """
+        return (yield from self._own_version("open"))
+
+    def _own_version(self, operation: str) -> Plan[Operation, int]:
+        """The schema's version (0 without a version table), once the tables are known to be ours."""
+        statements = self.statements
         try:
-            rows = yield Statement(self.statements.read_version, ())
+            rows = yield Statement(statements.read_version, ())
         except (errors.UndefinedTable, errors.InvalidSchemaName):
+            rows = yield from self._read(
+                Statement(statements.find_tables, (statements.schema, _LOOKED_FOR)), operation, ""
+            )
+            found = [name for (name,) in rows]
+            if VERSION_TABLE in found:  # another store migrated the schema in the meantime
+                return (yield from self._own_version(operation))
+            if found:
+                raise self._foreign(operation, found, mixed=False) from None
             return 0
         except psycopg.Error as error:
             yield from self._discard_if_lost(error)
-            raise translate(error, "migrate", "") from error
-        version: int = rows[0][0]
-        return version
+            raise translate(error, operation, "") from error
+        version, sqlalchemy_too = rows[0]
+        if sqlalchemy_too:
+            raise self._foreign(operation, [SQLALCHEMY_VERSION_TABLE], mixed=True)
+        return int(version)
+
+    def _foreign(self, operation: str, found: list[str], *, mixed: bool) -> StoreError:
+        """The refusal of a schema holding tables this package did not create."""
+        schema = self.statements.schema
+        names = ", ".join(found)
+        if mixed:
+            what = (
+                f"schema {schema!r} holds this package's tables and also chronica-sqlalchemy's "
+                f"version table {SQLALCHEMY_VERSION_TABLE}: a chronica-sqlalchemy store has used (and "
+                "may have written into) these tables, which the two backends cannot share"
+            )
+        else:
+            whose = (
+                f"chronica-sqlalchemy's (its version table {SQLALCHEMY_VERSION_TABLE} is there)"
+                if SQLALCHEMY_VERSION_TABLE in found
+                else "another application's"
+            )
+            what = (
+                f"schema {schema!r} holds {names} without {VERSION_TABLE}: tables chronica-postgres "
+                f"did not create, they look like {whose}"
+            )
+        return StoreError(
+            f"postgres: {operation}",
+            f"{what}; chronica-postgres uses only tables it created and has left these untouched. "
+            "Give another schema (the schema option, or ?schema=NAME in the URL) or another database"
+            + (
+                ", or open this one with chronica-sqlalchemy"
+                if SQLALCHEMY_VERSION_TABLE in found and not mixed
+                else ""
+            ),
+        )
 
     def _write(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
         """Perform ``statement`` once: a write whose fate is unknown after a lost connection."""

@@ -10,7 +10,13 @@ Layout (in the schema given by the ``schema`` option, ``public`` by default):
   table backwards for a context window); a unique index on ``(chronicum_id, idempotency_key)``
   where the key is set.
 - ``chronica_schema_version``: one row per migration applied (``version``, ``applied_at``,
-  ``description``).
+  ``description``). It is also what makes the tables this package's own: a schema holding
+  ``chronica`` or ``acta`` without it holds someone else's tables (chronica-sqlalchemy's, whose
+  versions are in ``chronica_schema``, or another application's), which the store refuses to open
+  (see :data:`FOREIGN_TABLES`) and never alters.
+
+Schema names are used exactly as given, quoted, inside every statement: see
+:func:`schema_name_problem` for the names refused because PostgreSQL would not keep them apart.
 
 Content: PostgreSQL ``text`` cannot hold NUL, so content without NUL (nearly all) is kept in
 ``content`` as text, readable and searchable in SQL, and content with NUL is kept, UTF-8 encoded,
@@ -24,6 +30,7 @@ actum ordered before it. (A sequence would not do: commit order can differ from 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from psycopg import sql
@@ -32,12 +39,56 @@ __all__ = [
     "ACTA_IDEMPOTENCY_INDEX",
     "ACTA_TO_CHRONICA_KEY",
     "CHRONICA_PRIMARY_KEY",
+    "FOREIGN_TABLES",
     "LATEST_VERSION",
+    "MAX_SCHEMA_NAME_BYTES",
     "MIGRATIONS",
     "SET_UTC",
+    "SQLALCHEMY_VERSION_TABLE",
+    "VERSION_TABLE",
     "Migration",
     "Statements",
+    "schema_name_problem",
 ]
+
+MAX_SCHEMA_NAME_BYTES = 63
+"""PostgreSQL's longest identifier, in bytes (``NAMEDATALEN - 1``); longer names it silently cuts."""
+
+VERSION_TABLE = "chronica_schema_version"
+"""The table of applied migrations: the mark of a schema this package created."""
+
+SQLALCHEMY_VERSION_TABLE = "chronica_schema"
+"""chronica-sqlalchemy's version table: where it is, chronica-sqlalchemy has used the schema."""
+
+FOREIGN_TABLES = ("chronica", "acta", SQLALCHEMY_VERSION_TABLE)
+"""Tables that, found in a schema without :data:`VERSION_TABLE`, are not this package's own:
+``chronica`` and ``acta`` of another application or of chronica-sqlalchemy, and
+``chronica_schema``, chronica-sqlalchemy's version table (found next to :data:`VERSION_TABLE`, it
+says chronica-sqlalchemy has written into this package's tables)."""
+
+
+def schema_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be used as the ``schema`` option, or ``None`` when it names exactly one schema.
+
+    Any name is quoted and used exactly (spaces, tabs, ``%``, ``$``, quotes, case), except:
+    an empty one, one holding NUL (no identifier can), one longer than
+    :data:`MAX_SCHEMA_NAME_BYTES` bytes in UTF-8 (PostgreSQL would cut it, so two names differing
+    after that would share a schema) and one starting with ``pg_`` (reserved for the system's own).
+    """
+    if not name:
+        return "must be a non-empty name"
+    if "\x00" in name:
+        return "cannot hold NUL"
+    size = len(name.encode())
+    if size > MAX_SCHEMA_NAME_BYTES:
+        return (
+            f"is {size} bytes in UTF-8, longer than PostgreSQL's {MAX_SCHEMA_NAME_BYTES}-byte identifiers "
+            "(it would cut the name, and names differing only after that would share a schema)"
+        )
+    if name.startswith("pg_"):
+        return "cannot start with pg_ (PostgreSQL reserves those schema names for itself)"
+    return None
+
 
 CHRONICA_PRIMARY_KEY = "chronica_pkey"
 """Name of the primary key of ``chronica``: a violation means the chronicum exists."""
@@ -125,8 +176,28 @@ class Statements:
     def __init__(self, schema: str) -> None:
         self.schema = schema
         quoted = sql.Identifier(schema).as_string(None)
+        # One row: the version, and whether chronica-sqlalchemy's version table is there too.
         self.read_version = self._compose(
-            quoted, "SELECT coalesce(max(version), 0) FROM {schema}.chronica_schema_version"
+            quoted,
+            f"""
+            SELECT coalesce(max(version), 0), EXISTS (
+                SELECT FROM pg_catalog.pg_class AS class
+                JOIN pg_catalog.pg_namespace AS namespace ON namespace.oid = class.relnamespace
+                WHERE namespace.nspname = {{name}} AND class.relname = '{SQLALCHEMY_VERSION_TABLE}'
+            )
+            FROM {{schema}}.{VERSION_TABLE}
+            """,
+            name=sql.Literal(schema).as_string(None),
+        )
+        # Parameters: the schema name, the table names. Rows: the names found in that schema.
+        self.find_tables = self._compose(
+            quoted,
+            """
+            SELECT class.relname FROM pg_catalog.pg_class AS class
+            JOIN pg_catalog.pg_namespace AS namespace ON namespace.oid = class.relnamespace
+            WHERE namespace.nspname = %s AND class.relname = ANY(%s::text[])
+            ORDER BY class.relname
+            """,
         )
         self.migrate = self._migration_script(quoted)
         self.create = self._compose(
@@ -238,16 +309,24 @@ class Statements:
         and each later statement sees what the one before it committed.
         """
         steps = "".join(
-            f"""
-            DO $migration$ BEGIN
-                IF NOT EXISTS (SELECT FROM {{schema}}.chronica_schema_version WHERE version = {step.version})
-                THEN
-                    {step.script}
-                    INSERT INTO {{schema}}.chronica_schema_version (version, description)
-                    VALUES ({step.version}, {sql.Literal(step.description).as_string(None)});
-                END IF;
-            END $migration$;
-            """
+            "DO "
+            + _dollar_quoted(
+                Statements._compose(
+                    quoted,
+                    f"""
+                    BEGIN
+                        IF NOT EXISTS (SELECT FROM {{schema}}.{VERSION_TABLE} WHERE version = {step.version})
+                        THEN
+                            {step.script}
+                            INSERT INTO {{schema}}.{VERSION_TABLE} (version, description)
+                            VALUES ({step.version}, {sql.Literal(step.description).as_string(None)});
+                        END IF;
+                    END;
+                    """,
+                    parameters=False,
+                ).decode()
+            )
+            + "; "
             for step in MIGRATIONS
         )
         return Statements._compose(
@@ -255,15 +334,40 @@ class Statements:
             f"""
             SELECT pg_advisory_xact_lock({_migration_lock_key(quoted)});
             CREATE SCHEMA IF NOT EXISTS {{schema}};
-            CREATE TABLE IF NOT EXISTS {{schema}}.chronica_schema_version (
+            CREATE TABLE IF NOT EXISTS {{schema}}.{VERSION_TABLE} (
                 version integer PRIMARY KEY,
                 applied_at timestamptz NOT NULL DEFAULT now(),
                 description text NOT NULL
             );
-            {steps}
+            {{steps}}
             """,
+            parameters=False,
+            steps=steps,
         )
 
     @staticmethod
-    def _compose(quoted: str, template: str) -> bytes:
-        return " ".join(template.replace("{schema}", quoted).split()).encode()
+    def _compose(quoted: str, template: str, *, parameters: bool = True, **values: str) -> bytes:
+        """``template`` on one line, with ``{schema}`` (and each ``{name}`` of ``values``) put in as is.
+
+        The template's own spacing is folded before anything goes in, and what goes in is never
+        read again, so spaces, tabs, ``%`` or braces inside a quoted name are kept exactly. In a
+        statement run with ``parameters`` each ``%`` put in is doubled (psycopg would read it as a
+        placeholder).
+        """
+        values = {"schema": quoted, **values}
+        folded = " ".join(template.split())
+
+        def value(match: re.Match[str]) -> str:
+            text = values[match[1]]
+            return text.replace("%", "%%") if parameters else text
+
+        return re.sub(r"\{(\w+)\}", value, folded).encode()
+
+
+def _dollar_quoted(body: str) -> str:
+    """``body`` between dollar quotes whose tag it does not contain (so no name inside can end them)."""
+    tag, number = "$migration$", 0
+    while tag in body:
+        number += 1
+        tag = f"$migration{number}$"
+    return f"{tag}{body}{tag}"

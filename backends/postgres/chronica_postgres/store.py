@@ -112,7 +112,10 @@ class PostgresStore(PlannedStore):
         StoreError: ``"postgres: open"`` at once when the store opens its own pool and the server
             refuses the connection, does not answer within ``connect_timeout``, or the URL is
             malformed (psycopg's message, raised from its error); ``"postgres: migrate"`` when the
-            migration fails (``auto_migrate``).
+            migration fails (``auto_migrate``); ``"postgres: migrate"`` (``"postgres: open"``
+            without ``auto_migrate``) when the schema holds ``chronica`` or ``acta`` tables that
+            chronica-postgres did not create (another application's, or chronica-sqlalchemy's):
+            they are left untouched, and the message names them and what to do.
     """
 
     plans: Plans
@@ -125,12 +128,14 @@ class PostgresStore(PlannedStore):
             _check_connection(url, self.options)
             pool = ConnectionPool(url, open=True, configure=_in_utc, **self.options.pool_arguments())
         self._pool = pool
-        if self.options.auto_migrate:
-            try:
+        try:
+            if self.options.auto_migrate:
                 self.migrate()
-            except BaseException:
-                self.close()
-                raise
+            else:
+                self._run(self.plans.check())
+        except BaseException:
+            self.close()
+            raise
 
     def migrate(self) -> int:
         """Create or upgrade the tables under an advisory lock; return the schema version.
@@ -168,7 +173,9 @@ class AsyncPostgresStore(AsyncPlannedStore):
     """The asyncio twin of :class:`PostgresStore`: the same statements, plans and errors.
 
     Constructing it does no I/O: the pool is opened (and the schema migrated, with
-    ``auto_migrate``) on first use, inside the event loop that uses it; use one store per loop.
+    ``auto_migrate``, or else checked to hold no tables chronica-postgres did not create) on first
+    use, inside the event loop that uses it; use one store per loop. The first operation raises
+    what opening raises for :class:`PostgresStore`.
     Before opening its own pool it connects once directly, so that the first call fails at once
     with ``StoreError("postgres: open", ...)`` (psycopg's message) when the server refuses, does
     not answer within ``connect_timeout``, or the URL is malformed.
@@ -223,8 +230,8 @@ class AsyncPostgresStore(AsyncPlannedStore):
         async with self._opening_lock():
             if not self._ready:
                 await self._open_pool()
-                if self.options.auto_migrate:
-                    await run_plan_async(self.plans.migrate(), self._perform)
+                plan = self.plans.migrate() if self.options.auto_migrate else self.plans.check()
+                await run_plan_async(plan, self._perform)
                 self._ready = True
 
     def _opening_lock(self) -> asyncio.Lock:

@@ -48,6 +48,7 @@ __all__ = [
     "create_async_store_engine",
     "create_store_engine",
     "runs_on_worker_threads",
+    "schema_name_problem",
     "sync_url",
 ]
 
@@ -167,22 +168,65 @@ class EngineOptions:
 def checked_schema(schema: object, dialect_name: str | None = None) -> str | None:
     """Return the ``schema`` option as a string (``None``: none given).
 
+    A name that is accepted names exactly that schema (database, on MariaDB/MySQL): it is quoted
+    and used as given, so two distinct accepted names never share one. Names the database would
+    cut, change or refuse are refused here instead (see :func:`schema_name_problem`).
+
     Args:
         schema: the option as given.
-        dialect_name: the database's SQLAlchemy dialect (``"sqlite"``), when known.
+        dialect_name: the database's SQLAlchemy dialect (``"sqlite"``), when known; the checks
+            particular to a dialect are made once it is.
 
     Raises:
-        InvalidOption: an empty name or one holding NUL (no database can name a schema so), or
-            any schema on SQLite (one file is one database).
+        InvalidOption: ``schema``, saying why the name cannot be used.
     """
     if schema is None:
         return None
     name = str(schema)
-    if not name or "\x00" in name:
-        raise InvalidOption(_BACKEND, "schema", "must be a non-empty name without NUL")
-    if dialect_name == "sqlite":
-        raise InvalidOption(_BACKEND, "schema", "not supported on SQLite")
+    problem = schema_name_problem(name, dialect_name)
+    if problem:
+        raise InvalidOption(_BACKEND, "schema", problem)
     return name
+
+
+_POSTGRESQL_NAME_BYTES = 63  # NAMEDATALEN - 1: PostgreSQL silently cuts longer identifiers
+_MYSQL_NAME_CHARACTERS = 64  # MariaDB/MySQL refuse longer database names
+
+
+def schema_name_problem(name: str, dialect_name: str | None = None) -> str | None:
+    """Why ``name`` cannot be the ``schema`` option on ``dialect_name``, or ``None`` when it can.
+
+    Everywhere: an empty name, or one holding NUL (no database can name a schema so). SQLite:
+    any name (one file is one database). PostgreSQL: longer than 63 bytes in UTF-8 (it would cut
+    the name, so two names differing after that would share a schema), or starting with ``pg_``
+    (reserved). MariaDB/MySQL: longer than 64 characters, ending with a space (refused by the
+    server), outside the Basic Multilingual Plane (identifiers cannot hold such characters), or
+    starting with ``#mysql50#`` (read as an old-style file name, not as the name itself).
+    """
+    if not name or "\x00" in name:
+        return "must be a non-empty name without NUL"
+    if dialect_name == "sqlite":
+        return "not supported on SQLite"
+    if dialect_name == "postgresql":
+        size = len(name.encode())
+        if size > _POSTGRESQL_NAME_BYTES:
+            return (
+                f"is {size} bytes in UTF-8, longer than PostgreSQL's {_POSTGRESQL_NAME_BYTES}-byte "
+                "identifiers (it would cut the name, and names differing only after that would share "
+                "a schema)"
+            )
+        if name.startswith("pg_"):
+            return "cannot start with pg_ (PostgreSQL reserves those schema names for itself)"
+    if dialect_name in ("mysql", "mariadb"):
+        if len(name) > _MYSQL_NAME_CHARACTERS:
+            return f"is {len(name)} characters, longer than MariaDB/MySQL's {_MYSQL_NAME_CHARACTERS}"
+        if name.endswith(" "):
+            return "cannot end with a space on MariaDB/MySQL"
+        if any(ord(character) > 0xFFFF for character in name):
+            return "cannot hold characters beyond U+FFFF on MariaDB/MySQL"
+        if name.startswith("#mysql50#"):
+            return "cannot start with #mysql50# on MariaDB/MySQL (it marks an old-style file name)"
+    return None
 
 
 def _number(options: Mapping[str, Any], name: str, default: float) -> float:

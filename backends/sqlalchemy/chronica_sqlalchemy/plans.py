@@ -24,12 +24,10 @@ from sqlalchemy import (
     Integer,
     String,
     bindparam,
-    column,
     func,
     insert,
     null,
     select,
-    table,
     true,
     union_all,
     update,
@@ -41,7 +39,7 @@ from sqlalchemy.sql.elements import BindParameter
 from chronica_core.errors import ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan, run_plan
-from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables, is_mysql
+from chronica_sqlalchemy.schema import OTHER_BACKEND_VERSIONS, SCHEMA_VERSION, Tables, find_tables, is_mysql
 
 __all__ = ["COMMIT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
 
@@ -388,7 +386,9 @@ class Plans:
         Serialised per database (and schema): SQLite by ``BEGIN IMMEDIATE`` (its DDL is
         transactional), PostgreSQL by a transaction-scoped advisory lock, MariaDB/MySQL by
         ``GET_LOCK`` (its DDL commits by itself, so the lock is held by the session and
-        released at the end). Every ``CREATE`` also says ``IF NOT EXISTS``.
+        released at the end). Every ``CREATE`` also says ``IF NOT EXISTS``. It first looks in the
+        catalog (once, in the steady state, instead of creating the version table if missing), and
+        refuses tables this package did not create (see :meth:`_own_tables`).
         """
         locked = yield from self._lock()
         try:
@@ -404,7 +404,8 @@ class Plans:
 
     def _create_tables(self) -> Plan[Step, None]:
         tables = self.tables
-        if not (yield from self._versions_table_exists()):
+        found = yield from self._own_tables("migrate")
+        if tables.versions.name not in found:
             if self.schema is not None and self.dialect_name in ("postgresql", "mysql"):
                 yield _execute(CreateSchema(self.schema, if_not_exists=True), write=True)
             yield _execute(CreateTable(tables.versions, if_not_exists=True), write=True)
@@ -424,26 +425,65 @@ class Plans:
             yield _execute(insert(tables.versions), {"component": _COMPONENT, "version": SCHEMA_VERSION})
         yield COMMIT
 
-    def _versions_table_exists(self) -> Plan[Step, bool]:
-        """On MariaDB/MySQL, whether the versions table exists (elsewhere ``False``: just create it).
+    def check(self) -> Plan[Step, None]:
+        """What a store opened without ``auto_migrate`` runs: refuse tables that are not its own.
 
-        There, ``CREATE ... IF NOT EXISTS`` of something that exists raises a warning, which
-        asyncmy logs on every open; so MariaDB/MySQL looks before it creates.
+        One query of the database's catalog; nothing is written.
+
+        Raises:
+            StoreError: ``"sqlalchemy: open"`` when ``chronica`` or ``acta`` are there without
+                this package's version table, or chronica-postgres's version table is there
+                (see :meth:`_own_tables`); any database error, translated.
         """
-        if self.dialect_name != "mysql":
-            return False
-        database = self.schema if self.schema is not None else func.database()
-        information = table(
-            "tables", column("table_schema"), column("table_name"), schema="information_schema"
+        return _translated("open", self._checked())
+
+    def _checked(self) -> Plan[Step, None]:
+        yield from self._own_tables("open")
+        yield ROLLBACK
+
+    def _own_tables(self, operation: str) -> Plan[Step, set[str]]:
+        """Which of the store's tables exist, once they are known to be this package's own.
+
+        The tables are someone else's when ``chronica`` or ``acta`` is there without
+        ``chronica_schema`` (another application's, or chronica-postgres's), or when
+        chronica-postgres's ``chronica_schema_version`` is there at all.
+
+        Raises:
+            StoreError: ``"sqlalchemy: <operation>"`` for someone else's tables, naming what was
+                found and what to do; nothing is written.
+        """
+        tables = self.tables
+        names = (tables.chronica.name, tables.acta.name, tables.versions.name, OTHER_BACKEND_VERSIONS)
+        query = find_tables(self.dialect_name, self.schema, names)
+        if query is None:  # a dialect whose catalog is not known here: nothing to look at
+            return set()
+        # The first step of a migration on SQLite: it begins the write transaction that serialises it.
+        result: CursorResult[Any] = yield _execute(query, write=operation == "migrate")
+        found = {str(name) for (name,) in result}
+        data = sorted(found & {tables.chronica.name, tables.acta.name})
+        if OTHER_BACKEND_VERSIONS in found or (data and tables.versions.name not in found):
+            raise self._foreign(operation, sorted(found))
+        return found
+
+    def _foreign(self, operation: str, found: list[str]) -> StoreError:
+        """The refusal of a database holding tables this package did not create."""
+        postgres = OTHER_BACKEND_VERSIONS in found
+        where = f"schema {self.schema!r}" if self.schema is not None else "the database"
+        whose = (
+            f"chronica-postgres's (its version table {OTHER_BACKEND_VERSIONS} is there)"
+            if postgres
+            else "another application's"
         )
-        result: CursorResult[Any] = yield _execute(
-            select(func.count())
-            .select_from(information)
-            .where(
-                information.c.table_schema == database, information.c.table_name == self.tables.versions.name
-            )
+        if self.dialect_name == "sqlite":
+            elsewhere = "Use another database file"
+        else:
+            elsewhere = "Give another schema (the schema option) or another database"
+        return StoreError(
+            f"sqlalchemy: {operation}",
+            f"{where} holds {', '.join(found)}: tables chronica-sqlalchemy did not create, they look "
+            f"like {whose}; chronica-sqlalchemy uses only tables it created and has left these "
+            f"untouched. {elsewhere}" + (", or open this one with chronica-postgres" if postgres else ""),
         )
-        return bool(result.scalar())
 
     def _lock(self) -> Plan[Step, bool]:
         """Take the migration lock; return whether it must be released by :meth:`_unlock`."""

@@ -9,6 +9,9 @@ Three tables (names may be qualified by a schema):
   orders acta. A unique constraint on ``(chronicum_id, idempotency_key)`` makes a retried write
   land once; acta written without a key have ``NULL`` there, and ``NULL`` never collides.
 - ``chronica_schema``: the schema version, so that a newer release can migrate an older database.
+  It is also what makes ``chronica`` and ``acta`` this package's own: found without it, they are
+  someone else's (another application's, or chronica-postgres's, whose versions are in
+  ``chronica_schema_version``), and the store refuses to open over them (see :func:`find_tables`).
 
 Ids are data: on MariaDB/MySQL they use a binary collation without padding, so ``'a'`` and
 ``'A'`` differ and so do ``'a'`` and ``'a '``. Timestamps are stored as UTC and always come back
@@ -28,6 +31,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Dialect,
+    Executable,
     ForeignKeyConstraint,
     Integer,
     LargeBinary,
@@ -38,13 +42,27 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    column,
+    func,
+    select,
+    table,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.types import TypeEngine
 
 from chronica_core.model import MAX_ID_LENGTH
 
-__all__ = ["ID_LENGTH", "SCHEMA_VERSION", "Content", "Identifier", "Tables", "UTCDateTime", "is_mysql"]
+__all__ = [
+    "ID_LENGTH",
+    "OTHER_BACKEND_VERSIONS",
+    "SCHEMA_VERSION",
+    "Content",
+    "Identifier",
+    "Tables",
+    "UTCDateTime",
+    "find_tables",
+    "is_mysql",
+]
 
 SCHEMA_VERSION = 1
 """The version of the tables this release creates and expects."""
@@ -54,6 +72,9 @@ ID_LENGTH = MAX_ID_LENGTH
 limit ``Chronicarius`` enforces, so no valid id is ever too long for a column."""
 
 _MYSQL_CHARSET = "utf8mb4"
+
+OTHER_BACKEND_VERSIONS = "chronica_schema_version"
+"""chronica-postgres's version table: where it is, the tables are chronica-postgres's."""
 
 
 def is_mysql(dialect: Dialect) -> bool:
@@ -226,3 +247,35 @@ class Tables:
             mysql_charset=_MYSQL_CHARSET,
         )
         return cls(metadata, chronica, acta, versions)
+
+
+def find_tables(dialect_name: str, schema: str | None, names: tuple[str, ...]) -> Executable | None:
+    """A query of the catalog for which of ``names`` exist in ``schema``, one row (``name``) each.
+
+    Args:
+        dialect_name: ``"sqlite"``, ``"mysql"`` (MariaDB too) or ``"postgresql"``; any other
+            gives ``None`` (no catalog known: nothing is looked up).
+        schema: the schema (database, on MariaDB/MySQL); ``None``: the connection's own.
+        names: the table names to look for.
+
+    Any relation counts (a view or sequence of that name is as much in the way as a table).
+    """
+    if dialect_name == "sqlite":
+        master = table("sqlite_master", column("name"), column("type"))
+        return select(master.c.name).where(master.c.type.in_(("table", "view")), master.c.name.in_(names))
+    if dialect_name == "mysql":
+        tables = table("tables", column("table_schema"), column("table_name"), schema="information_schema")
+        database = schema if schema is not None else func.database()
+        return select(tables.c.table_name.label("name")).where(
+            tables.c.table_schema == database, tables.c.table_name.in_(names)
+        )
+    if dialect_name == "postgresql":
+        relations = table("pg_class", column("relname"), column("relnamespace"), schema="pg_catalog")
+        namespaces = table("pg_namespace", column("oid"), column("nspname"), schema="pg_catalog")
+        namespace = schema if schema is not None else func.current_schema()
+        return (
+            select(relations.c.relname.label("name"))
+            .join_from(relations, namespaces, relations.c.relnamespace == namespaces.c.oid)
+            .where(namespaces.c.nspname == namespace, relations.c.relname.in_(names))
+        )
+    return None

@@ -55,14 +55,19 @@ _DEFAULT_POOL_SIZE = 5
 
 
 class _Store:
-    """What every store here shares: the engine's plans, and whether the tables are yet to be migrated."""
+    """What every store here shares: the engine's plans, and whether opening is yet to be done.
+
+    Opening migrates the tables (``auto_migrate``) or checks they are this package's own
+    (``Plans.check``).
+    """
 
     def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
         schema = checked_schema(schema, engine.dialect.name)
         if engine.dialect.name == "sqlite":
             configure_sqlite(engine)
         self.plans = Plans(Tables.build(schema), engine.dialect, schema)
-        self._pending_migration = auto_migrate
+        self._auto_migrate = auto_migrate
+        self._pending_open = True
         self._owns_engine = owns_engine
 
 
@@ -76,10 +81,14 @@ class SQLAlchemyStore(PlannedStore, _Store):
             The store does not dispose an engine it was given.
         schema: the schema (database, on MariaDB/MySQL) holding the tables, created if missing;
             ``None`` for the connection's default. Not supported on SQLite.
-        auto_migrate: create or upgrade the tables now (safe with many processes at once).
+        auto_migrate: create or upgrade the tables now (safe with many processes at once); with
+            ``False`` only look (one query) that no tables it did not create are in the way.
 
     Raises:
-        StoreError: the database could not be reached or migrated.
+        StoreError: the database could not be reached or migrated; ``"sqlalchemy: migrate"``
+            (``"sqlalchemy: open"`` without ``auto_migrate``) when it holds ``chronica`` or
+            ``acta`` tables chronica-sqlalchemy did not create (another application's, or
+            chronica-postgres's): they are left untouched, and the message names them and what to do.
         InvalidOption: ``schema`` was given for SQLite, or is empty (checked before anything is written).
     """
 
@@ -98,6 +107,9 @@ class SQLAlchemyStore(PlannedStore, _Store):
         self.engine = engine
         if auto_migrate:
             self.migrate()
+        else:
+            self._run_if_open(self.plans.check())
+            self._pending_open = False
 
     @classmethod
     def open(cls, url: str | URL, **options: Any) -> SQLAlchemyStore:
@@ -125,7 +137,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
     def migrate(self) -> None:
         """Create the tables, or bring them to the current schema version. Raises ``StoreError``."""
         self._run_if_open(self.plans.migrate())
-        self._pending_migration = False
+        self._pending_open = False
 
     def close(self) -> None:
         """Dispose of the engine's connections if the store created the engine.
@@ -157,11 +169,15 @@ class _AsyncStore(AsyncPlannedStore, _Store):
         """See :meth:`SQLAlchemyStore.migrate`; refused once closed or from another loop (``StoreError``)."""
         self._check_usable()
         await self._perform(self.plans.migrate())
-        self._pending_migration = False
+        self._pending_open = False
 
     async def _run(self, plan: Plan[Any, Result]) -> Result:
-        if self._pending_migration:
-            await self.migrate()
+        if self._pending_open:
+            if self._auto_migrate:
+                await self.migrate()
+            else:
+                await self._perform(self.plans.check())
+                self._pending_open = False
         self._check_usable(plan)  # closed while it waited for the migration?
         return await self._perform(plan)
 
@@ -185,7 +201,8 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         engine: the ``AsyncEngine`` to use (``create_async_engine(...)``); not disposed on close
             unless the store created it.
         schema: as for :class:`SQLAlchemyStore`.
-        auto_migrate: create or upgrade the tables before the first operation.
+        auto_migrate: create or upgrade the tables before the first operation (without it, the
+            first operation first looks that no tables it did not create are in the way).
 
     Raises:
         InvalidOption: ``schema`` is empty, or given for SQLite (other errors come from the operations).
@@ -258,7 +275,8 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         engine: a blocking engine (SQLite is given :func:`configure_sqlite`); not disposed on
             close unless the store created it.
         schema: as for :class:`SQLAlchemyStore` (not on SQLite).
-        auto_migrate: create or upgrade the tables before the first operation.
+        auto_migrate: create or upgrade the tables before the first operation (without it, the
+            first operation first looks that no tables it did not create are in the way).
         workers: how many operations may run at once. Default on SQLite: 2, or 1 for in-memory
             SQLite or a pool of one connection (a pool of size 0, "no limit", counts as 2).
             SQLite takes one writer at a time: two workers let a read go on while a write waits
