@@ -21,8 +21,9 @@ from chronica_core.errors import (
     StoreError,
     UnknownBackend,
 )
+from chronica_core.closable import Closable
 from chronica_core.hookspecs import Backend, hookimpl
-from chronica_core.ids import new_actum_id
+from chronica_core.ids import new_actum_id, new_chronicum_id
 from chronica_core.memory import AsyncMemoryStore, MemoryStore
 from chronica_core.model import MAX_ID_LENGTH, MAX_LAST_N, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.planned import AsyncPlannedStore, PlannedStore, StorePlans
@@ -49,6 +50,7 @@ __all__ = [
     "Chronicarius",
     "Chronicum",
     "ChronicumExists",
+    "Closable",
     "ChronicumNotFound",
     "EmptyOwnerID",
     "IdempotencyUnsupported",
@@ -66,6 +68,7 @@ __all__ = [
     "hookimpl",
     "list_backends",
     "new_actum_id",
+    "new_chronicum_id",
     "open_async_store",
     "open_store",
 ]
