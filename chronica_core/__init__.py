@@ -5,6 +5,7 @@ Apps talk to :class:`Chronicarius` (or :class:`AsyncChronicarius`) over a store 
 """
 
 from chronica_core.chronicarius import AsyncChronicarius, Chronicarius
+from chronica_core.closable import Closable
 from chronica_core.errors import (
     ActumTooLarge,
     BackendConflict,
@@ -21,7 +22,6 @@ from chronica_core.errors import (
     StoreError,
     UnknownBackend,
 )
-from chronica_core.closable import Closable
 from chronica_core.hookspecs import Backend, hookimpl
 from chronica_core.ids import new_actum_id, new_chronicum_id
 from chronica_core.memory import AsyncMemoryStore, MemoryStore
@@ -50,8 +50,8 @@ __all__ = [
     "Chronicarius",
     "Chronicum",
     "ChronicumExists",
-    "Closable",
     "ChronicumNotFound",
+    "Closable",
     "EmptyOwnerID",
     "IdempotencyUnsupported",
     "IdempotentStore",

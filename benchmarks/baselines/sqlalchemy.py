@@ -7,10 +7,11 @@ Two columns, both doing exactly the statements the store runs, on the tables the
   ``synchronous``, ``BEGIN IMMEDIATE`` for writes on SQLite, ``READ COMMITTED`` on MariaDB).
   ``record``: connect, move the chronicum's counter and ``last_actum_at`` (``UPDATE ... RETURNING``
   on SQLite and PostgreSQL, ``UPDATE ... LAST_INSERT_ID(...)`` on MariaDB/MySQL), ``INSERT`` the
-  actum (``INSERT ... SELECT`` from the chronicum's row on MariaDB/MySQL), ``COMMIT``. Context window: the one outer-joined ``SELECT``. Its ratio is what the plans, the
-  row conversion and ``Chronicarius`` add: the issue's target (≤ 1.2×). Its asyncio twin runs the
-  same functions on an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite on SQLite,
-  asyncmy, psycopg's async API).
+  actum (``INSERT ... SELECT`` from the chronicum's row on MariaDB/MySQL), ``COMMIT``. Context
+  window: the one outer-joined ``SELECT``. Its ratio is what the plans, the row conversion and
+  ``Chronicarius`` add: the issue's target (≤ 1.2×). Its asyncio twin runs the same functions on
+  an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite on SQLite, asyncmy, psycopg's
+  async API).
 - the DB-API driver itself (``sqlite3``, ``pymysql`` or ``psycopg``): the same SQL, hand-written,
   on one connection, with rows left as the driver returns them. It shows what SQLAlchemy costs.
 """
@@ -69,7 +70,9 @@ def _append(engine: Engine, plans: Plans, actum: Actum) -> None:
     with engine.connect() as connection:
         connection.execution_options(**{WRITE_OPTION: True})
         if plans.counter == "returning":
-            row = connection.execute(plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": now}).one()
+            row = connection.execute(
+                plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": now}
+            ).one()
             connection.execute(plans.insert_actum_statement, actum_row(actum, row[1], row[2])).all()
         else:  # MariaDB/MySQL: the insert takes seq and at from the chronicum's row
             at_us = (now - _EPOCH) // timedelta(microseconds=1)
@@ -138,7 +141,8 @@ class _DBAPI:
             stored = f"TIMESTAMPDIFF(MICROSECOND, {epoch}, last_actum_at)"
             self.advance = (
                 f"UPDATE {chronica} SET last_seq = last_seq + 1, last_actum_at = TIMESTAMPADD(MICROSECOND, "
-                f"LAST_INSERT_ID(GREATEST({mark}, COALESCE({stored}, 0))), {epoch}) WHERE {chronica}.id = {mark}"
+                f"LAST_INSERT_ID(GREATEST({mark}, COALESCE({stored}, 0))), {epoch}) "
+                f"WHERE {chronica}.id = {mark}"
             )
             self.insert = (
                 f"INSERT INTO {acta} ({_ACTA_COLUMNS}) SELECT {chronica}.id, {chronica}.last_seq, "
@@ -147,13 +151,13 @@ class _DBAPI:
             )
         else:
             self.advance = (
-                f"UPDATE {chronica} SET last_seq = last_seq + 1, last_actum_at = CASE WHEN last_actum_at > {mark} "
-                f"THEN last_actum_at ELSE {mark} END WHERE {chronica}.id = {mark} "
+                f"UPDATE {chronica} SET last_seq = last_seq + 1, "
+                f"last_actum_at = CASE WHEN last_actum_at > {mark} THEN last_actum_at ELSE {mark} END "
+                f"WHERE {chronica}.id = {mark} "
                 "RETURNING id, last_seq, last_actum_at"
             )
-            self.insert = (
-                f"INSERT INTO {acta} ({_ACTA_COLUMNS}) VALUES ({', '.join([mark] * 9)}) RETURNING chronicum_id, id"
-            )
+            values = ", ".join([mark] * 9)
+            self.insert = f"INSERT INTO {acta} ({_ACTA_COLUMNS}) VALUES ({values}) RETURNING chronicum_id, id"
         recent = (
             f"SELECT chronicum_id, seq, id, kind, actor_kind, actor, content, at FROM {acta} "
             f"WHERE chronicum_id = {mark} AND kind IN ({mark}, {mark}, {mark}, {mark}) "
@@ -227,7 +231,9 @@ class _DBAPI:
                 cursor.execute("BEGIN IMMEDIATE")
             content: Any = actum.content if self.sqlite or self.mysql else actum.content.encode()
             if self.mysql:
-                cursor.execute(self.advance, ((now - _EPOCH) // timedelta(microseconds=1), actum.chronicum_id))
+                cursor.execute(
+                    self.advance, ((now - _EPOCH) // timedelta(microseconds=1), actum.chronicum_id)
+                )
                 fields = (actum.id, actum.kind.value, actum.actor_kind.value, actum.actor, content, None)
                 cursor.execute(self.insert, (*fields, actum.chronicum_id))
             else:

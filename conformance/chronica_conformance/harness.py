@@ -445,7 +445,9 @@ class AsyncHarness(Harness):
             async with asyncio.timeout(CONCURRENT_TIMEOUT_SECONDS):
                 reader = asyncio.create_task(read())
                 try:
-                    outcomes = await asyncio.gather(*(write(batch) for batch in batches), return_exceptions=True)
+                    outcomes = await asyncio.gather(
+                        *(write(batch) for batch in batches), return_exceptions=True
+                    )
                 finally:
                     finished.set()
                     await reader

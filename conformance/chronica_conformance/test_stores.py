@@ -6,9 +6,9 @@ Collected when the plugin adds it for requested URLs, or by ``pytest --pyargs ch
 
 from __future__ import annotations
 
-import pytest
-
 from collections.abc import Iterator
+
+import pytest
 
 from chronica_conformance import ConformanceSuite, Target
 from chronica_conformance.plugin import StoreCache, suite_urls

@@ -32,7 +32,7 @@ Rewrite = Callable[[Any], Any]
 
 
 def redirected(plan: Plan[Any, Any], rewrite: Rewrite) -> Plan[Any, Any]:
-    """``plan``, with each operation it yields passed through ``rewrite``; outcomes and errors go back unchanged."""
+    """``plan``, each operation it yields passed through ``rewrite`` (outcomes and errors go back as is)."""
     outcome: Any = None
     error: BaseException | None = None
     while True:
@@ -114,11 +114,15 @@ def check_rows_of_another_chronicum_are_refused(
     kept = [harness.record(make_actum(mine.id, f"mine {index}")) for index in range(3)]
     for index in range(3):
         harness.record(make_actum(theirs.id, f"theirs {index}"))
-    monkeypatch.setattr(harness.store, "plans", RedirectedPlans(harness.store.plans, ask_for_another(mine.id, theirs.id)))
+    monkeypatch.setattr(
+        harness.store, "plans", RedirectedPlans(harness.store.plans, ask_for_another(mine.id, theirs.id))
+    )
     attempts: dict[str, Callable[[], object]] = {
         "get": lambda: harness.get(mine.id),
         "acta": lambda: harness.acta(mine.id),
-        "last 20 messages": lambda: harness.acta(mine.id, ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=20)),
+        "last 20 messages": lambda: harness.acta(
+            mine.id, ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=20)
+        ),
     }
     if writes_answer:
         attempts["record"] = lambda: harness.record(make_actum(mine.id, "mine, redirected"))

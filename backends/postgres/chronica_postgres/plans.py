@@ -192,7 +192,7 @@ def _stored(actum: Actum, at: datetime) -> Actum:
 
 
 def _actum(row: tuple[Any, ...]) -> Actum:
-    """Build an actum from ``(chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at)``."""
+    """An actum from ``(chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at)``."""
     chronicum_id, _, actum_id, kind, actor_kind, actor, content, content_bytes, at = row
     if content is None:
         content = bytes(content_bytes).decode()

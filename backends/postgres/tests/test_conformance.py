@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 from chronica_conformance import ConformanceSuite
-
 from chronica_postgres import PostgresStore
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from chronica_conformance.harness import AsyncHarness, Harness, SyncHarness
 from chronica_conformance.wrong_answers import check_rows_of_another_chronicum_are_refused
-
 from chronica_postgres import AsyncPostgresStore, PostgresStore
 
 

@@ -191,12 +191,12 @@ class Plans:
                 last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
             ).returning(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at)
             self.insert_actum_statement: Executable = insert(acta).returning(acta.c.chronicum_id, acta.c.id)
-            self._insert_actum_returning = self.insert_actum_statement
+            self._insert_actum_returning: Executable = self.insert_actum_statement
         elif self.dialect_name == "mysql":
             # One round trip each, and no RETURNING: LAST_INSERT_ID(expr) hands the new `at` (in
             # microseconds since 1970) to the client as lastrowid, and the insert takes its `seq`
             # and `at` from the chronicum's row, which this transaction holds.
-            epoch = literal_column("'1970-01-01 00:00:00'")
+            epoch: Any = literal_column("'1970-01-01 00:00:00'")
             stored = func.timestampdiff(text("MICROSECOND"), epoch, chronica.c.last_actum_at)
             newest = func.greatest(bindparam("at_us", type_=Integer()), func.coalesce(stored, 0))
             self.counter = "lastrowid"
@@ -230,7 +230,7 @@ class Plans:
             )
             self.insert_actum_statement = from_chronicum
             # MariaDB 10.5+ echoes the inserted row's ids (known once connected); MySQL cannot.
-            self._insert_actum_returning: Executable = from_chronicum.returning(acta.c.chronicum_id, acta.c.id)
+            self._insert_actum_returning = from_chronicum.returning(acta.c.chronicum_id, acta.c.id)
         else:
             at = bindparam("at", type_=UTCDateTime())
             self.counter = "select"
@@ -344,7 +344,7 @@ class Plans:
             if result.rowcount == 0:
                 raise ChronicumNotFound(chronicum_id)
             result = yield _execute(self._select_counter, {"chronicum_id": chronicum_id})
-        row = result.first()
+        row: Any = result.first()
         if row is None:
             raise ChronicumNotFound(chronicum_id)
         check_row(where, "chronicum id", chronicum_id, row[0])
@@ -357,7 +357,7 @@ class Plans:
     @staticmethod
     def _check_echo(inserted: CursorResult[Any], actum: Actum) -> None:
         """Check the ``(chronicum id, actum id)`` row an insert echoed back is ``actum``'s."""
-        echoed = inserted.first()
+        echoed: Any = inserted.first()
         where = "sqlalchemy: record actum"
         check_row(where, "chronicum id", actum.chronicum_id, None if echoed is None else echoed[0])
         check_row(where, "actum id", actum.id, None if echoed is None else echoed[1])
