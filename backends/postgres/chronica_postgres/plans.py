@@ -33,7 +33,7 @@ from chronica_core import (
 )
 from chronica_core.options import flag_option
 from chronica_core.plans import Plan
-from chronica_core.rows import check_row
+from chronica_core.rows import check_row, check_rows
 from chronica_postgres.schema import (
     ACTA_IDEMPOTENCY_INDEX,
     ACTA_TO_CHRONICA_KEY,
@@ -352,8 +352,7 @@ class Plans:
         rows = yield from self._read(Statement(sql, tuple(parameters)), "read acta", chronicum_id)
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        for row in rows:
-            check_row("postgres: read acta", "chronicum id", chronicum_id, row[0])
+        check_rows("postgres: read acta", "chronicum id", chronicum_id, rows)
         if rows[0][1] is None:  # the chronicum exists; no actum matched
             return []
         return [_actum(row) for row in rows]

@@ -44,7 +44,7 @@ from sqlalchemy.sql.elements import BindParameter
 from chronica_core.errors import ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan, run_plan
-from chronica_core.rows import check_row
+from chronica_core.rows import check_row, check_rows
 from chronica_sqlalchemy.schema import SCHEMA_VERSION, Content, Identifier, Tables, UTCDateTime, is_mysql
 
 __all__ = ["COMMIT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
@@ -387,8 +387,7 @@ class Plans:
         rows: list[Any] = list(result.all())
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        for row in rows:
-            check_row("sqlalchemy: get acta", "chronicum id", chronicum_id, row[0])
+        check_rows("sqlalchemy: get acta", "chronicum id", chronicum_id, rows)
         return self._window_acta(rows)
 
     def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Executable, dict[str, Any]]:
