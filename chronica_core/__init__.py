@@ -5,6 +5,7 @@ Apps talk to :class:`Chronicarius` (or :class:`AsyncChronicarius`) over a store 
 """
 
 from chronica_core.chronicarius import AsyncChronicarius, Chronicarius
+from chronica_core.closable import Closable
 from chronica_core.errors import (
     ActumTooLarge,
     BackendConflict,
@@ -22,7 +23,7 @@ from chronica_core.errors import (
     UnknownBackend,
 )
 from chronica_core.hookspecs import Backend, hookimpl
-from chronica_core.ids import new_actum_id
+from chronica_core.ids import new_actum_id, new_chronicum_id
 from chronica_core.memory import AsyncMemoryStore, MemoryStore
 from chronica_core.model import MAX_ID_LENGTH, MAX_LAST_N, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.planned import AsyncPlannedStore, PlannedStore, StorePlans
@@ -50,6 +51,7 @@ __all__ = [
     "Chronicum",
     "ChronicumExists",
     "ChronicumNotFound",
+    "Closable",
     "EmptyOwnerID",
     "IdempotencyUnsupported",
     "IdempotentStore",
@@ -66,6 +68,7 @@ __all__ = [
     "hookimpl",
     "list_backends",
     "new_actum_id",
+    "new_chronicum_id",
     "open_async_store",
     "open_store",
 ]

@@ -60,8 +60,13 @@ class _Keeper(Generic[StoreFlavour]):
 class Chronicarius(_Keeper[Store]):
     """Keeps the rules of DESIGN §5 over a blocking :class:`Store`.
 
-    Thread-safe when the store is. Every method names the owner; a chronicum that is not the
-    owner's answers exactly like one that does not exist.
+    Thread-safe when the store is. Every method names the owner. A read of a chronicum that is
+    not the owner's answers exactly like a read of one that does not exist. A write cannot hide
+    that much: a write into an id nobody holds creates the chronicum, while a write into an id
+    another owner holds raises ``ChronicumNotFound``, so a writer can learn that an id is taken
+    (never by whom, nor anything in it). Give new chronica unguessable ids
+    (:func:`chronica_core.new_chronicum_id`), never ones such as ``main`` that two owners would
+    both pick.
 
     Args:
         store: where chronica and acta are kept.
@@ -95,7 +100,8 @@ class Chronicarius(_Keeper[Store]):
             InvalidActum: a field is missing or wrong (``.field`` names it); nothing is written.
             IdempotencyUnsupported: a key was given and the store is not idempotent; nothing is
                 written, not even the chronicum.
-            ChronicumNotFound: the chronicum belongs to another owner.
+            ChronicumNotFound: the chronicum belongs to another owner; nothing is written. (An
+                id nobody holds is created instead, so this tells the writer the id is taken.)
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception.
@@ -124,7 +130,8 @@ class Chronicarius(_Keeper[Store]):
             The acta in the order they were recorded.
 
         Raises:
-            ChronicumNotFound: the chronicum does not exist or is not the owner's.
+            ChronicumNotFound: the chronicum does not exist or is not the owner's (the same
+                message either way).
             InvalidQuery: an unknown kind or a ``last_n`` that is not an int.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
@@ -137,7 +144,8 @@ class Chronicarius(_Keeper[Store]):
         """Return the owner's chronicum as the store has it now.
 
         Raises:
-            ChronicumNotFound: the chronicum does not exist or is not the owner's.
+            ChronicumNotFound: the chronicum does not exist or is not the owner's (the same
+                message either way).
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception.

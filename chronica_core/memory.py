@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from chronica_core.closable import Closable
 from chronica_core.errors import ChronicumExists, ChronicumNotFound, InvalidOption
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.store import AsyncIdempotentStore, IdempotentStore
@@ -24,6 +25,10 @@ class _Entry:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+_WHERE = "memory: store"
+_ASYNC_WHERE = "memory: async store"
+
+
 def _refuse_options(options: dict[str, Any]) -> None:
     if options:
         raise InvalidOption("memory", sorted(options)[0], "unknown option (the memory store takes none)")
@@ -35,11 +40,14 @@ def _matches(actum: Actum, query: ActaQuery) -> bool:
     )
 
 
-class MemoryStore(IdempotentStore):
+class MemoryStore(IdempotentStore, Closable):
     """Keeps everything in this process's memory; gone when the process ends.
 
     Each chronicum has its own lock, so writers to different chronica never wait for each other.
     A context window scans backwards from the newest actum and stops once it has ``last_n``.
+    An actum's ``at`` is taken under that lock, the moment it gets its place, and is never earlier
+    than the chronicum's ``last_actum_at`` (should the clock step back). After :meth:`close` every
+    operation raises ``StoreError("memory: store", "the store is closed")``.
 
     Args:
         url: ``memory://`` (anything after the scheme is ignored).
@@ -49,6 +57,8 @@ class MemoryStore(IdempotentStore):
         InvalidOption: an option was given.
     """
 
+    backend_name = "memory"
+
     def __init__(self, url: str = "memory://", **options: Any) -> None:
         _refuse_options(options)
         self._entries: dict[str, _Entry] = {}
@@ -56,6 +66,7 @@ class MemoryStore(IdempotentStore):
 
     def create(self, chronicum: Chronicum) -> None:
         """Save ``chronicum``. Raises ``ChronicumExists`` if its id is taken."""
+        self._refuse_if_closed(None, _WHERE)
         with self._create_lock:
             if chronicum.id in self._entries:
                 raise ChronicumExists(chronicum.id)
@@ -99,9 +110,11 @@ class MemoryStore(IdempotentStore):
         return window
 
     def close(self) -> None:
-        """Nothing to release."""
+        """Refuse every later operation with ``StoreError`` (closing again is harmless)."""
+        self._mark_closed()
 
     def _entry(self, chronicum_id: str) -> _Entry:
+        self._refuse_if_closed(None, _WHERE)
         try:
             return self._entries[chronicum_id]
         except KeyError:
@@ -109,7 +122,11 @@ class MemoryStore(IdempotentStore):
 
     @staticmethod
     def _append(entry: _Entry, actum: Actum) -> Actum:
+        """Append under ``entry.lock``: ``at`` is now, or the chronicum's last ``at`` if that is later."""
         at = datetime.now(UTC)
+        last = entry.chronicum.last_actum_at
+        if last is not None and last > at:
+            at = last
         stored = Actum(
             actum.chronicum_id, actum.kind, actum.actor_kind, actum.actor, actum.content, actum.id, at
         )
@@ -119,11 +136,12 @@ class MemoryStore(IdempotentStore):
         return stored
 
 
-class AsyncMemoryStore(AsyncIdempotentStore):
+class AsyncMemoryStore(AsyncIdempotentStore, Closable):
     """The asyncio face of :class:`MemoryStore`.
 
     Every operation is a few dictionary and list steps under a lock held for microseconds, so
-    it runs on the event loop without blocking it for any noticeable time.
+    it runs on the event loop without blocking it for any noticeable time. After :meth:`close`
+    every operation raises ``StoreError("memory: async store", "the store is closed")``.
 
     Args:
         url: ``memory://`` (anything after the scheme is ignored).
@@ -134,29 +152,44 @@ class AsyncMemoryStore(AsyncIdempotentStore):
         InvalidOption: an option other than ``store`` was given.
     """
 
+    backend_name = "memory"
+
     def __init__(self, url: str = "memory://", *, store: MemoryStore | None = None, **options: Any) -> None:
         _refuse_options(options)
+        self._owns_store = store is None
         self.sync_store = store if store is not None else MemoryStore()
 
     async def create(self, chronicum: Chronicum) -> None:
         """See :meth:`MemoryStore.create`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
         self.sync_store.create(chronicum)
 
     async def get(self, chronicum_id: str) -> Chronicum:
         """See :meth:`MemoryStore.get`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
         return self.sync_store.get(chronicum_id)
 
     async def record(self, actum: Actum) -> Actum:
         """See :meth:`MemoryStore.record`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
         return self.sync_store.record(actum)
 
     async def record_idempotent(self, actum: Actum, key: str) -> Actum:
         """See :meth:`MemoryStore.record_idempotent`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
         return self.sync_store.record_idempotent(actum, key)
 
     async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """See :meth:`MemoryStore.acta`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
         return self.sync_store.acta(chronicum_id, query)
 
     async def close(self) -> None:
-        """Nothing to release."""
+        """Refuse every later call on this face (``StoreError``).
+
+        A :class:`MemoryStore` given as ``store`` stays open: it is the caller's to close; one
+        this face made itself is closed with it.
+        """
+        self._mark_closed()
+        if self._owns_store:
+            self.sync_store.close()

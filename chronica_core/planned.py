@@ -13,6 +13,7 @@ import asyncio
 from abc import abstractmethod
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from chronica_core.closable import Closable
 from chronica_core.errors import StoreError
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.plans import Plan
@@ -59,26 +60,7 @@ class StorePlans(Protocol):
         ...
 
 
-class _Closable:
-    """A store that refuses work once closed: ``close`` calls :meth:`_mark_closed`."""
-
-    backend_name: ClassVar[str] = "store"
-    """The ``where`` prefix of the store's own errors, e.g. ``"postgres"``."""
-    _closed: bool = False
-
-    def _mark_closed(self) -> None:
-        """Refuse every later operation (``close`` calls it)."""
-        self._closed = True
-
-    def _refuse_if_closed(self, plan: Plan[Any, Any] | None, where: str) -> None:
-        """Raise ``StoreError(where, "the store is closed")`` (closing ``plan``) if it is."""
-        if self._closed:
-            if plan is not None:
-                plan.close()
-            raise StoreError(where, "the store is closed")
-
-
-class PlannedStore(IdempotentStore, _Closable):
+class PlannedStore(IdempotentStore, Closable):
     """A blocking store whose operations are those of its :class:`StorePlans`, run by ``_run``.
 
     A subclass sets ``self.plans`` in its constructor and implements :meth:`_run`; it keeps its own
@@ -123,7 +105,7 @@ class PlannedStore(IdempotentStore, _Closable):
         return self._run_if_open(self.plans.acta(chronicum_id, query))
 
 
-class AsyncPlannedStore(AsyncIdempotentStore, _Closable):
+class AsyncPlannedStore(AsyncIdempotentStore, Closable):
     """The asyncio twin of :class:`PlannedStore`: the same plans, run by ``await self._run(plan)``.
 
     Every operation first checks that the store is usable: a store that was closed (its

@@ -4,32 +4,41 @@ from __future__ import annotations
 
 import sys
 
-from chronica_core import ActorKind, Actum, ActumKind, Chronicarius, ChronicumNotFound, open_store
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    Chronicarius,
+    ChronicumNotFound,
+    new_chronicum_id,
+    open_store,
+)
 
 url = sys.argv[1] if len(sys.argv) > 1 else "memory://"
 with open_store(url) as store:
     chronicarius = Chronicarius(store)
 
-    # The first write creates the chronicum for its owner.
+    # A new conversation gets an unguessable id; the first write creates it for its owner.
+    lunch = new_chronicum_id()
     chronicarius.record_actum(
         "ardian",
-        Actum("lunch-saturday", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "A quiet table for four?"),
+        Actum(lunch, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "A quiet table for four?"),
     )
     chronicarius.record_actum(
         "ardian",
-        Actum("lunch-saturday", ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first."),
+        Actum(lunch, ActumKind.THOUGHT, ActorKind.AGENT, "concierge", "Search first."),
     )
-    reply = Actum("lunch-saturday", ActumKind.MESSAGE, ActorKind.AGENT, "search", "Rumah Teduh has one.")
+    reply = Actum(lunch, ActumKind.MESSAGE, ActorKind.AGENT, "search", "Rumah Teduh has one.")
     first = chronicarius.record_actum("ardian", reply, idempotency_key="search-reply-1")
     retry = chronicarius.record_actum("ardian", reply, idempotency_key="search-reply-1")
     assert retry.id == first.id  # a retried write lands once
 
     # Before every model call, an agent reads its context window: here the last 2 messages.
-    for actum in chronicarius.get_acta("ardian", "lunch-saturday", actum_kinds=["message"], last_n=2):
+    for actum in chronicarius.get_acta("ardian", lunch, actum_kinds=["message"], last_n=2):
         print(f"{actum.actor}: {actum.content}")
 
-    # Someone else's chronicum answers exactly like a missing one.
+    # Reading someone else's chronicum answers exactly like reading a missing one.
     try:
-        chronicarius.get_acta("rafa", "lunch-saturday")
+        chronicarius.get_acta("rafa", lunch)
     except ChronicumNotFound as refusal:
-        print(f"rafa: {refusal}")
+        print(f"rafa: {type(refusal).__name__}")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from chronica_core import ActorKind, Actum, ActumKind, AsyncChronicarius, open_async_store
+from chronica_core import ActorKind, Actum, ActumKind, AsyncChronicarius, new_chronicum_id, open_async_store
 
-OWNER, CHRONICUM = "ardian", "dinner-saturday"
+OWNER, CHRONICUM = "ardian", new_chronicum_id()  # a new conversation: an unguessable id
 
 
 async def agent(chronicarius: AsyncChronicarius, name: str, kinds: list[ActumKind], last_n: int) -> None:

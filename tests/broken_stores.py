@@ -8,9 +8,10 @@ cases always write from many threads.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from chronica_core import (
@@ -20,9 +21,12 @@ from chronica_core import (
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
+    Closable,
     IdempotentStore,
     MemoryStore,
 )
+
+_WHERE = "list: store"
 
 
 def filtered(acta: list[Actum], query: ActaQuery) -> list[Actum]:
@@ -38,8 +42,10 @@ def newest(acta: list[Actum], last_n: int) -> list[Actum]:
     return acta[-last_n:] if last_n > 0 else acta
 
 
-class ListStore(IdempotentStore):
+class ListStore(IdempotentStore, Closable):
     """A correct, simple store (one lock, a list per chronicum); the broken ones override one step."""
+
+    backend_name = "list"
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -50,8 +56,14 @@ class ListStore(IdempotentStore):
     def now(self) -> datetime:
         return datetime.now(UTC)
 
+    def stamp(self, chronicum: Chronicum) -> datetime:
+        """The ``at`` of the next actum: now, never earlier than the chronicum's last ``at``."""
+        now, last = self.now(), chronicum.last_actum_at
+        return now if last is None else max(now, last)
+
     def create(self, chronicum: Chronicum) -> None:
         with self.lock:
+            self._refuse_if_closed(None, _WHERE)
             if chronicum.id in self.chronica:
                 raise ChronicumExists(chronicum.id)
             self.chronica[chronicum.id] = chronicum
@@ -59,6 +71,7 @@ class ListStore(IdempotentStore):
 
     def get(self, chronicum_id: str) -> Chronicum:
         with self.lock:
+            self._refuse_if_closed(None, _WHERE)
             if chronicum_id not in self.chronica:
                 raise ChronicumNotFound(chronicum_id)
             return self.chronica[chronicum_id]
@@ -66,7 +79,7 @@ class ListStore(IdempotentStore):
     def record(self, actum: Actum) -> Actum:
         with self.lock:
             chronicum = self.get(actum.chronicum_id)
-            stored = replace(actum, at=self.now())
+            stored = replace(actum, at=self.stamp(chronicum))
             self.append(stored)
             self.chronica[chronicum.id] = replace(chronicum, last_actum_at=stored.at)
             return stored
@@ -94,7 +107,7 @@ class ListStore(IdempotentStore):
         return newest(filtered(acta, query), query.last_n)
 
     def close(self) -> None:
-        pass
+        self._mark_closed()
 
 
 class OrdersByTime(ListStore):
@@ -113,6 +126,7 @@ class EmptyForMissing(ListStore):
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         with self.lock:
+            self._refuse_if_closed(None, _WHERE)
             return self.window(list(self.lists.get(chronicum_id, [])), query)
 
 
@@ -157,6 +171,27 @@ class WritesKeyTwiceUnderConcurrency(ListStore):
 
     def key_slot(self, chronicum_id: str, key: str) -> tuple[str, str]:
         return (chronicum_id, f"{key}\x00{threading.get_ident()}")
+
+
+class TrustsEveryClock(ListStore):
+    """Takes ``at`` from the writer's clock as it is, never raising it to the chronicum's last ``at``.
+
+    Stands in for app hosts whose clocks disagree: every second write's clock is a second behind.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = itertools.count()
+
+    def stamp(self, chronicum: Chronicum) -> datetime:
+        return self.now() - timedelta(seconds=next(self.writes) % 2)
+
+
+class IgnoresClose(ListStore):
+    """Keeps working after ``close()``."""
+
+    def close(self) -> None:
+        pass
 
 
 class AsyncFace(AsyncMemoryStore):

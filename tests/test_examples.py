@@ -24,7 +24,7 @@ def test_quickstart() -> None:
     assert run("quickstart.py") == [
         "ardian: A quiet table for four?",
         "search: Rumah Teduh has one.",
-        "rafa: chronicum 'lunch-saturday' not found",
+        "rafa: ChronicumNotFound",
     ]
 
 

@@ -5,12 +5,13 @@ Two columns, both doing exactly the statements the store runs, on the tables the
 - ``core``: SQLAlchemy Core executing the store's own statement objects (taken from
   ``chronica_sqlalchemy.plans.Plans``) on an engine configured as the store's (same pool, WAL,
   ``synchronous``, ``BEGIN IMMEDIATE`` for writes on SQLite, ``READ COMMITTED`` on MariaDB).
-  ``record``: connect, move the chronicum's counter (``UPDATE ... RETURNING`` on SQLite and
-  PostgreSQL, ``UPDATE ... LAST_INSERT_ID(...)`` on MariaDB/MySQL), ``INSERT`` the actum,
-  ``COMMIT``. Context window: the one outer-joined ``SELECT``. Its ratio is what the plans, the
-  row conversion and ``Chronicarius`` add: the issue's target (≤ 1.2×). Its asyncio twin runs the
-  same functions on an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite on SQLite,
-  asyncmy, psycopg's async API).
+  ``record``: connect, move the chronicum's counter and ``last_actum_at`` (``UPDATE ... RETURNING``
+  on SQLite and PostgreSQL, ``UPDATE ... LAST_INSERT_ID(...)`` on MariaDB/MySQL), ``INSERT`` the
+  actum (``INSERT ... SELECT`` from the chronicum's row on MariaDB/MySQL), ``COMMIT``. Context
+  window: the one outer-joined ``SELECT``. Its ratio is what the plans, the row conversion and
+  ``Chronicarius`` add: the issue's target (≤ 1.2×). Its asyncio twin runs the same functions on
+  an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite on SQLite, asyncmy, psycopg's
+  async API).
 - the DB-API driver itself (``sqlite3``, ``pymysql`` or ``psycopg``): the same SQL, hand-written,
   on one connection, with rows left as the driver returns them. It shows what SQLAlchemy costs.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from chronica_sqlalchemy.engines import (
@@ -39,6 +40,7 @@ from chronica_core import ActaQuery, Actum, ActumKind
 
 __all__ = ["RawBaseline"]
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FILL_BATCH = 5_000
 _ACTA_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, at, idempotency_key"
 
@@ -64,12 +66,18 @@ class _Core:
 
 
 def _append(engine: Engine, plans: Plans, actum: Actum) -> None:
-    at = datetime.now(UTC)
+    now = datetime.now(UTC)
     with engine.connect() as connection:
         connection.execution_options(**{WRITE_OPTION: True})
-        result = connection.execute(plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": at})
-        seq = result.scalar_one() if plans.counter == "returning" else result.lastrowid
-        connection.execute(plans.insert_actum_statement, actum_row(actum, seq, at))
+        if plans.counter == "returning":
+            row = connection.execute(
+                plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": now}
+            ).one()
+            connection.execute(plans.insert_actum_statement, actum_row(actum, row[1], row[2])).all()
+        else:  # MariaDB/MySQL: the insert takes seq and at from the chronicum's row
+            at_us = (now - _EPOCH) // timedelta(microseconds=1)
+            connection.execute(plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at_us": at_us})
+            connection.execute(plans.insert_actum_statement, actum_row(actum, 0, now))
         connection.commit()
 
 
@@ -129,16 +137,27 @@ class _DBAPI:
         mark = "?" if dialect == "sqlite" else "%s"
         self.sqlite = dialect == "sqlite"
         if self.mysql:
+            epoch = "'1970-01-01 00:00:00'"
+            stored = f"TIMESTAMPDIFF(MICROSECOND, {epoch}, last_actum_at)"
             self.advance = (
-                f"UPDATE {chronica} SET last_actum_at = {mark}, last_seq = LAST_INSERT_ID(last_seq + 1) "
+                f"UPDATE {chronica} SET last_seq = last_seq + 1, last_actum_at = TIMESTAMPADD(MICROSECOND, "
+                f"LAST_INSERT_ID(GREATEST({mark}, COALESCE({stored}, 0))), {epoch}) "
+                f"WHERE {chronica}.id = {mark}"
+            )
+            self.insert = (
+                f"INSERT INTO {acta} ({_ACTA_COLUMNS}) SELECT {chronica}.id, {chronica}.last_seq, "
+                f"{mark}, {mark}, {mark}, {mark}, {mark}, {chronica}.last_actum_at, {mark} FROM {chronica} "
                 f"WHERE {chronica}.id = {mark}"
             )
         else:
             self.advance = (
-                f"UPDATE {chronica} SET last_actum_at = {mark}, last_seq = last_seq + 1 "
-                f"WHERE {chronica}.id = {mark} RETURNING last_seq"
+                f"UPDATE {chronica} SET last_seq = last_seq + 1, "
+                f"last_actum_at = CASE WHEN last_actum_at > {mark} THEN last_actum_at ELSE {mark} END "
+                f"WHERE {chronica}.id = {mark} "
+                "RETURNING id, last_seq, last_actum_at"
             )
-        self.insert = f"INSERT INTO {acta} ({_ACTA_COLUMNS}) VALUES ({', '.join([mark] * 9)})"
+            values = ", ".join([mark] * 9)
+            self.insert = f"INSERT INTO {acta} ({_ACTA_COLUMNS}) VALUES ({values}) RETURNING chronicum_id, id"
         recent = (
             f"SELECT chronicum_id, seq, id, kind, actor_kind, actor, content, at FROM {acta} "
             f"WHERE chronicum_id = {mark} AND kind IN ({mark}, {mark}, {mark}, {mark}) "
@@ -205,28 +224,25 @@ class _DBAPI:
         return at.replace(tzinfo=None) if self.mysql else at
 
     def append(self, actum: Actum) -> None:
-        at = self._moment(datetime.now(UTC))
+        now = datetime.now(UTC)
         cursor = self.connection.cursor()
         try:
             if self.sqlite:
                 cursor.execute("BEGIN IMMEDIATE")
-            cursor.execute(self.advance, (at, actum.chronicum_id))
-            seq = cursor.lastrowid if self.mysql else cursor.fetchone()[0]
             content: Any = actum.content if self.sqlite or self.mysql else actum.content.encode()
-            cursor.execute(
-                self.insert,
-                (
-                    actum.chronicum_id,
-                    seq,
-                    actum.id,
-                    actum.kind.value,
-                    actum.actor_kind.value,
-                    actum.actor,
-                    content,
-                    at,
-                    None,
-                ),
-            )
+            if self.mysql:
+                cursor.execute(
+                    self.advance, ((now - _EPOCH) // timedelta(microseconds=1), actum.chronicum_id)
+                )
+                fields = (actum.id, actum.kind.value, actum.actor_kind.value, actum.actor, content, None)
+                cursor.execute(self.insert, (*fields, actum.chronicum_id))
+            else:
+                at = self._moment(now)
+                cursor.execute(self.advance, (at, at, actum.chronicum_id))
+                _, seq, stored_at = cursor.fetchone()
+                row = (actum.chronicum_id, seq, actum.id, actum.kind.value, actum.actor_kind.value)
+                cursor.execute(self.insert, (*row, actum.actor, content, stored_at, None))
+                cursor.fetchone()
             if self.sqlite:
                 cursor.execute("COMMIT")
             else:

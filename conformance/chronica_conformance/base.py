@@ -103,6 +103,26 @@ class SuiteBase:
             metafunc.parametrize("chronica_target", targets, ids=[target.id for target in targets])
 
     @pytest.fixture
+    def store_to_close(self, request: pytest.FixtureRequest) -> Store:
+        """A blocking store the closing case may close: by default the ``store`` fixture's.
+
+        A suite whose ``store`` is shared by several tests must override this with a store of its
+        own over the same data (the closing case then also reads through ``store`` that nothing
+        was written after closing).
+        """
+        store: Store = request.getfixturevalue(FLAVOUR_FIXTURES["sync"])
+        return store
+
+    @pytest.fixture
+    def async_store_to_close(self, request: pytest.FixtureRequest) -> AsyncStore:
+        """An asyncio store the closing case may close: by default the ``async_store`` fixture's.
+
+        Override it like :meth:`store_to_close` if ``async_store`` is shared by several tests.
+        """
+        store: AsyncStore = request.getfixturevalue(FLAVOUR_FIXTURES["async"])
+        return store
+
+    @pytest.fixture
     def chronica_harness(self, request: pytest.FixtureRequest, chronica_target: Target) -> Iterator[Harness]:
         """The store of the target's flavour, wrapped in a :class:`Harness`."""
         harness: Harness

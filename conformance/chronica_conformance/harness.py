@@ -15,6 +15,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, cast
 
 from chronica_core import (
@@ -32,13 +33,28 @@ from chronica_core import (
     Store,
 )
 
-__all__ = ["AsyncHarness", "Call", "Flavour", "Harness", "SyncHarness", "rules_call", "store_call"]
+__all__ = [
+    "AsyncHarness",
+    "Call",
+    "Flavour",
+    "Harness",
+    "SyncHarness",
+    "WritersAndPolls",
+    "rules_call",
+    "store_call",
+]
 
 Flavour = Literal["sync", "async"]
 """Which face of the store a harness drives: blocking calls or coroutines."""
 
 CONCURRENT_TIMEOUT_SECONDS = 120.0
 """How long concurrent calls may take before the case fails as hung (a guard, not a measurement)."""
+
+POLL_PAUSE_SECONDS = 0.001
+"""The pause between two reads of :meth:`Harness.write_while_polling`'s reader (pacing only)."""
+
+WritersAndPolls = tuple[list[Any], list[datetime | None]]
+"""What :meth:`Harness.write_while_polling` returns: each writer's outcome, then what the reader saw."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +183,19 @@ class Harness(ABC):
         """
 
     @abstractmethod
+    def write_while_polling(self, batches: Sequence[Sequence[Actum]], chronicum_id: str) -> WritersAndPolls:
+        """Record each batch in order, the batches all at once, while a reader polls ``get``.
+
+        Sync: one thread per batch, released together, and a reader thread. Async: one task per
+        batch and a reader task in the harness's loop. The reader reads
+        ``store.get(chronicum_id).last_actum_at`` until every writer has finished, then once more.
+
+        Returns:
+            For each batch, in order, the list of acta ``record`` returned or the exception that
+            stopped it; then every ``last_actum_at`` the reader saw, in the order it saw them.
+        """
+
+    @abstractmethod
     def with_chronicarius(
         self, *, owner_cache_size: int = 0, idempotent: bool = True, gate_first_reads: int = 0
     ) -> Harness:
@@ -180,6 +209,10 @@ class Harness(ABC):
                 many such reads have happened before it raises ``ChronicumNotFound``: that many
                 concurrent first writes then all race to ``create`` (rule R4).
         """
+
+    @abstractmethod
+    def close_store(self) -> None:
+        """Close the store under test now (``store.close()``, awaited in the loop for the async flavour)."""
 
     @abstractmethod
     def close(self) -> None:
@@ -253,6 +286,32 @@ class SyncHarness(Harness):
         """Run each call in its own thread, all released at once; see :meth:`Harness.concurrently`."""
         return _in_threads([functools.partial(self.perform, call) for call in calls])
 
+    def write_while_polling(self, batches: Sequence[Sequence[Actum]], chronicum_id: str) -> WritersAndPolls:
+        """See :meth:`Harness.write_while_polling`; the reader's error, if any, is raised."""
+        store = self.store
+        finished = threading.Event()
+        seen: list[datetime | None] = []
+        failure: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                while not finished.wait(POLL_PAUSE_SECONDS):
+                    seen.append(store.get(chronicum_id).last_actum_at)
+                seen.append(store.get(chronicum_id).last_actum_at)
+            except BaseException as error:  # noqa: BLE001 - raised in the calling thread below
+                failure.append(error)
+
+        reader = threading.Thread(target=read, name="chronica-conformance-reader", daemon=True)
+        reader.start()
+        try:
+            outcomes = _in_threads([functools.partial(_write_in_order, store, batch) for batch in batches])
+        finally:
+            finished.set()
+            reader.join(CONCURRENT_TIMEOUT_SECONDS)
+        if failure:
+            raise failure[0]
+        return outcomes, seen
+
     def with_chronicarius(
         self, *, owner_cache_size: int = 0, idempotent: bool = True, gate_first_reads: int = 0
     ) -> SyncHarness:
@@ -267,8 +326,17 @@ class SyncHarness(Harness):
         harness.declares_idempotent = self.declares_idempotent
         return harness
 
+    def close_store(self) -> None:
+        """See :meth:`Harness.close_store`."""
+        self.store.close()
+
     def close(self) -> None:
         """Nothing to release: the store's fixture closes the store."""
+
+
+def _write_in_order(store: Store, batch: Sequence[Actum]) -> list[Actum]:
+    """``store.record`` each actum of ``batch`` in turn; return what each returned."""
+    return [store.record(actum) for actum in batch]
 
 
 def _in_threads(functions: Sequence[Callable[[], Any]]) -> list[Any]:
@@ -357,6 +425,36 @@ class AsyncHarness(Harness):
 
         return self._runner.run(together())
 
+    def write_while_polling(self, batches: Sequence[Sequence[Actum]], chronicum_id: str) -> WritersAndPolls:
+        """See :meth:`Harness.write_while_polling`; the reader's error, if any, is raised."""
+        store = self.store
+
+        async def write(batch: Sequence[Actum]) -> list[Actum]:
+            return [await store.record(actum) for actum in batch]
+
+        async def together() -> WritersAndPolls:
+            finished = asyncio.Event()
+            seen: list[datetime | None] = []
+
+            async def read() -> None:
+                while not finished.is_set():
+                    seen.append((await store.get(chronicum_id)).last_actum_at)
+                    await asyncio.sleep(POLL_PAUSE_SECONDS)
+                seen.append((await store.get(chronicum_id)).last_actum_at)
+
+            async with asyncio.timeout(CONCURRENT_TIMEOUT_SECONDS):
+                reader = asyncio.create_task(read())
+                try:
+                    outcomes = await asyncio.gather(
+                        *(write(batch) for batch in batches), return_exceptions=True
+                    )
+                finally:
+                    finished.set()
+                    await reader
+            return list(outcomes), seen
+
+        return self._runner.run(together())
+
     def with_chronicarius(
         self, *, owner_cache_size: int = 0, idempotent: bool = True, gate_first_reads: int = 0
     ) -> AsyncHarness:
@@ -367,6 +465,10 @@ class AsyncHarness(Harness):
         harness = AsyncHarness(self.store, runner=self._runner, chronicarius=chronicarius)
         harness.declares_idempotent = self.declares_idempotent
         return harness
+
+    def close_store(self) -> None:
+        """See :meth:`Harness.close_store`."""
+        self._runner.run(self.store.close())
 
     def close(self) -> None:
         """Await ``store.close()`` in the harness's loop, then close the loop (if it owns them)."""

@@ -1,9 +1,13 @@
-"""The store contract S1–S9 (DESIGN §6), checked directly on the store under test."""
+"""The store contract S1–S9 (DESIGN §6), checked directly on the store under test.
+
+Also: ``at`` and the order agree under concurrent writers, and a closed store refuses every
+operation.
+"""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,6 +15,7 @@ import pytest
 from chronica_conformance.base import (
     TIME_TOLERANCE,
     SuiteBase,
+    Target,
     assert_aware_utc,
     assert_same_actum,
     ids,
@@ -18,20 +23,29 @@ from chronica_conformance.base import (
     new_chronicum,
     new_id,
 )
-from chronica_conformance.harness import Harness, store_call
+from chronica_conformance.harness import AsyncHarness, Harness, SyncHarness, store_call
 from chronica_core import (
     ActaQuery,
     ActorKind,
     Actum,
     ActumKind,
+    AsyncStore,
     ChronicumExists,
     ChronicumNotFound,
+    Store,
+    StoreError,
 )
 
 __all__ = ["StoreContract"]
 
 CONCURRENT_WRITERS = 40
 """How many calls the concurrency cases start at once."""
+
+ORDER_WRITERS = 8
+"""How many writers the order-and-time case runs at once, each recording :data:`ACTA_PER_WRITER`."""
+
+ACTA_PER_WRITER = 50
+"""How many acta each writer of the order-and-time case records, one after the other."""
 
 MIB = 1024 * 1024
 
@@ -385,3 +399,117 @@ class StoreContract(SuiteBase):
         for created in (first, second, third):
             assert ids(chronica_harness.acta(created.id)) == written[created.id]
             assert ids(chronica_harness.acta(created.id, ActaQuery(last_n=2))) == written[created.id][-2:]
+
+    # -- Order and time agree ----------------------------------------------------------------
+
+    def test_at_never_decreases_along_the_order_under_concurrent_writers(
+        self, chronica_harness: Harness
+    ) -> None:
+        """8 writers x 50 acta into one chronicum while a reader polls ``get``.
+
+        Read back in order, ``at`` never decreases; ``last_actum_at`` is the newest actum's ``at``;
+        the reader never saw ``last_actum_at`` decrease; ``record`` returned the ``at`` stored.
+        """
+        created = new_chronicum()
+        chronica_harness.create(created)
+        batches = [
+            [make_actum(created.id, f"writer {writer} actum {index}") for index in range(ACTA_PER_WRITER)]
+            for writer in range(ORDER_WRITERS)
+        ]
+        outcomes, seen = chronica_harness.write_while_polling(batches, created.id)
+        failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        assert not failures, f"{len(failures)} of {len(batches)} writers failed: {failures[:3]!r}"
+        stored = chronica_harness.acta(created.id)
+        assert sorted(ids(stored)) == sorted(actum.id for batch in batches for actum in batch)
+        moments = [assert_aware_utc(actum.at, "actum.at") for actum in stored]
+        backwards = [(before, after) for before, after in itertools.pairwise(moments) if after < before]
+        assert not backwards, (
+            f"`at` went backwards {len(backwards)} times along the order of {len(stored)} acta "
+            f"(by up to {max(before - after for before, after in backwards)}); it must be taken where "
+            "the order is decided and never be earlier than the chronicum's last_actum_at"
+        )
+        returned = {actum.id: actum.at for outcome in outcomes for actum in outcome}
+        for actum in stored:
+            got = returned[actum.id]
+            assert got is not None and actum.at is not None and abs(got - actum.at) <= TIME_TOLERANCE, (
+                f"record returned at {got} for actum {actum.id}, but {actum.at} was stored"
+            )
+        last = chronica_harness.get(created.id).last_actum_at
+        assert last == moments[-1], f"last_actum_at {last} is not the newest actum's at {moments[-1]}"
+        polled = [moment for moment in seen if moment is not None]
+        drops = [(before, after) for before, after in itertools.pairwise(polled) if after < before]
+        assert not drops, (
+            f"a reader saw last_actum_at decrease {len(drops)} times in {len(polled)} reads, "
+            f"e.g. from {drops[0][0]} to {drops[0][1]}"
+        )
+        assert seen[-1] == moments[-1], f"the reader's last read {seen[-1]} is not the newest at"
+
+    # -- Closing -----------------------------------------------------------------------------
+
+    @pytest.fixture
+    def closing_harness(self, request: pytest.FixtureRequest, chronica_target: Target) -> Iterator[Harness]:
+        """A harness over ``store_to_close`` / ``async_store_to_close``, for the case to close."""
+        harness: Harness
+        if chronica_target.flavour == "sync":
+            store: Store = request.getfixturevalue("store_to_close")
+            harness = SyncHarness(store)
+        else:
+            async_store: AsyncStore = request.getfixturevalue("async_store_to_close")
+            harness = AsyncHarness(async_store)
+        try:
+            yield harness
+        finally:
+            harness.close()
+
+    def test_a_closed_store_refuses_every_operation(
+        self, closing_harness: Harness, request: pytest.FixtureRequest
+    ) -> None:
+        """After ``close()``, create, get, record, record_idempotent and acta raise ``StoreError``.
+
+        Nothing is written by them (read through the ``store`` fixture when it is another store);
+        closing again is harmless.
+        """
+        harness = closing_harness
+        existing = new_chronicum()
+        harness.create(existing)
+        before = harness.record(make_actum(existing.id, "before closing"))
+        harness.close_store()
+        fresh = new_chronicum()
+        attempts: dict[str, Callable[[], object]] = {
+            "create": lambda: harness.create(fresh),
+            "get": lambda: harness.get(existing.id),
+            "record": lambda: harness.record(make_actum(existing.id, "after closing")),
+            "acta": lambda: harness.acta(existing.id),
+        }
+        if harness.idempotent:
+            attempts["record_idempotent"] = lambda: harness.record_idempotent(
+                make_actum(existing.id, "after closing, with a key"), "after-closing"
+            )
+        for name, attempt in attempts.items():
+            try:
+                attempt()
+            except StoreError:
+                continue
+            except Exception as error:
+                raise AssertionError(f"{name} after close raised {error!r}, not StoreError") from error
+            raise AssertionError(f"{name} after close worked; a closed store must raise StoreError")
+        harness.close_store()
+        witness = _another_store(request, harness.store)
+        if witness is None:
+            return
+        with pytest.raises(ChronicumNotFound):
+            witness.get(fresh.id)
+        try:
+            kept = witness.acta(existing.id, ActaQuery())
+        except ChronicumNotFound:  # the witness holds other data (another memory store, say)
+            return
+        assert ids(kept) == [before.id], f"acta written after close: {kept!r}"
+
+
+def _another_store(request: pytest.FixtureRequest, closed: object) -> Store | None:
+    """The suite's ``store`` fixture, if it has one and it is not the store that was closed."""
+    try:
+        store: Store = request.getfixturevalue("store")
+    except pytest.FixtureLookupError:
+        return None
+    return None if store is closed else store

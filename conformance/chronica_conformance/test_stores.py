@@ -6,11 +6,13 @@ Collected when the plugin adds it for requested URLs, or by ``pytest --pyargs ch
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from chronica_conformance import ConformanceSuite, Target
 from chronica_conformance.plugin import StoreCache, suite_urls
-from chronica_core import AsyncStore, Store, open_async_store
+from chronica_core import AsyncStore, Store, open_async_store, open_store
 from chronica_core.registry import registry
 
 
@@ -32,6 +34,16 @@ class TestChronicaStores(ConformanceSuite):
         """The blocking store for the target's URL, shared by the session."""
         assert chronica_target.url is not None
         return chronica_store_cache.store(chronica_target.url)
+
+    @pytest.fixture
+    def store_to_close(self, chronica_target: Target) -> Iterator[Store]:
+        """A blocking store of its own for the target's URL (the shared one must stay open)."""
+        assert chronica_target.url is not None
+        store = open_store(chronica_target.url)
+        try:
+            yield store
+        finally:
+            store.close()
 
     @pytest.fixture
     def async_store(self, chronica_target: Target) -> AsyncStore:

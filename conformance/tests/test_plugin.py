@@ -40,7 +40,7 @@ class PlainStore(Store):
         return self.inner.acta(chronicum_id, query)
 
     def close(self):
-        pass
+        self.inner.close()
 """
 
 

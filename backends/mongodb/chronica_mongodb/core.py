@@ -8,9 +8,12 @@ with a blocking ``MongoClient``, :class:`chronica_mongodb.AsyncMongoStore` await
 
 How order is kept (see the package README): an actum's sequence number is taken by the insert
 itself. The unique index on ``(chronicum_id, seq)`` lets exactly one insert have number ``n``, and a
-writer only tries ``n`` after it has seen ``n - 1`` stored (read back, or refused to it as a
-duplicate). So the acta of a chronicum always form an unbroken run ``1..n``, and any read that sees
-number ``n`` also sees every number before it.
+writer only tries ``n`` after it has seen ``n - 1`` stored (read back, or written by itself). So the
+acta of a chronicum always form an unbroken run ``1..n``, and any read that sees number ``n`` also
+sees every number before it. The writer then also knows the ``at`` of number ``n - 1``, and gives
+number ``n`` its own clock's time, or that ``at`` if it is later (another host's clock ahead of
+ours): ``at`` never decreases along the order, and ``last_actum_at``, read from the newest actum,
+never decreases either.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from chronica_core.errors import (
 )
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan
+from chronica_core.rows import check_row
 
 __all__ = [
     "ACTA",
@@ -77,13 +81,19 @@ _ACTUM_FIELDS_STORED: Final = frozenset({"chronicum_id", "seq", "id", "kind", "c
 MAX_ATTEMPTS: Final = 10_000
 """How many sequence numbers one write tries before giving up (each lost try is another's write)."""
 
-REREAD_AFTER: Final = 4
-"""At every this-many-th refused number in a row, a write re-reads the newest instead of counting on."""
-
 SEQUENCE_CACHE_SIZE: Final = 100_000
 """How many chronica a store remembers the newest sequence number of."""
 
-_ACTUM_FIELDS: Final = {"_id": 0, "id": 1, "kind": 1, "actor_kind": 1, "actor": 1, "content": 1, "at": 1}
+_ACTUM_FIELDS: Final = {
+    "_id": 0,
+    "chronicum_id": 1,
+    "id": 1,
+    "kind": 1,
+    "actor_kind": 1,
+    "actor": 1,
+    "content": 1,
+    "at": 1,
+}
 _STRING_FIELDS_BOUND: Final = 4  # a code point takes at most 4 bytes in UTF-8
 _FIXED_FIELDS_BOUND: Final = 512  # field names, types, lengths, _id, seq and at: well under this
 
@@ -134,9 +144,15 @@ def _violated_index(error: DuplicateKeyError) -> str:
     return ""
 
 
-def _actum(chronicum_id: str, document: Mapping[str, Any]) -> Actum:
+Newest = tuple[int, datetime | None]
+"""A chronicum's newest stored actum: its sequence number and ``at`` (``(0, None)`` while it has none)."""
+
+
+def _actum(chronicum_id: str, document: Mapping[str, Any], where: str) -> Actum:
+    """The actum ``document`` holds, after checking it is one of ``chronicum_id`` (else ``StoreError``)."""
+    check_row(f"mongodb: {where}", "chronicum id", chronicum_id, document.get("chronicum_id"))
     return Actum(
-        chronicum_id=chronicum_id,
+        chronicum_id=document["chronicum_id"],
         kind=ActumKind(document["kind"]),
         actor_kind=ActorKind(document["actor_kind"]),
         actor=document["actor"],
@@ -150,13 +166,14 @@ class MongoCore:
     """The store operations as plans of :class:`Command`, shared by the sync and async stores.
 
     Besides the documents, it keeps one piece of state: for each chronicum it has seen (up to
-    :data:`SEQUENCE_CACHE_SIZE`), the newest sequence number known to be stored. Nothing is ever
-    deleted, so a chronicum seen once still exists and its next actum is usually that number plus
-    one; a stale number only costs a refused insert and a re-read, never correctness.
+    :data:`SEQUENCE_CACHE_SIZE`), the newest sequence number known to be stored and that actum's
+    ``at``. Nothing is ever deleted, so a chronicum seen once still exists and its next actum is
+    usually that number plus one; a stale number only costs a refused insert and a re-read, never
+    correctness.
     """
 
     def __init__(self) -> None:
-        self._newest: OrderedDict[str, int] = OrderedDict()
+        self._newest: OrderedDict[str, Newest] = OrderedDict()
         self._newest_lock = threading.Lock()
 
     def migrate(self) -> Plan[Command, None]:
@@ -242,7 +259,7 @@ class MongoCore:
             if _violated_index(error) != "_id":
                 raise StoreError("mongodb: create chronicum", str(error)) from error
             raise ChronicumExists(chronicum.id) from None
-        self._remember(chronicum.id, 0)
+        self._remember(chronicum.id, (0, None))
 
     def get(self, chronicum_id: str) -> Plan[Command, Chronicum]:
         """Read the chronicum; ``last_actum_at`` is the ``at`` of its newest actum.
@@ -253,7 +270,7 @@ class MongoCore:
         newest = document["newest"][0] if document["newest"] else None
         started_at: datetime = document["started_at"]
         return Chronicum(
-            id=chronicum_id,
+            id=document["_id"],
             owner_id=document["owner_id"],
             started_at=started_at + timedelta(microseconds=document.get("started_at_us", 0)),
             last_actum_at=newest["at"] if newest is not None else None,
@@ -285,12 +302,14 @@ class MongoCore:
         if key is not None:
             document["idempotency_key"] = key
         _check_size(document)
-        newest = self._known_newest(chronicum_id)
-        if newest is None:
-            newest = yield from self._newest_seq(chronicum_id, where)
-        for attempt in range(MAX_ATTEMPTS):
-            document["seq"] = Int64(newest + 1)
-            document["at"] = at = _now()
+        known = self._known_newest(chronicum_id)
+        if known is None:
+            known = yield from self._newest_stored(chronicum_id, where, probe=True)
+        newest, newest_at = known
+        for _ in range(MAX_ATTEMPTS):
+            now = _now()
+            at = now if newest_at is None or now >= newest_at else newest_at
+            document["seq"], document["at"] = Int64(newest + 1), at
             try:
                 yield from self._run(Command(ACTA, "insert_one", (dict(document),)), where, duplicates=True)
             except DuplicateKeyError as error:
@@ -299,13 +318,11 @@ class MongoCore:
                     return (yield from self._keyed(chronicum_id, key, where, error))
                 if violated != "seq":
                     raise StoreError(f"mongodb: {where}", str(error)) from error
-                # Another writer stored this number, so the next one is ours to try; after a few
-                # refusals in a row our remembered number is stale: read the newest instead.
-                newest += 1
-                if attempt % REREAD_AFTER == REREAD_AFTER - 1:
-                    newest = max(newest, (yield from self._stored_newest_seq(chronicum_id, where)))
+                # Another writer stored this number: read the newest (its number and its `at`,
+                # which ours must not precede) and try the one after it.
+                newest, newest_at = yield from self._newest_stored(chronicum_id, where)
                 continue
-            self._remember(chronicum_id, newest + 1)
+            self._remember(chronicum_id, (newest + 1, at))
             return replace(actum, at=at)
         raise StoreError(
             f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"
@@ -344,10 +361,11 @@ class MongoCore:
             )
             if found is None:
                 raise ChronicumNotFound(chronicum_id)
+            check_row(f"mongodb: {where}", "chronicum id", chronicum_id, found.get("_id"))
             return []
         if query.last_n > 0:
             documents.reverse()
-        return [_actum(chronicum_id, document) for document in documents]
+        return [_actum(chronicum_id, document, where) for document in documents]
 
     def _keyed(
         self, chronicum_id: str, key: str, where: str, error: DuplicateKeyError
@@ -364,13 +382,13 @@ class MongoCore:
         )
         if document is None:  # only if someone deleted it: acta are never deleted by Chronica
             raise StoreError(f"mongodb: {where}", f"key {key!r} is taken but its actum is gone") from error
-        return _actum(chronicum_id, document)
+        return _actum(chronicum_id, document, where)
 
     def _probe(self, chronicum_id: str, where: str) -> Plan[Command, dict[str, Any]]:
         """Read the chronicum and its newest actum's ``seq`` and ``at`` in one round trip.
 
         Returns the chronicum document with ``newest``: a list of zero or one ``{seq, at}``.
-        Raises ``ChronicumNotFound``.
+        Raises ``ChronicumNotFound``, or ``StoreError`` when the document is another chronicum's.
         """
         pipeline = [
             {"$match": {"_id": chronicum_id}},
@@ -394,36 +412,42 @@ class MongoCore:
         if not documents:
             raise ChronicumNotFound(chronicum_id)
         document = documents[0]
-        self._remember(chronicum_id, int(document["newest"][0]["seq"]) if document["newest"] else 0)
+        check_row(f"mongodb: {where}", "chronicum id", chronicum_id, document.get("_id"))
+        newest = document["newest"][0] if document["newest"] else None
+        self._remember(chronicum_id, (0, None) if newest is None else (int(newest["seq"]), newest["at"]))
         return document
 
-    def _stored_newest_seq(self, chronicum_id: str, where: str) -> Plan[Command, int]:
-        """Read the newest stored sequence number of a chronicum known to exist (0 if none)."""
-        document = yield from self._run(
-            Command(
-                ACTA,
-                "find_one",
-                ({"chronicum_id": chronicum_id},),
-                {"projection": {"_id": 0, "seq": 1}, "sort": [("seq", -1)]},
-            ),
-            where,
-        )
-        newest = int(document["seq"]) if document is not None else 0
-        self._remember(chronicum_id, newest)
-        return newest
+    def _newest_stored(self, chronicum_id: str, where: str, *, probe: bool = False) -> Plan[Command, Newest]:
+        """Read the number and ``at`` of a chronicum's newest stored actum (``(0, None)``: none).
 
-    def _newest_seq(self, chronicum_id: str, where: str) -> Plan[Command, int]:
-        document = yield from self._probe(chronicum_id, where)
-        return int(document["newest"][0]["seq"]) if document["newest"] else 0
+        With ``probe``, through :meth:`_probe`, which also tells a missing chronicum
+        (``ChronicumNotFound``); else the chronicum is known to exist.
+        """
+        if probe:
+            document = yield from self._probe(chronicum_id, where)
+            newest = document["newest"][0] if document["newest"] else None
+        else:
+            newest = yield from self._run(
+                Command(
+                    ACTA,
+                    "find_one",
+                    ({"chronicum_id": chronicum_id},),
+                    {"projection": {"_id": 0, "seq": 1, "at": 1}, "sort": [("seq", -1)]},
+                ),
+                where,
+            )
+        found: Newest = (0, None) if newest is None else (int(newest["seq"]), newest["at"])
+        self._remember(chronicum_id, found)
+        return found
 
-    def _known_newest(self, chronicum_id: str) -> int | None:
+    def _known_newest(self, chronicum_id: str) -> Newest | None:
         with self._newest_lock:
             return self._newest.get(chronicum_id)
 
-    def _remember(self, chronicum_id: str, seq: int) -> None:
+    def _remember(self, chronicum_id: str, newest: Newest) -> None:
         with self._newest_lock:
-            if seq >= self._newest.get(chronicum_id, 0):
-                self._newest[chronicum_id] = seq
+            if newest[0] >= self._newest.get(chronicum_id, (0, None))[0]:
+                self._newest[chronicum_id] = newest
             self._newest.move_to_end(chronicum_id)
             while len(self._newest) > SEQUENCE_CACHE_SIZE:
                 self._newest.popitem(last=False)

@@ -6,12 +6,12 @@ import asyncio
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from chronica_mongodb import MAX_DOCUMENT_BYTES, AsyncMongoStore, MongoStore
+from chronica_mongodb import MAX_DOCUMENT_BYTES, AsyncMongoStore, MongoStore, core
 from pymongo import AsyncMongoClient, MongoClient
 from pymongo.errors import PyMongoError
 
@@ -591,3 +591,21 @@ def test_a_conflicting_index_is_a_migrate_error(
         client[name]["acta"].create_index([("seq", 1)], name="chronicum_seq")
     with pytest.raises(StoreError, match=r"^mongodb: migrate: "):
         MongoStore(mongodb_server_url, database=name)
+
+
+def test_a_writer_whose_clock_is_behind_never_moves_at_backwards(
+    store: MongoStore, mongodb_server_url: str, database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second host an hour behind writes after the first: its actum takes the newer ``at``."""
+    chronicum_id = fresh_id()
+    store.create(started(chronicum_id))
+    first = store.record(message(chronicum_id, "from the host on time"))
+    behind_by = timedelta(hours=1)
+    on_time = core._now
+    monkeypatch.setattr(core, "_now", lambda: on_time() - behind_by)
+    with MongoStore(mongodb_server_url, database=database) as behind:
+        second = behind.record(message(chronicum_id, "from the host behind"))
+        third = behind.record(message(chronicum_id, "again from the host behind"))
+    assert second.at == third.at == first.at
+    assert [actum.at for actum in store.acta(chronicum_id, ActaQuery())] == [first.at] * 3
+    assert store.get(chronicum_id).last_actum_at == first.at

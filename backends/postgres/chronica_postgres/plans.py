@@ -33,6 +33,7 @@ from chronica_core import (
 )
 from chronica_core.options import flag_option
 from chronica_core.plans import Plan
+from chronica_core.rows import check_row, check_rows
 from chronica_postgres.schema import (
     ACTA_IDEMPOTENCY_INDEX,
     ACTA_TO_CHRONICA_KEY,
@@ -201,9 +202,9 @@ def _stored(actum: Actum, at: datetime) -> Actum:
     )
 
 
-def _actum(chronicum_id: str, row: tuple[Any, ...]) -> Actum:
-    """Build an actum from ``(seq, id, kind, actor_kind, actor, content, content_bytes, at)``."""
-    _, actum_id, kind, actor_kind, actor, content, content_bytes, at = row
+def _actum(row: tuple[Any, ...]) -> Actum:
+    """An actum from ``(chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at)``."""
+    chronicum_id, _, actum_id, kind, actor_kind, actor, content, content_bytes, at = row
     if content is None:
         content = bytes(content_bytes).decode()
     if at.tzinfo is not UTC:
@@ -289,9 +290,10 @@ class Plans:
         )
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        owner_id, started_at, last_actum_at = rows[0]
+        row_id, owner_id, started_at, last_actum_at = rows[0]
+        check_row("postgres: get chronicum", "chronicum id", chronicum_id, row_id)
         return Chronicum(
-            chronicum_id, owner_id, _utc(started_at), None if last_actum_at is None else _utc(last_actum_at)
+            row_id, owner_id, _utc(started_at), None if last_actum_at is None else _utc(last_actum_at)
         )
 
     def record(self, actum: Actum) -> Plan[Operation, Actum]:
@@ -301,7 +303,9 @@ class Plans:
         rows = yield from self._write(statement, "record actum", actum.chronicum_id)
         if not rows:
             raise ChronicumNotFound(actum.chronicum_id)
-        at = rows[0][-1]
+        row_chronicum, row_actum, at = rows[0]
+        check_row("postgres: record actum", "chronicum id", actum.chronicum_id, row_chronicum)
+        check_row("postgres: record actum", "actum id", actum.id, row_actum)
         return _stored(actum, at)
 
     def record_idempotent(self, actum: Actum, key: str) -> Plan[Operation, Actum]:
@@ -327,15 +331,18 @@ class Plans:
                 raise StoreError(
                     "postgres: record actum", f"the actum stored with key {key!r} vanished"
                 ) from error
-            return _actum(chronicum_id, rows[0])
+            check_row("postgres: record actum", "chronicum id", chronicum_id, rows[0][0])
+            return _actum(rows[0])
         except psycopg.Error as error:
             yield from self._discard_if_lost(error)
             raise translate(error, "record actum", chronicum_id) from error
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        inserted, *_, at = rows[0]
+        inserted, row_chronicum, _, row_actum, *_, at = rows[0]
+        check_row("postgres: record actum", "chronicum id", chronicum_id, row_chronicum)
         if not inserted:
-            return _actum(chronicum_id, rows[0][1:])
+            return _actum(rows[0][1:])
+        check_row("postgres: record actum", "actum id", actum.id, row_actum)
         return _stored(actum, at)
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Operation, list[Actum]]:
@@ -360,9 +367,10 @@ class Plans:
         rows = yield from self._read(Statement(sql, tuple(parameters)), "read acta", chronicum_id)
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        if rows[0][0] is None:  # the chronicum exists; no actum matched
+        check_rows("postgres: read acta", "chronicum id", chronicum_id, rows)
+        if rows[0][1] is None:  # the chronicum exists; no actum matched
             return []
-        return [_actum(chronicum_id, row) for row in rows]
+        return [_actum(row) for row in rows]
 
     def migrate(self) -> Plan[Operation, int]:
         """Create or upgrade the schema; return its version (:data:`LATEST_VERSION`).

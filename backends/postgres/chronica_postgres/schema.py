@@ -25,6 +25,11 @@ in ``content_bytes``; exactly one of the two is set (a check constraint says so)
 Order: ``record`` locks the chronicum's row while it takes the next ``seq``, so writers to one
 chronicum commit one after the other in ``seq`` order; a reader never sees an actum without every
 actum ordered before it. (A sequence would not do: commit order can differ from sequence order.)
+The actum's ``at`` is taken under that lock too, from the server's clock, and never earlier than
+the chronicum's ``last_actum_at``: ``at`` never decreases along the order.
+
+Every statement returns the chronicum id of its rows (and ``record`` the actum id), so that the
+store can check that a row answers the statement it sent.
 """
 
 from __future__ import annotations
@@ -156,8 +161,11 @@ LATEST_VERSION = MIGRATIONS[-1].version
 SET_UTC = b"SET TIME ZONE 'UTC'"
 """Run on each new pooled connection: timestamps then arrive in UTC, with no conversion to do."""
 
-_ACTUM_COLUMNS = "seq, id, kind, actor_kind, actor, content, content_bytes, at"
+_ACTUM_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at"
 """The columns of an actum row, in the order every statement returns them."""
+
+_NEXT_AT = "greatest(clock_timestamp(), last_actum_at)"
+"""The ``at`` of the next actum, taken under the chronicum's row lock (``greatest`` skips NULL)."""
 
 
 def _migration_lock_key(schema: str) -> int:
@@ -206,29 +214,30 @@ class Statements:
             " VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING true",
         )
         self.get = self._compose(
-            quoted, "SELECT owner_id, started_at, last_actum_at FROM {schema}.chronica WHERE id = %s"
+            quoted, "SELECT id, owner_id, started_at, last_actum_at FROM {schema}.chronica WHERE id = %s"
         )
         # Parameters: chronicum id, id, kind, actor kind, actor, content, content bytes, key.
         self.record = self._compose(
             quoted,
-            """
+            f"""
             WITH chronicum AS (
-                UPDATE {schema}.chronica
-                SET last_seq = last_seq + 1, last_actum_at = clock_timestamp()
+                UPDATE {{schema}}.chronica
+                SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
                 WHERE id = %s
                 RETURNING id, last_seq, last_actum_at
             )
-            INSERT INTO {schema}.acta
+            INSERT INTO {{schema}}.acta
                 (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at, idempotency_key)
             SELECT chronicum.id, chronicum.last_seq, %s, %s, %s, %s, %s::text, %s::bytea,
                 chronicum.last_actum_at, %s::text
             FROM chronicum
-            RETURNING seq, at
+            RETURNING chronicum_id, id, at
             """,
         )
-        # Parameters: chronicum id, key, then those of `record`. One row: (true, seq, NULLs..., at)
-        # when inserted, (false, the stored actum's columns) when the key was used before; none when
-        # the chronicum is missing. A writer racing on the same key fails on the unique index.
+        # Parameters: chronicum id, key, then those of `record`. One row: (true, chronicum id, seq,
+        # id, NULLs..., at) when inserted, (false, the stored actum's columns) when the key was used
+        # before; none when the chronicum is missing. A writer racing on the same key fails on the
+        # unique index.
         self.record_idempotent = self._compose(
             quoted,
             f"""
@@ -237,7 +246,7 @@ class Statements:
                 WHERE chronicum_id = %s AND idempotency_key = %s
             ), chronicum AS (
                 UPDATE {{schema}}.chronica
-                SET last_seq = last_seq + 1, last_actum_at = clock_timestamp()
+                SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
                 WHERE id = %s AND NOT EXISTS (SELECT FROM existing)
                 RETURNING id, last_seq, last_actum_at
             ), inserted AS (
@@ -247,9 +256,9 @@ class Statements:
                 SELECT chronicum.id, chronicum.last_seq, %s, %s, %s, %s, %s::text, %s::bytea,
                     chronicum.last_actum_at, %s::text
                 FROM chronicum
-                RETURNING seq, at
+                RETURNING chronicum_id, seq, id, at
             )
-            SELECT true, seq, NULL, NULL, NULL, NULL, NULL, NULL::bytea, at FROM inserted
+            SELECT true, chronicum_id, seq, id, NULL, NULL, NULL, NULL, NULL::bytea, at FROM inserted
             UNION ALL
             SELECT false, {_ACTUM_COLUMNS} FROM existing
             """,
@@ -271,7 +280,8 @@ class Statements:
         Parameters, in order: the chronicum id, the kinds (a list, when ``kinds``), the actor kinds
         (when ``actor_kinds``), the limit (when ``limited``), the chronicum id again. Rows: none
         when the chronicum is missing; one row of NULLs when it holds no matching actum; else the
-        acta ``(seq, id, kind, actor_kind, actor, content, content_bytes, at)`` oldest first.
+        acta ``(chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at)`` oldest
+        first (the chronicum's own id in the first column of the row of NULLs too).
         """
         return self._windows[kinds, actor_kinds, limited]
 
@@ -289,7 +299,7 @@ class Statements:
         return Statements._compose(
             quoted,
             f"""
-            SELECT recent.{_ACTUM_COLUMNS.replace(", ", ", recent.")}
+            SELECT chronicum.id, recent.{_ACTUM_COLUMNS.split(", ", 1)[1].replace(", ", ", recent.")}
             FROM {{schema}}.chronica AS chronicum
             LEFT JOIN LATERAL (
                 SELECT {_ACTUM_COLUMNS} FROM {{schema}}.acta

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from chronica_conformance import ConformanceSuite
+from chronica_postgres import PostgresStore
 
 
 class TestPostgresConformance(ConformanceSuite):
     """``store`` and ``async_store`` come from conftest.py (one fresh schema per session)."""
 
     declares_idempotent = True
+
+    @pytest.fixture
+    def store_to_close(self, postgres_url: str, schema: str) -> Iterator[PostgresStore]:
+        """A store of its own on the session's schema (the shared ``store`` must stay open)."""
+        with PostgresStore(postgres_url, schema=schema) as store:
+            yield store

@@ -653,3 +653,22 @@ def test_the_backend_is_registered_for_both_schemes(postgres_url: str, schema: s
             await async_store.close()
 
     assert asyncio.run(read()).owner_id == "ardian"
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_at_is_never_earlier_than_the_last_actum_at(store: PostgresStore, admin: Admin, keyed: bool) -> None:
+    """A last_actum_at ahead of the server's clock (a failover to a server whose clock is behind)
+    is the floor of the next actum's ``at``."""
+    chronicum_id = new_chronicum(store)
+    store.record(message(chronicum_id, "first"))
+    ahead = admin.execute(
+        "UPDATE chronica SET last_actum_at = last_actum_at + interval '1 hour' WHERE id = %s"
+        " RETURNING last_actum_at",
+        (chronicum_id,),
+    ).fetchone()
+    assert ahead is not None
+    sent = message(chronicum_id, "second")
+    stored = store.record_idempotent(sent, "second") if keyed else store.record(sent)
+    assert stored.at == ahead[0]
+    assert [actum.at for actum in store.acta(chronicum_id, ActaQuery())][-1] == ahead[0]
+    assert store.get(chronicum_id).last_actum_at == ahead[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar
 
@@ -24,10 +24,13 @@ from sqlalchemy import (
     Integer,
     String,
     bindparam,
+    case,
     func,
     insert,
+    literal_column,
     null,
     select,
+    text,
     true,
     union_all,
     update,
@@ -39,7 +42,17 @@ from sqlalchemy.sql.elements import BindParameter
 from chronica_core.errors import ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan, run_plan
-from chronica_sqlalchemy.schema import OTHER_BACKEND_VERSIONS, SCHEMA_VERSION, Tables, find_tables, is_mysql
+from chronica_core.rows import check_row, check_rows
+from chronica_sqlalchemy.schema import (
+    OTHER_BACKEND_VERSIONS,
+    SCHEMA_VERSION,
+    Content,
+    Identifier,
+    Tables,
+    UTCDateTime,
+    find_tables,
+    is_mysql,
+)
 
 __all__ = ["COMMIT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
 
@@ -50,6 +63,8 @@ WRITE_OPTION = "chronica_write"
 
 _COMPONENT = "chronica"
 _LOCK_TIMEOUT_SECONDS = 60
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 _KINDS = {kind.value: kind for kind in ActumKind}
 _ACTOR_KINDS = {actor_kind.value: actor_kind for actor_kind in ActorKind}
 
@@ -117,7 +132,11 @@ def _translated(operation: str, plan: Plan[Step, Result]) -> Plan[Step, Result]:
 
 
 def actum_row(actum: Actum, seq: int, at: datetime, key: str | None = None) -> dict[str, Any]:
-    """The parameters of :attr:`Plans.insert_actum_statement` for ``actum`` at ``seq``."""
+    """The parameters of :attr:`Plans.insert_actum_statement` for ``actum`` at ``seq``.
+
+    On MariaDB/MySQL that statement takes ``seq`` and ``at`` from the chronicum's row and ignores
+    the two given here.
+    """
     return {
         "chronicum_id": actum.chronicum_id,
         "seq": seq,
@@ -158,6 +177,7 @@ class Plans:
 
     def __init__(self, tables: Tables, dialect: Dialect, schema: str | None = None) -> None:
         self.tables = tables
+        self.dialect = dialect
         self.dialect_name = "mysql" if is_mysql(dialect) else dialect.name
         self.schema = schema
         chronica, acta = tables.chronica, tables.acta
@@ -165,25 +185,70 @@ class Plans:
         self._select_chronicum = select(
             chronica.c.id, chronica.c.owner_id, chronica.c.started_at, chronica.c.last_actum_at
         ).where(chronica.c.id == bindparam("id"))
-        advance = (
-            update(chronica)
-            .where(chronica.c.id == bindparam("chronicum_id"))
-            .values(last_actum_at=bindparam("at"))
-        )
+        # The actum's `at`: the writer's clock, raised to the chronicum's last_actum_at when that is
+        # later (another host's clock, a clock stepped back). Decided in the statement that locks
+        # the chronicum's row, so `at` never decreases along the order and last_actum_at is the
+        # newest actum's `at`.
+        advance = update(chronica).where(chronica.c.id == bindparam("chronicum_id"))
         if dialect.update_returning:
+            at = bindparam("at", type_=UTCDateTime())
             self.counter = "returning"
-            self.advance_statement: Executable = advance.values(last_seq=chronica.c.last_seq + 1).returning(
-                chronica.c.last_seq
-            )
+            self.advance_statement: Executable = advance.values(
+                last_seq=chronica.c.last_seq + 1,
+                last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
+            ).returning(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at)
+            self.insert_actum_statement: Executable = insert(acta).returning(acta.c.chronicum_id, acta.c.id)
+            self._insert_actum_returning: Executable = self.insert_actum_statement
         elif self.dialect_name == "mysql":
-            # One round trip: LAST_INSERT_ID(expr) hands the new value to the client as lastrowid.
+            # One round trip each, and no RETURNING: LAST_INSERT_ID(expr) hands the new `at` (in
+            # microseconds since 1970) to the client as lastrowid, and the insert takes its `seq`
+            # and `at` from the chronicum's row, which this transaction holds.
+            epoch: Any = literal_column("'1970-01-01 00:00:00'")
+            stored = func.timestampdiff(text("MICROSECOND"), epoch, chronica.c.last_actum_at)
+            newest = func.greatest(bindparam("at_us", type_=Integer()), func.coalesce(stored, 0))
             self.counter = "lastrowid"
-            self.advance_statement = advance.values(last_seq=func.last_insert_id(chronica.c.last_seq + 1))
+            self.advance_statement = advance.values(
+                last_seq=chronica.c.last_seq + 1,
+                last_actum_at=func.timestampadd(text("MICROSECOND"), func.last_insert_id(newest), epoch),
+            )
+            from_chronicum = insert(acta).from_select(
+                [
+                    acta.c.chronicum_id,
+                    acta.c.seq,
+                    acta.c.id,
+                    acta.c.kind,
+                    acta.c.actor_kind,
+                    acta.c.actor,
+                    acta.c.content,
+                    acta.c.at,
+                    acta.c.idempotency_key,
+                ],
+                select(
+                    chronica.c.id,
+                    chronica.c.last_seq,
+                    bindparam("id", type_=Identifier()),
+                    bindparam("kind", type_=String()),
+                    bindparam("actor_kind", type_=String()),
+                    bindparam("actor", type_=Identifier()),
+                    bindparam("content", type_=Content()),
+                    chronica.c.last_actum_at,
+                    bindparam("idempotency_key", type_=Identifier()),
+                ).where(chronica.c.id == bindparam("chronicum_id")),
+            )
+            self.insert_actum_statement = from_chronicum
+            # MariaDB 10.5+ echoes the inserted row's ids (known once connected); MySQL cannot.
+            self._insert_actum_returning = from_chronicum.returning(acta.c.chronicum_id, acta.c.id)
         else:
+            at = bindparam("at", type_=UTCDateTime())
             self.counter = "select"
-            self.advance_statement = advance.values(last_seq=chronica.c.last_seq + 1)
-        self._select_counter = select(chronica.c.last_seq).where(chronica.c.id == bindparam("chronicum_id"))
-        self.insert_actum_statement = insert(acta)
+            self.advance_statement = advance.values(
+                last_seq=chronica.c.last_seq + 1,
+                last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
+            )
+            self.insert_actum_statement = self._insert_actum_returning = insert(acta)
+        self._select_counter = select(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at).where(
+            chronica.c.id == bindparam("chronicum_id")
+        )
         self._actum_columns = (
             acta.c.id,
             acta.c.kind,
@@ -192,7 +257,7 @@ class Plans:
             acta.c.content,
             acta.c.at,
         )
-        self._select_keyed = select(*self._actum_columns).where(
+        self._select_keyed = select(acta.c.chronicum_id, *self._actum_columns).where(
             acta.c.chronicum_id == bindparam("chronicum_id"),
             acta.c.idempotency_key == bindparam("idempotency_key"),
         )
@@ -250,34 +315,63 @@ class Plans:
         row: Any = result.first()
         if row is None:
             raise ChronicumNotFound(chronicum_id)
+        check_row("sqlalchemy: get chronicum", "chronicum id", chronicum_id, row[0])
         return Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3])
 
-    def _advance_counter(self, chronicum_id: str, at: datetime) -> Plan[Step, int | None]:
-        """Move the chronicum's counter and ``last_actum_at``; return the new ``seq`` (``None``: missing).
+    def _append(self, actum: Actum, key: str | None) -> Plan[Step, datetime]:
+        """Give ``actum`` the chronicum's next ``seq`` and its ``at``, and insert it; return the ``at``.
 
-        The update also locks the chronicum's row until commit, so the writers of one chronicum
-        take their turns: that turn is the actum's place in the chronicum.
+        The first statement moves the chronicum's counter and ``last_actum_at`` and locks its row
+        until commit, so the writers of one chronicum take turns: that turn is the actum's place,
+        and ``at`` is decided in it (see :class:`Plans`). Raises ``ChronicumNotFound``, or
+        ``StoreError`` when a row answers for another chronicum or actum than asked.
         """
-        result: CursorResult[Any] = yield _execute(
-            self.advance_statement, {"chronicum_id": chronicum_id, "at": at}, write=True
-        )
-        if self.counter == "returning":
-            row = result.first()
-            return None if row is None else int(row[0])
-        if result.rowcount == 0:
-            return None
+        chronicum_id, now = actum.chronicum_id, datetime.now(UTC)
+        where = "sqlalchemy: record actum"
         if self.counter == "lastrowid":
-            return int(result.lastrowid)
-        counter: CursorResult[Any] = yield _execute(self._select_counter, {"chronicum_id": chronicum_id})
-        return int(counter.scalar_one())
+            moved: CursorResult[Any] = yield _execute(
+                self.advance_statement,
+                {"chronicum_id": chronicum_id, "at_us": (now - _EPOCH) // _MICROSECOND},
+                write=True,
+            )
+            if moved.rowcount == 0:
+                raise ChronicumNotFound(chronicum_id)
+            echoes = self.dialect.insert_returning
+            statement = self._insert_actum_returning if echoes else self.insert_actum_statement
+            inserted: CursorResult[Any] = yield _execute(statement, actum_row(actum, 0, now, key))
+            if echoes:
+                self._check_echo(inserted, actum)
+            elif inserted.rowcount != 1:
+                raise StoreError(where, f"the actum was not inserted into chronicum {chronicum_id!r}")
+            return _EPOCH + int(moved.lastrowid) * _MICROSECOND
+        result: CursorResult[Any] = yield _execute(
+            self.advance_statement, {"chronicum_id": chronicum_id, "at": now}, write=True
+        )
+        if self.counter == "select":
+            if result.rowcount == 0:
+                raise ChronicumNotFound(chronicum_id)
+            result = yield _execute(self._select_counter, {"chronicum_id": chronicum_id})
+        row: Any = result.first()
+        if row is None:
+            raise ChronicumNotFound(chronicum_id)
+        check_row(where, "chronicum id", chronicum_id, row[0])
+        at: datetime = row[2]
+        inserted = yield _execute(self.insert_actum_statement, actum_row(actum, int(row[1]), at, key))
+        if self.counter == "returning":
+            self._check_echo(inserted, actum)
+        return at
+
+    @staticmethod
+    def _check_echo(inserted: CursorResult[Any], actum: Actum) -> None:
+        """Check the ``(chronicum id, actum id)`` row an insert echoed back is ``actum``'s."""
+        echoed: Any = inserted.first()
+        where = "sqlalchemy: record actum"
+        check_row(where, "chronicum id", actum.chronicum_id, None if echoed is None else echoed[0])
+        check_row(where, "actum id", actum.id, None if echoed is None else echoed[1])
 
     def _record(self, actum: Actum, key: str | None) -> Plan[Step, Actum]:
-        at = datetime.now(UTC)
         try:
-            seq = yield from self._advance_counter(actum.chronicum_id, at)
-            if seq is None:
-                raise ChronicumNotFound(actum.chronicum_id)
-            yield _execute(self.insert_actum_statement, actum_row(actum, seq, at, key))
+            at = yield from self._append(actum, key)
             yield COMMIT
         except IntegrityError:
             if key is None:
@@ -290,7 +384,8 @@ class Plans:
             first = keyed.first()
             if first is None:
                 raise
-            return self._actum(actum.chronicum_id, first, 0)
+            check_row("sqlalchemy: record actum", "chronicum id", actum.chronicum_id, first[0])
+            return self._actum(first[0], first, 1)
         return replace(actum, at=at)
 
     def _acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
@@ -299,7 +394,8 @@ class Plans:
         rows: list[Any] = list(result.all())
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        return self._window_acta(chronicum_id, rows)
+        check_rows("sqlalchemy: get acta", "chronicum id", chronicum_id, rows)
+        return self._window_acta(rows)
 
     def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Executable, dict[str, Any]]:
         """Return the context-window statement for ``query`` and its parameters."""
@@ -367,14 +463,14 @@ class Plans:
         actum_id, kind, actor_kind, actor, content, at = row[offset : offset + 6]
         return Actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
 
-    def _window_acta(self, chronicum_id: str, rows: list[Any]) -> list[Actum]:
+    def _window_acta(self, rows: list[Any]) -> list[Actum]:
         """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none)."""
         kinds, actor_kinds = _KINDS, _ACTOR_KINDS
         if self.dialect_name == "mysql":
             rows = sorted((row for row in rows if row[1] is not None), key=itemgetter(1))
         return [
             Actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
-            for _, seq, actum_id, kind, actor_kind, actor, content, at in rows
+            for chronicum_id, seq, actum_id, kind, actor_kind, actor, content, at in rows
             if seq is not None
         ]
 

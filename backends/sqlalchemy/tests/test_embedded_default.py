@@ -65,7 +65,7 @@ def test_the_readme_examples_run_on_a_sqlite_file(dialect: str, tmp_path: Path) 
     assert quickstart.stdout.splitlines() == [
         "ardian: A quiet table for four?",
         "search: Rumah Teduh has one.",
-        "rafa: chronicum 'lunch-saturday' not found",
+        "rafa: ChronicumNotFound",
     ]
     agents_url = f"sqlite:///{tmp_path / 'agents.db'}"
     agents = run([sys.executable, str(EXAMPLES / "three_agents.py"), agents_url], tmp_path)

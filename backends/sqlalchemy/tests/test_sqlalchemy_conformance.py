@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from chronica_conformance import ConformanceSuite
+from chronica_sqlalchemy import SQLAlchemyStore
 
 
 class TestSQLAlchemyConformance(ConformanceSuite):
@@ -15,3 +18,12 @@ class TestSQLAlchemyConformance(ConformanceSuite):
     def on_dialect(self, dialect: str) -> str:
         """Every case once per selected dialect (the suite asks for ``store`` only at run time)."""
         return dialect
+
+    @pytest.fixture
+    def store_to_close(self, database_url: str) -> Iterator[SQLAlchemyStore]:
+        """A store of its own on the session database (the shared ``store`` must stay open)."""
+        store = SQLAlchemyStore.open(database_url, auto_migrate=False)
+        try:
+            yield store
+        finally:
+            store.close()

@@ -25,6 +25,7 @@ from chronica_sqlalchemy import (
     SQLAlchemyStore,
     open_async_sqlalchemy_store,
 )
+from chronica_sqlalchemy import plans as plans_module
 from chronica_sqlalchemy.engines import async_url, runs_on_worker_threads, sync_url
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -938,3 +939,29 @@ def test_a_mariadb_url_without_a_database_says_so(database_url: str) -> None:
     url = make_url(database_url).set(database="").render_as_string(hide_password=False)
     with pytest.raises(StoreError, match=r"^sqlalchemy: migrate: no database selected: name one in the URL"):
         open_store(url)
+
+
+class _ClockAnHourBehind(datetime):
+    """``datetime`` whose ``now`` is an hour behind: another app host's clock."""
+
+    @classmethod
+    def now(cls, tz: Any = None) -> Any:
+        return datetime.now(tz) - timedelta(hours=1)
+
+
+def test_a_writer_whose_clock_is_behind_never_moves_at_backwards(
+    store: SQLAlchemyStore, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second host an hour behind writes after the first: its actum takes the newer ``at``."""
+    chronicum_id = new_id()
+    store.create(started(chronicum_id))
+    first = store.record(message(chronicum_id, "from the host on time"))
+    monkeypatch.setattr(plans_module, "datetime", _ClockAnHourBehind)
+    behind = SQLAlchemyStore.open(database_url, auto_migrate=False)
+    try:
+        second = behind.record(message(chronicum_id, "from the host behind"))
+    finally:
+        behind.close()
+    assert second.at == first.at
+    assert [actum.at for actum in store.acta(chronicum_id, ActaQuery())] == [first.at, first.at]
+    assert store.get(chronicum_id).last_actum_at == first.at

@@ -18,13 +18,21 @@ from chronica_core import (
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
+    Closable,
     IdempotentStore,
     hookimpl,
 )
 
+_WHERE = "notebook: store"
 
-class NotebookStore(IdempotentStore):
-    """Keeps every chronicum in a dict behind one lock; a store only saves and reads."""
+
+class NotebookStore(IdempotentStore, Closable):
+    """Keeps every chronicum in a dict behind one lock; a store only saves and reads.
+
+    Once closed, every operation raises ``StoreError("notebook: store", "the store is closed")``.
+    """
+
+    backend_name = "notebook"
 
     def __init__(self, url: str = "notebook://", **options: Any) -> None:
         self._lock = threading.Lock()
@@ -35,6 +43,7 @@ class NotebookStore(IdempotentStore):
     def create(self, chronicum: Chronicum) -> None:
         """Save ``chronicum``; raise ``ChronicumExists`` if the id is taken."""
         with self._lock:
+            self._refuse_if_closed(None, _WHERE)
             if chronicum.id in self._chronica:
                 raise ChronicumExists(chronicum.id)
             self._chronica[chronicum.id] = chronicum
@@ -43,6 +52,7 @@ class NotebookStore(IdempotentStore):
     def get(self, chronicum_id: str) -> Chronicum:
         """Return the chronicum; raise ``ChronicumNotFound`` if there is none."""
         with self._lock:
+            self._refuse_if_closed(None, _WHERE)
             if chronicum_id not in self._chronica:
                 raise ChronicumNotFound(chronicum_id)
             return self._chronica[chronicum_id]
@@ -63,6 +73,7 @@ class NotebookStore(IdempotentStore):
     def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """Filter by kinds and actor kinds, then keep the last ``query.last_n``, oldest first."""
         with self._lock:
+            self._refuse_if_closed(None, _WHERE)
             if chronicum_id not in self._acta:
                 raise ChronicumNotFound(chronicum_id)
             kept = [
@@ -74,12 +85,17 @@ class NotebookStore(IdempotentStore):
         return kept[-query.last_n :] if query.last_n > 0 else kept
 
     def close(self) -> None:
-        """Nothing to release."""
+        """Refuse every later operation (closing again is harmless)."""
+        self._mark_closed()
 
     def _append(self, actum: Actum) -> Actum:
+        """Append under the lock: ``at`` is now, never earlier than the chronicum's last ``at``."""
+        self._refuse_if_closed(None, _WHERE)
         if actum.chronicum_id not in self._chronica:
             raise ChronicumNotFound(actum.chronicum_id)
-        stored = replace(actum, at=datetime.now(UTC))
+        last = self._chronica[actum.chronicum_id].last_actum_at
+        now = datetime.now(UTC)
+        stored = replace(actum, at=now if last is None else max(now, last))
         self._acta[actum.chronicum_id].append(stored)
         self._chronica[actum.chronicum_id] = replace(
             self._chronica[actum.chronicum_id], last_actum_at=stored.at
