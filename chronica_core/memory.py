@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from chronica_core.errors import ChronicumExists, ChronicumNotFound, InvalidOption
+from chronica_core.limits import MAX_CONTENT_OPTION, check_content_size, content_limit_option
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 
@@ -24,9 +26,19 @@ class _Entry:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _refuse_options(options: dict[str, Any]) -> None:
-    if options:
-        raise InvalidOption("memory", sorted(options)[0], "unknown option (the memory store takes none)")
+_MEMORY_CEILING = sys.maxsize
+"""The largest ``max_content_bytes`` the memory store takes (it has no limit of its own)."""
+
+
+def _content_limit(options: dict[str, Any]) -> int | None:
+    """Return the ``max_content_bytes`` option (``None``: no limit); refuse any other option."""
+    unknown = sorted(set(options) - {MAX_CONTENT_OPTION})
+    if unknown:
+        raise InvalidOption(
+            "memory", unknown[0], f"unknown option (the memory store takes only {MAX_CONTENT_OPTION})"
+        )
+    value = options.get(MAX_CONTENT_OPTION)
+    return None if value is None else content_limit_option("memory", value, _MEMORY_CEILING)
 
 
 def _matches(actum: Actum, query: ActaQuery) -> bool:
@@ -41,16 +53,22 @@ class MemoryStore(IdempotentStore):
     Each chronicum has its own lock, so writers to different chronica never wait for each other.
     A context window scans backwards from the newest actum and stops once it has ``last_n``.
 
+    Content has no size limit but the process's memory, unless ``max_content_bytes`` sets one:
+    then larger content raises ``ActumTooLarge`` as a database store would at its own limit,
+    which lets an app's tests cover that case without a server.
+
     Args:
         url: ``memory://`` (anything after the scheme is ignored).
-        options: none are recognised.
+        options: ``max_content_bytes`` only: the largest content accepted, in bytes of UTF-8
+            (a whole number, or its digits as text; default no limit).
 
     Raises:
-        InvalidOption: an option was given.
+        InvalidOption: another option, or a ``max_content_bytes`` that is not a whole number
+            from 0 to ``sys.maxsize``.
     """
 
     def __init__(self, url: str = "memory://", **options: Any) -> None:
-        _refuse_options(options)
+        self._content_limit = _content_limit(options)
         self._entries: dict[str, _Entry] = {}
         self._create_lock = threading.Lock()
 
@@ -65,14 +83,26 @@ class MemoryStore(IdempotentStore):
         """Return the chronicum. Raises ``ChronicumNotFound``."""
         return self._entry(chronicum_id).chronicum
 
+    def max_content_bytes(self) -> int | None:
+        """Return the ``max_content_bytes`` option (``None``: no limit); see :class:`MemoryStore`."""
+        return self._content_limit
+
     def record(self, actum: Actum) -> Actum:
-        """Append ``actum`` with ``at`` set to now (UTC). Raises ``ChronicumNotFound``."""
+        """Append ``actum`` with ``at`` set to now (UTC).
+
+        Raises ``ChronicumNotFound``, or ``ActumTooLarge`` above ``max_content_bytes``.
+        """
+        check_content_size(actum.content, self._content_limit)
         entry = self._entry(actum.chronicum_id)
         with entry.lock:
             return self._append(entry, actum)
 
     def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        """Append ``actum`` unless ``key`` was used in its chronicum; then return the first one."""
+        """Append ``actum`` unless ``key`` was used in its chronicum; then return the first one.
+
+        Raises ``ChronicumNotFound``, or ``ActumTooLarge`` above ``max_content_bytes``.
+        """
+        check_content_size(actum.content, self._content_limit)
         entry = self._entry(actum.chronicum_id)
         with entry.lock:
             stored = entry.keyed.get(key)
@@ -128,15 +158,16 @@ class AsyncMemoryStore(AsyncIdempotentStore):
     Args:
         url: ``memory://`` (anything after the scheme is ignored).
         store: an existing :class:`MemoryStore` to share (a fresh one when ``None``).
-        options: none others are recognised.
+        options: as for :class:`MemoryStore` (``max_content_bytes``), for the fresh one.
 
     Raises:
-        InvalidOption: an option other than ``store`` was given.
+        InvalidOption: as for :class:`MemoryStore`, or options given together with ``store``.
     """
 
     def __init__(self, url: str = "memory://", *, store: MemoryStore | None = None, **options: Any) -> None:
-        _refuse_options(options)
-        self.sync_store = store if store is not None else MemoryStore()
+        if store is not None and options:
+            raise InvalidOption("memory", sorted(options)[0], "give it to the shared store instead")
+        self.sync_store = store if store is not None else MemoryStore(url, **options)
 
     async def create(self, chronicum: Chronicum) -> None:
         """See :meth:`MemoryStore.create`."""
@@ -145,6 +176,10 @@ class AsyncMemoryStore(AsyncIdempotentStore):
     async def get(self, chronicum_id: str) -> Chronicum:
         """See :meth:`MemoryStore.get`."""
         return self.sync_store.get(chronicum_id)
+
+    async def max_content_bytes(self) -> int | None:
+        """See :meth:`MemoryStore.max_content_bytes`."""
+        return self.sync_store.max_content_bytes()
 
     async def record(self, actum: Actum) -> Actum:
         """See :meth:`MemoryStore.record`."""
