@@ -32,7 +32,7 @@ _POSTGRESQL_ROW_RESERVE: Final = 64 * 1024  # the rest of a result row: ids, kin
 POSTGRESQL_MAX_CONTENT_BYTES: Final = (_POSTGRESQL_MAX_ALLOC - _POSTGRESQL_ROW_RESERVE) // 2
 r"""The largest content both PostgreSQL backends accept: 536,838,143 bytes (just under 512 MiB).
 
-Content is stored as ``bytea`` where it holds ``"\\x00"`` (chronica-postgres) or always
+Content is stored as ``bytea`` where it holds ``"\x00"`` (chronica-postgres) or always
 (chronica-sqlalchemy), and the server sends ``bytea`` back as hex text, two characters a byte,
 in one value and one result row that must each stay below PostgreSQL's allocation limit of
 1 GiB (``MaxAllocSize``, fixed when PostgreSQL is built, no setting). So half of that limit,
