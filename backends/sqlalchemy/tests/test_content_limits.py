@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -11,7 +12,6 @@ from typing import Any
 
 import pytest
 from chronica_conformance import SizeContract
-from chronica_conformance.size_contract import content_of_size
 from chronica_sqlalchemy import AsyncSQLAlchemyStore, AsyncThreadedSQLAlchemyStore, SQLAlchemyStore
 from chronica_sqlalchemy.plans import MYSQL_STATEMENT_RESERVE, SQLITE_ROW_RESERVE
 from chronica_sqlalchemy.store import open_async_sqlalchemy_store
@@ -147,7 +147,8 @@ def _skip_unless_a_refusal_can_be_caused(dialect: str) -> None:
     if dialect not in ("sqlite", "mariadb"):
         pytest.skip(
             f"{dialect}: the database's limit cannot be lowered from a test (aiosqlite: its connection "
-            "is on its own thread; PostgreSQL: a fixed 1 GiB), so it cannot refuse content the store let through"
+            "is on its own thread; PostgreSQL: a fixed 1 GiB), so it cannot refuse content the store "
+            "let through"
         )
 
 
@@ -164,11 +165,10 @@ def test_a_refusal_by_the_database_is_too_large_and_the_store_goes_on(
         before = store.record(_actum(chronicum_id, "before"))
         for attempt in range(3):
             store.plans._content_limit = 2**40  # as if read before the database's limit went down
+            big = _twenty_mib_tool_response(chronicum_id)
+            write = functools.partial(store.record_idempotent, big, "big") if attempt % 2 else None
             with pytest.raises(ActumTooLarge) as raised:
-                if attempt % 2:
-                    store.record_idempotent(_twenty_mib_tool_response(chronicum_id), "big")
-                else:
-                    store.record(_twenty_mib_tool_response(chronicum_id))
+                write() if write is not None else store.record(big)
             assert raised.value.limit == real
             assert raised.value.size == len(_twenty_mib_tool_response(chronicum_id).content)
             assert isinstance(raised.value.__cause__, DBAPIError)
@@ -202,11 +202,10 @@ def test_an_async_refusal_by_the_database_is_too_large_and_the_store_goes_on(
             await store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
             for attempt in range(2):
                 store.plans._content_limit = 2**40
+                big = _twenty_mib_tool_response(chronicum_id)
+                writing = store.record_idempotent(big, "big") if attempt else store.record(big)
                 with pytest.raises(ActumTooLarge) as raised:
-                    if attempt:
-                        await store.record_idempotent(_twenty_mib_tool_response(chronicum_id), "big")
-                    else:
-                        await store.record(_twenty_mib_tool_response(chronicum_id))
+                    await writing
                 assert raised.value.limit == real
                 assert isinstance(raised.value.__cause__, DBAPIError)
             after = await store.record(_actum(chronicum_id, "after"))
