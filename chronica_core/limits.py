@@ -28,9 +28,12 @@ _UTF8_MOST_BYTES: Final = 4  # a code point takes at most 4 bytes in UTF-8
 
 _POSTGRESQL_MAX_ALLOC: Final = 0x3FFFFFFF  # MaxAllocSize: the largest value a server process allocates
 _POSTGRESQL_ROW_RESERVE: Final = 64 * 1024  # the rest of a result row: ids, kind, time, lengths
+_POSTGRESQL_HEX_FRAME: Final = 3  # bytea's hex text: "\x" before the digits, a terminating NUL after
 
-POSTGRESQL_MAX_CONTENT_BYTES: Final = (_POSTGRESQL_MAX_ALLOC - _POSTGRESQL_ROW_RESERVE) // 2
-r"""The largest content both PostgreSQL backends accept: 536,838,143 bytes (just under 512 MiB).
+POSTGRESQL_MAX_CONTENT_BYTES: Final = (
+    _POSTGRESQL_MAX_ALLOC - _POSTGRESQL_ROW_RESERVE - _POSTGRESQL_HEX_FRAME
+) // 2
+r"""The largest content both PostgreSQL backends accept: 536,838,142 bytes (just under 512 MiB).
 
 Content is stored as ``bytea`` where it holds ``"\x00"`` (chronica-postgres) or always
 (chronica-sqlalchemy), and the server sends ``bytea`` back as hex text, two characters a byte,

@@ -114,7 +114,7 @@ class Options:
         pool_timeout: seconds a call waits for a free pooled connection before ``StoreError``
             (default 30).
         max_content_bytes: the largest content a write accepts, in bytes of UTF-8 (default and
-            most: ``POSTGRESQL_MAX_CONTENT_BYTES``, 536,838,143, what PostgreSQL can store and
+            most: ``POSTGRESQL_MAX_CONTENT_BYTES``, 536,838,142, what PostgreSQL can store and
             send back); larger content raises ``ActumTooLarge`` before anything is sent.
     """
 
