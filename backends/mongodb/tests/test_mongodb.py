@@ -470,6 +470,7 @@ def test_content_of_the_limit_fits_with_every_id_at_its_largest(store: MongoStor
 def test_the_limit_is_the_servers_and_the_option_lowers_it(
     store: MongoStore, mongodb_server_url: str, database: str
 ) -> None:
+    client: MongoClient[dict[str, Any]]
     with MongoClient(mongodb_server_url) as client:
         largest = int(client.admin.command("hello")["maxBsonObjectSize"])
     assert store.max_content_bytes() == largest - DOCUMENT_RESERVE
