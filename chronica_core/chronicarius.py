@@ -54,6 +54,7 @@ class _Keeper(Generic[StoreFlavour]):
             idempotent=isinstance(store, self._idempotent_protocol),
             id_factory=id_factory,
             owner_cache_size=owner_cache_size,
+            limited=callable(getattr(store, "max_content_bytes", None)),
         )
 
 
@@ -98,6 +99,9 @@ class Chronicarius(_Keeper[Store]):
 
         Raises:
             InvalidActum: a field is missing or wrong (``.field`` names it); nothing is written.
+            ActumTooLarge: (an ``InvalidActum``) the content is larger than the store accepts
+                (``.size`` and ``.limit`` in bytes of UTF-8); nothing is written, not even the
+                chronicum of a first write, when the store tells its limit (every Chronica store does).
             IdempotencyUnsupported: a key was given and the store is not idempotent; nothing is
                 written, not even the chronicum.
             ChronicumNotFound: the chronicum belongs to another owner; nothing is written. (An

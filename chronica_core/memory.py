@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -9,6 +10,7 @@ from typing import Any
 
 from chronica_core.closable import Closable
 from chronica_core.errors import ChronicumExists, ChronicumNotFound, InvalidOption
+from chronica_core.limits import MAX_CONTENT_OPTION, check_content_size, content_limit_option
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 
@@ -28,10 +30,19 @@ class _Entry:
 _WHERE = "memory: store"
 _ASYNC_WHERE = "memory: async store"
 
+_MEMORY_CEILING = sys.maxsize
+"""The largest ``max_content_bytes`` the memory store takes (it has no limit of its own)."""
 
-def _refuse_options(options: dict[str, Any]) -> None:
-    if options:
-        raise InvalidOption("memory", sorted(options)[0], "unknown option (the memory store takes none)")
+
+def _content_limit(options: dict[str, Any]) -> int | None:
+    """Return the ``max_content_bytes`` option (``None``: no limit); refuse any other option."""
+    unknown = sorted(set(options) - {MAX_CONTENT_OPTION})
+    if unknown:
+        raise InvalidOption(
+            "memory", unknown[0], f"unknown option (the memory store takes only {MAX_CONTENT_OPTION})"
+        )
+    value = options.get(MAX_CONTENT_OPTION)
+    return None if value is None else content_limit_option("memory", value, _MEMORY_CEILING)
 
 
 def _matches(actum: Actum, query: ActaQuery) -> bool:
@@ -49,18 +60,24 @@ class MemoryStore(IdempotentStore, Closable):
     than the chronicum's ``last_actum_at`` (should the clock step back). After :meth:`close` every
     operation raises ``StoreError("memory: store", "the store is closed")``.
 
+    Content has no size limit but the process's memory, unless ``max_content_bytes`` sets one:
+    then larger content raises ``ActumTooLarge`` as a database store would at its own limit,
+    which lets an app's tests cover that case without a server.
+
     Args:
         url: ``memory://`` (anything after the scheme is ignored).
-        options: none are recognised.
+        options: ``max_content_bytes`` only: the largest content accepted, in bytes of UTF-8
+            (a whole number, or its digits as text; default no limit).
 
     Raises:
-        InvalidOption: an option was given.
+        InvalidOption: another option, or a ``max_content_bytes`` that is not a whole number
+            from 0 to ``sys.maxsize``.
     """
 
     backend_name = "memory"
 
     def __init__(self, url: str = "memory://", **options: Any) -> None:
-        _refuse_options(options)
+        self._content_limit = _content_limit(options)
         self._entries: dict[str, _Entry] = {}
         self._create_lock = threading.Lock()
 
@@ -76,14 +93,26 @@ class MemoryStore(IdempotentStore, Closable):
         """Return the chronicum. Raises ``ChronicumNotFound``."""
         return self._entry(chronicum_id).chronicum
 
+    def max_content_bytes(self) -> int | None:
+        """Return the ``max_content_bytes`` option (``None``: no limit); see :class:`MemoryStore`."""
+        return self._content_limit
+
     def record(self, actum: Actum) -> Actum:
-        """Append ``actum`` with ``at`` set to now (UTC). Raises ``ChronicumNotFound``."""
+        """Append ``actum`` with ``at`` set to now (UTC).
+
+        Raises ``ChronicumNotFound``, or ``ActumTooLarge`` above ``max_content_bytes``.
+        """
+        check_content_size(actum.content, self._content_limit)
         entry = self._entry(actum.chronicum_id)
         with entry.lock:
             return self._append(entry, actum)
 
     def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        """Append ``actum`` unless ``key`` was used in its chronicum; then return the first one."""
+        """Append ``actum`` unless ``key`` was used in its chronicum; then return the first one.
+
+        Raises ``ChronicumNotFound``, or ``ActumTooLarge`` above ``max_content_bytes``.
+        """
+        check_content_size(actum.content, self._content_limit)
         entry = self._entry(actum.chronicum_id)
         with entry.lock:
             stored = entry.keyed.get(key)
@@ -146,18 +175,19 @@ class AsyncMemoryStore(AsyncIdempotentStore, Closable):
     Args:
         url: ``memory://`` (anything after the scheme is ignored).
         store: an existing :class:`MemoryStore` to share (a fresh one when ``None``).
-        options: none others are recognised.
+        options: as for :class:`MemoryStore` (``max_content_bytes``), for the fresh one.
 
     Raises:
-        InvalidOption: an option other than ``store`` was given.
+        InvalidOption: as for :class:`MemoryStore`, or options given together with ``store``.
     """
 
     backend_name = "memory"
 
     def __init__(self, url: str = "memory://", *, store: MemoryStore | None = None, **options: Any) -> None:
-        _refuse_options(options)
+        if store is not None and options:
+            raise InvalidOption("memory", sorted(options)[0], "give it to the shared store instead")
         self._owns_store = store is None
-        self.sync_store = store if store is not None else MemoryStore()
+        self.sync_store = store if store is not None else MemoryStore(url, **options)
 
     async def create(self, chronicum: Chronicum) -> None:
         """See :meth:`MemoryStore.create`."""
@@ -168,6 +198,10 @@ class AsyncMemoryStore(AsyncIdempotentStore, Closable):
         """See :meth:`MemoryStore.get`."""
         self._refuse_if_closed(None, _ASYNC_WHERE)
         return self.sync_store.get(chronicum_id)
+
+    async def max_content_bytes(self) -> int | None:
+        """See :meth:`MemoryStore.max_content_bytes`."""
+        return self.sync_store.max_content_bytes()
 
     async def record(self, actum: Actum) -> Actum:
         """See :meth:`MemoryStore.record`."""

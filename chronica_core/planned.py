@@ -59,6 +59,15 @@ class StorePlans(Protocol):
         """
         ...
 
+    def content_limit(self) -> Plan[Any, int | None]:
+        """Plan returning the largest content ``record`` accepts, in bytes of UTF-8 (``None``: no limit).
+
+        Read from the server where it has a setting for it, once, then remembered; ``record`` and
+        ``record_idempotent`` raise ``ActumTooLarge`` above it before sending anything (see
+        :mod:`chronica_core.limits`).
+        """
+        ...
+
 
 class PlannedStore(IdempotentStore, Closable):
     """A blocking store whose operations are those of its :class:`StorePlans`, run by ``_run``.
@@ -103,6 +112,15 @@ class PlannedStore(IdempotentStore, Closable):
     def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """See :meth:`chronica_core.Store.acta`."""
         return self._run_if_open(self.plans.acta(chronicum_id, query))
+
+    def max_content_bytes(self) -> int | None:
+        """Return the largest content ``record`` accepts, in bytes of UTF-8 (``None``: no limit).
+
+        Larger content raises ``ActumTooLarge`` (with ``.size`` and ``.limit``) before anything
+        is sent; ``Chronicarius`` asks before it creates a chronicum for a first write. The first
+        call may ask the server (``StoreError`` if that fails); later calls do no I/O.
+        """
+        return self._run_if_open(self.plans.content_limit())
 
 
 class AsyncPlannedStore(AsyncIdempotentStore, Closable):
@@ -171,3 +189,7 @@ class AsyncPlannedStore(AsyncIdempotentStore, Closable):
     async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """See :meth:`chronica_core.Store.acta`."""
         return await self._run_if_usable(self.plans.acta(chronicum_id, query))
+
+    async def max_content_bytes(self) -> int | None:
+        """See :meth:`PlannedStore.max_content_bytes`."""
+        return await self._run_if_usable(self.plans.content_limit())

@@ -21,6 +21,7 @@ from chronica_core.errors import (
     InvalidOwnerID,
     InvalidQuery,
 )
+from chronica_core.limits import check_content_size
 from chronica_core.model import MAX_ID_LENGTH, MAX_LAST_N, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan
 
@@ -151,6 +152,9 @@ class Rules:
         idempotent: whether the store offers ``record_idempotent``.
         id_factory: returns a fresh actum id for every recorded actum.
         owner_cache_size: how many ``chronicum id -> owner`` pairs to remember (0 disables it).
+        limited: whether the store tells its content limit (``max_content_bytes()``, see
+            :class:`chronica_core.PlannedStore`); the first write into a new chronicum then checks
+            the content against it before the chronicum is created.
     """
 
     def __init__(
@@ -160,8 +164,10 @@ class Rules:
         idempotent: bool,
         id_factory: Callable[[], str],
         owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
+        limited: bool = False,
     ) -> None:
         self._store_name = store_name
+        self._limited = limited
         self._idempotent = idempotent
         self._id_factory = id_factory
         self._owner_cache_size = owner_cache_size
@@ -182,7 +188,7 @@ class Rules:
                 raise IdempotencyUnsupported(self._store_name)
         owner = self._owners.get(actum.chronicum_id)
         if owner is None:
-            owner = yield from self._claim(owner_id, actum.chronicum_id)
+            owner = yield from self._claim(owner_id, actum)
         if owner != owner_id:
             raise ChronicumNotFound(actum.chronicum_id)
         if idempotency_key is None:
@@ -244,19 +250,30 @@ class Rules:
             raise InvalidActum("content", problem)
         return Actum(actum.chronicum_id, kind, actor_kind, actum.actor, content, self._id_factory())
 
-    def _claim(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, str]:
-        """Rule R4: return the chronicum's owner, creating it for ``owner_id`` on the first write."""
+    def _claim(self, owner_id: str, actum: Actum) -> Plan[StoreCall, str]:
+        """Rule R4: return the chronicum's owner, creating it for ``owner_id`` on the first write.
+
+        Content the store cannot take is refused (``ActumTooLarge``) before the chronicum is
+        created, so a refused first write leaves nothing behind.
+        """
+        chronicum_id = actum.chronicum_id
         try:
             chronicum: Chronicum = yield ("get", (chronicum_id,))
-            owner = chronicum.owner_id
         except ChronicumNotFound:
-            started = Chronicum(chronicum_id, owner_id, started_at=datetime.now(UTC))
-            try:
-                yield ("create", (started,))
-                owner = owner_id
-            except ChronicumExists:  # lost a race with another first write: read the winner
-                chronicum = yield ("get", (chronicum_id,))
-                owner = chronicum.owner_id
+            pass
+        else:
+            self._remember(chronicum_id, chronicum.owner_id)
+            return chronicum.owner_id
+        if self._limited:
+            limit: int | None = yield ("max_content_bytes", ())
+            check_content_size(actum.content, limit)
+        started = Chronicum(chronicum_id, owner_id, started_at=datetime.now(UTC))
+        try:
+            yield ("create", (started,))
+            owner = owner_id
+        except ChronicumExists:  # lost a race with another first write: read the winner
+            chronicum = yield ("get", (chronicum_id,))
+            owner = chronicum.owner_id
         self._remember(chronicum_id, owner)
         return owner
 

@@ -30,6 +30,11 @@ class Store(Protocol):
       ``query.last_n`` (all when ``<= 0``) and returns them oldest first, in write order; raises
       ``ChronicumNotFound`` for a missing chronicum (an existing one with no acta gives ``[]``).
     - ``close()`` releases connections; the store is not used afterwards.
+
+    Optionally, ``max_content_bytes()`` returns the largest content ``record`` accepts, in bytes
+    of UTF-8 (``None``: no limit), and ``record`` raises ``ActumTooLarge`` above it with nothing
+    written. ``Chronicarius`` asks it before creating the chronicum of a first write, so a
+    refused first write leaves no empty chronicum behind. Every Chronica store has it.
     """
 
     def create(self, chronicum: Chronicum) -> None:

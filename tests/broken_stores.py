@@ -106,6 +106,10 @@ class ListStore(IdempotentStore, Closable):
     def window(self, acta: list[Actum], query: ActaQuery) -> list[Actum]:
         return newest(filtered(acta, query), query.last_n)
 
+    def max_content_bytes(self) -> int | None:
+        """No limit: the size contract then checks that 4 MiB is kept."""
+        return None
+
     def close(self) -> None:
         self._mark_closed()
 

@@ -189,7 +189,8 @@ def test_store_options_reach_the_store_and_a_malformed_one_is_a_usage_error() ->
     refused = chronica("acta", "x", "--owner", "ardian", "--option", "colour=blue")
     assert refused.returncode == 4
     assert refused.stderr == (
-        "chronica: InvalidOption: memory: option colour: unknown option (the memory store takes none)\n"
+        "chronica: InvalidOption: memory: option colour: "
+        "unknown option (the memory store takes only max_content_bytes)\n"
     )
     malformed = chronica("acta", "x", "--owner", "ardian", "--option", "colour")
     assert malformed.returncode == 2

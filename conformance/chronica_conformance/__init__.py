@@ -25,6 +25,7 @@ pytest.register_assert_rewrite(
             "harness",
             "idempotent_contract",
             "rules_contract",
+            "size_contract",
             "stateful",
             "store_contract",
         )
@@ -36,6 +37,7 @@ from chronica_conformance.harness import AsyncHarness, Call, Harness, SyncHarnes
 from chronica_conformance.idempotent_contract import IdempotentContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.runner import run  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.size_contract import SizeContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.stateful import ReferenceModel, StatefulRules  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.store_contract import StoreContract  # noqa: E402 - after the assert-rewrite registration
 
@@ -47,6 +49,7 @@ __all__ = [
     "IdempotentContract",
     "ReferenceModel",
     "RulesContract",
+    "SizeContract",
     "StatefulRules",
     "StoreContract",
     "SuiteBase",
@@ -58,11 +61,11 @@ __all__ = [
 ]
 
 
-class ConformanceSuite(StoreContract, IdempotentContract, RulesContract, StatefulRules):
+class ConformanceSuite(StoreContract, IdempotentContract, RulesContract, SizeContract, StatefulRules):
     """Every group of the conformance suite, each case once per flavour the subclass supplies.
 
     The groups: the store contract (S1–S9), the idempotent contract (S10, R8), the rules
-    (R1–R9) and the stateful model test.
+    (R1–R9), the size contract (content up to the store's limit) and the stateful model test.
 
     Supply ``store`` and/or ``async_store`` fixtures; set ``declares_idempotent = True`` when the
     store promises idempotency (the idempotent group then fails instead of skipping).

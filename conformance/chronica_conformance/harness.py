@@ -222,6 +222,8 @@ class Harness(ABC):
 class _StoreView:
     """The store under test as one Chronicarius sees it, maybe without ``record_idempotent``.
 
+    ``max_content_bytes`` is kept when the store has it.
+
     Each method hands back what the store's returns (a value, or a coroutine to await), so one
     view serves both flavours; the subclasses add the gate on first reads to ``get``. Methods
     are defined on the class (and ``record_idempotent`` on the instance, when kept) because
@@ -232,6 +234,8 @@ class _StoreView:
         self._store = store
         if idempotent and hasattr(store, "record_idempotent"):
             self.record_idempotent = store.record_idempotent
+        if hasattr(store, "max_content_bytes"):
+            self.max_content_bytes = store.max_content_bytes
 
     def create(self, chronicum: Chronicum) -> Any:
         return self._store.create(chronicum)

@@ -29,7 +29,7 @@ from bson import encode
 from bson.errors import BSONError
 from bson.int64 import Int64
 from bson.objectid import ObjectId
-from pymongo.errors import DuplicateKeyError, PyMongoError
+from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure, PyMongoError
 
 from chronica_core.errors import (
     ActumTooLarge,
@@ -37,13 +37,16 @@ from chronica_core.errors import (
     ChronicumNotFound,
     StoreError,
 )
-from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.limits import check_content_size, content_size
+from chronica_core.model import MAX_ID_LENGTH, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row
 
 __all__ = [
     "ACTA",
     "CHRONICA",
+    "DATABASE",
+    "DOCUMENT_RESERVE",
     "MAX_DOCUMENT_BYTES",
     "Command",
     "MongoCore",
@@ -55,8 +58,12 @@ CHRONICA: Final = "chronica"
 ACTA: Final = "acta"
 """The collection of acta, one document each, ordered within a chronicum by ``seq``."""
 
+DATABASE: Final = ""
+"""The "collection" of a :class:`Command` addressed to the database itself (``hello``, say)."""
+
 MAX_DOCUMENT_BYTES: Final = 16 * 1024 * 1024
-"""MongoDB's limit on one BSON document (16 MiB), in bytes."""
+"""MongoDB's limit on one BSON document (16 MiB), in bytes: what servers report as
+``maxBsonObjectSize``, used when one does not."""
 
 SEQUENCE_INDEX: Final = "chronicum_seq"
 """Unique index ``(chronicum_id, seq)``: one actum per place in a chronicum's order."""
@@ -94,8 +101,30 @@ _ACTUM_FIELDS: Final = {
     "content": 1,
     "at": 1,
 }
-_STRING_FIELDS_BOUND: Final = 4  # a code point takes at most 4 bytes in UTF-8
-_FIXED_FIELDS_BOUND: Final = 512  # field names, types, lengths, _id, seq and at: well under this
+_TOO_LARGE_CODES: Final = frozenset({10334, 17419})  # BSONObjectTooLarge, and "document too large" on insert
+
+
+def _widest_actum_document() -> dict[str, Any]:
+    """An actum document with empty content and every other field at its largest."""
+    widest = "\U0001f37d" * MAX_ID_LENGTH  # four bytes a character in UTF-8
+    return {
+        "_id": ObjectId(),
+        "chronicum_id": widest,
+        "seq": Int64(2**63 - 1),
+        "id": widest,
+        "kind": max((kind.value for kind in ActumKind), key=len),
+        "actor_kind": max((kind.value for kind in ActorKind), key=len),
+        "actor": widest,
+        "content": "",
+        "at": datetime.now(UTC),
+        "idempotency_key": widest,
+    }
+
+
+DOCUMENT_RESERVE: Final = len(encode(_widest_actum_document()))
+"""Bytes of a document that are not content, at their largest (ids of 255 four-byte characters):
+the content limit is the server's ``maxBsonObjectSize`` less this, so content up to it always
+fits, whatever the ids."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,9 +201,27 @@ class MongoCore:
     correctness.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_content_bytes: int | None = None) -> None:
         self._newest: OrderedDict[str, Newest] = OrderedDict()
         self._newest_lock = threading.Lock()
+        self.max_content_bytes = max_content_bytes
+        self._content_limit: int | None = None  # the server's, read once (see content_limit)
+
+    def content_limit(self) -> Plan[Command, int | None]:
+        """Return the largest content ``record`` accepts, in bytes of UTF-8.
+
+        The server's ``maxBsonObjectSize`` (from ``hello``, asked once, then remembered; 16 MiB on
+        every MongoDB so far) less :data:`DOCUMENT_RESERVE`, and never above the
+        ``max_content_bytes`` given. Raises ``StoreError("mongodb: read content limit: ...")``.
+        """
+        limit = self._content_limit
+        if limit is None:
+            hello = yield from self._run(Command(DATABASE, "command", ("hello",)), "read content limit")
+            largest = int(hello.get("maxBsonObjectSize", MAX_DOCUMENT_BYTES))
+            self._content_limit = limit = max(largest - DOCUMENT_RESERVE, 0)
+        if self.max_content_bytes is not None and self.max_content_bytes < limit:
+            return self.max_content_bytes
+        return limit
 
     def migrate(self) -> Plan[Command, None]:
         """Create the acta indexes if they are missing (idempotent; chronica needs only ``_id``).
@@ -283,12 +330,15 @@ class MongoCore:
         in the chronicum, the actum stored that first time instead.
 
         Raises:
-            ActumTooLarge: the document would exceed 16 MiB; checked before anything is sent.
+            ActumTooLarge: the content is larger than :meth:`content_limit`; checked before
+                anything is sent (and, should the server still refuse the document as too
+                large, after it: the limit is then read again).
             ChronicumNotFound: the chronicum does not exist.
             StoreError: anything else, as ``mongodb: record actum: ...``.
         """
         where = "record actum" if key is None else "record idempotent actum"
         chronicum_id = actum.chronicum_id
+        check_content_size(actum.content, (yield from self.content_limit()))
         document: dict[str, Any] = {
             "chronicum_id": chronicum_id,
             "seq": Int64(0),
@@ -301,7 +351,6 @@ class MongoCore:
         }
         if key is not None:
             document["idempotency_key"] = key
-        _check_size(document)
         known = self._known_newest(chronicum_id)
         if known is None:
             known = yield from self._newest_stored(chronicum_id, where, probe=True)
@@ -322,6 +371,9 @@ class MongoCore:
                 # which ours must not precede) and try the one after it.
                 newest, newest_at = yield from self._newest_stored(chronicum_id, where)
                 continue
+            except (DocumentTooLarge, OperationFailure) as error:  # refused as too large
+                yield from self._refused_as_too_large(actum.content, error)
+                raise StoreError(f"mongodb: {where}", str(error)) from error
             self._remember(chronicum_id, (newest + 1, at))
             return replace(actum, at=at)
         raise StoreError(
@@ -366,6 +418,18 @@ class MongoCore:
         if query.last_n > 0:
             documents.reverse()
         return [_actum(chronicum_id, document, where) for document in documents]
+
+    def _refused_as_too_large(self, content: str, error: Exception) -> Plan[Command, None]:
+        """Raise ``ActumTooLarge`` if ``content`` is over the server's limit read again now.
+
+        The server (or pymongo, with the limit the server told it) refused a document the store
+        thought small enough: the limit changed since the store read it. Returns otherwise.
+        """
+        self._content_limit = None
+        limit = yield from self.content_limit()
+        size = content_size(content)
+        if limit is not None and size > limit:
+            raise ActumTooLarge(size, limit) from error
 
     def _keyed(
         self, chronicum_id: str, key: str, where: str, error: DuplicateKeyError
@@ -456,25 +520,19 @@ class MongoCore:
     def _run(command: Command, where: str, *, duplicates: bool = False) -> Plan[Command, Any]:
         """Perform ``command``; a driver error becomes ``StoreError("mongodb: <where>: ...")``.
 
-        With ``duplicates``, a ``DuplicateKeyError`` is left to the caller to translate.
+        With ``duplicates``, a ``DuplicateKeyError``, and a refusal of the document as too large
+        (``DocumentTooLarge``, or the server's own), are left to the caller to translate.
         """
         try:
             return (yield command)
         except (PyMongoError, BSONError) as error:
-            if duplicates and isinstance(error, DuplicateKeyError):
+            if duplicates and _left_to_caller(error):
                 raise
             raise StoreError(f"mongodb: {where}", str(error)) from error
 
 
-def _check_size(document: dict[str, Any]) -> None:
-    """Raise ``ActumTooLarge`` if ``document`` (with the ``_id`` pymongo adds) exceeds 16 MiB.
-
-    Cheap for ordinary acta: the exact BSON size is computed only when a bound on it (4 bytes per
-    code point) comes near the limit.
-    """
-    text = sum(len(value) for value in document.values() if isinstance(value, str))
-    if text * _STRING_FIELDS_BOUND + _FIXED_FIELDS_BOUND <= MAX_DOCUMENT_BYTES:
-        return
-    size = len(encode({"_id": ObjectId(), **document}))
-    if size > MAX_DOCUMENT_BYTES:
-        raise ActumTooLarge(size, MAX_DOCUMENT_BYTES)
+def _left_to_caller(error: Exception) -> bool:
+    """Whether a write's ``error`` is a duplicate key or a refusal as too large (see ``MongoCore._run``)."""
+    if isinstance(error, DuplicateKeyError | DocumentTooLarge):
+        return True
+    return isinstance(error, OperationFailure) and error.code in _TOO_LARGE_CODES

@@ -24,10 +24,11 @@ from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
 from pymongo.synchronous.database import Database
 
 from chronica_core.errors import InvalidOption, StoreError
+from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import flag_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
-from chronica_mongodb.core import Command, MongoCore
+from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
 
 __all__ = ["DEFAULT_DATABASE", "STORE_OPTIONS", "AsyncMongoStore", "MongoStore"]
 
@@ -38,7 +39,7 @@ Result = TypeVar("Result")
 
 _CODEC_OPTIONS: CodecOptions[dict[str, Any]] = CodecOptions(tz_aware=True, tzinfo=UTC)
 
-STORE_OPTIONS = ("database", "auto_migrate")
+STORE_OPTIONS = ("database", "auto_migrate", MAX_CONTENT_OPTION)
 """The options the store itself defines; every other option is one of pymongo's ``MongoClient``."""
 
 _BACKEND = "mongodb"
@@ -144,6 +145,18 @@ def _checked(
     return name, migrate
 
 
+def _content_limit(value: object) -> int | None:
+    """The ``max_content_bytes`` option (``None``: the server's limit), from 0 to what 16 MiB holds."""
+    if value is None:
+        return None
+    return content_limit_option(_BACKEND, value, MAX_DOCUMENT_BYTES - DOCUMENT_RESERVE)
+
+
+def _target(database: Any, command: Command) -> Any:
+    """What ``command`` is addressed to: the database itself, or one of its collections."""
+    return database if command.collection == DATABASE else database[command.collection]
+
+
 def _database(client: Any, name: str) -> Any:
     """The database ``name`` on ``client``, reading dates as timezone-aware UTC."""
     return client.get_database(name, codec_options=_CODEC_OPTIONS)
@@ -163,12 +176,15 @@ class MongoStore(PlannedStore):
         database: the database name; overrides the URL's path (default ``"chronica"``).
         auto_migrate: create the indexes on opening (a bool, or ``true``/``false``, ``yes``/``no``,
             ``on``/``off``, ``1``/``0`` as text).
+        max_content_bytes: a lower limit on content than the server's, in bytes of UTF-8 (see
+            :meth:`chronica_mongodb.core.MongoCore.content_limit`); ``None`` keeps the server's.
         client_options: passed to ``MongoClient`` (e.g. ``maxPoolSize=50``), when it opens one;
             checked first with pymongo's own validators.
 
     Raises:
         InvalidOption: an option neither the store (:data:`STORE_OPTIONS`) nor ``MongoClient``
             knows (the reason lists the known ones), or a malformed value (``auto_migrate="maybe"``,
+            a ``max_content_bytes`` that is not a whole number from 0 to what 16 MiB holds,
             a ``database`` name MongoDB refuses, ``maxPoolSize="many"``, options that exclude each
             other); raised before any client is opened.
         StoreError: ``mongodb: open: ...`` when ``url`` is malformed (its path included) or an SRV
@@ -190,13 +206,15 @@ class MongoStore(PlannedStore):
         client: MongoClient[dict[str, Any]] | None = None,
         database: str | None = None,
         auto_migrate: bool | str = True,
+        max_content_bytes: int | str | None = None,
         **client_options: Any,
     ) -> None:
         name, migrate = _checked(url, database, auto_migrate, client_options, client is None)
+        limit = _content_limit(max_content_bytes)
         self._owns_client = client is None
         self.client: MongoClient[dict[str, Any]] = client or _client(MongoClient, url, client_options)
         self.database: Database[dict[str, Any]] = _database(self.client, name)
-        self.plans = MongoCore()
+        self.plans = MongoCore(limit)
         self._unchecked = not migrate  # checked before the first operation (no I/O here)
         if migrate:
             self.migrate()
@@ -221,7 +239,7 @@ class MongoStore(PlannedStore):
         return run_plan(plan, self._perform)
 
     def _perform(self, command: Command) -> Any:
-        outcome = getattr(self.database[command.collection], command.method)(*command.args, **command.kwargs)
+        outcome = getattr(_target(self.database, command), command.method)(*command.args, **command.kwargs)
         return outcome.to_list() if command.cursor else outcome
 
 
@@ -246,15 +264,17 @@ class AsyncMongoStore(AsyncPlannedStore):
         client: AsyncMongoClient[dict[str, Any]] | None = None,
         database: str | None = None,
         auto_migrate: bool | str = True,
+        max_content_bytes: int | str | None = None,
         **client_options: Any,
     ) -> None:
         name, migrate = _checked(url, database, auto_migrate, client_options, client is None)
+        limit = _content_limit(max_content_bytes)
         self._owns_client = client is None
         self.client: AsyncMongoClient[dict[str, Any]] = client or _client(
             AsyncMongoClient, url, client_options
         )
         self.database: AsyncDatabase[dict[str, Any]] = _database(self.client, name)
-        self.plans = MongoCore()
+        self.plans = MongoCore(limit)
         self._auto_migrate = migrate
         self._opened = False
         self._opening = asyncio.Lock()
@@ -287,7 +307,7 @@ class AsyncMongoStore(AsyncPlannedStore):
         return await run_plan_async(plan, self._perform)
 
     async def _perform(self, command: Command) -> Any:
-        outcome = getattr(self.database[command.collection], command.method)(*command.args, **command.kwargs)
+        outcome = getattr(_target(self.database, command), command.method)(*command.args, **command.kwargs)
         if inspect.isawaitable(outcome):  # find returns its cursor at once, the others a coroutine
             outcome = await outcome
         return await outcome.to_list() if command.cursor else outcome

@@ -10,8 +10,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+import bson
 import pytest
 from chronica_mongodb import MAX_DOCUMENT_BYTES, AsyncMongoStore, MongoStore, core
+from chronica_mongodb.core import DOCUMENT_RESERVE
 from pymongo import AsyncMongoClient, MongoClient
 from pymongo.errors import PyMongoError
 
@@ -30,6 +32,7 @@ from chronica_core import (
     open_async_store,
     open_store,
 )
+from chronica_core.model import MAX_ID_LENGTH
 from chronica_core.registry import registry
 
 Result = TypeVar("Result")
@@ -431,27 +434,98 @@ def test_retry_with_reworded_content_returns_the_first_one(store: MongoStore) ->
 # Size
 
 
-def test_an_actum_over_16_mib_is_refused_and_nothing_is_written(store: MongoStore) -> None:
+def test_an_actum_over_the_limit_is_refused_and_nothing_is_written(store: MongoStore) -> None:
+    limit = store.max_content_bytes()
+    assert limit == MAX_DOCUMENT_BYTES - DOCUMENT_RESERVE
     chronicum_id = fresh_id()
     store.create(started(chronicum_id))
     store.record(message(chronicum_id, "before"))
     with pytest.raises(ActumTooLarge) as raised:
         store.record(message(chronicum_id, "y" * MAX_DOCUMENT_BYTES))
-    assert raised.value.limit == MAX_DOCUMENT_BYTES
-    assert raised.value.size > MAX_DOCUMENT_BYTES
+    assert (raised.value.size, raised.value.limit) == (MAX_DOCUMENT_BYTES, limit)
     assert str(raised.value.size) in str(raised.value)
     with pytest.raises(ActumTooLarge):  # four bytes a code point: the exact size decides, not the length
-        store.record_idempotent(message(chronicum_id, "🍽" * (MAX_DOCUMENT_BYTES // 4)), "big")
+        store.record_idempotent(message(chronicum_id, "🍽" * (limit // 4 + 1)), "big")
     after = store.record(message(chronicum_id, "after"))
     assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == ["before", "after"]
     assert store.get(chronicum_id).last_actum_at == after.at
     assert sequence_numbers(store, chronicum_id) == [1, 2]
 
 
-def test_an_actum_just_under_the_limit_is_stored(store: MongoStore) -> None:
+def test_content_of_the_limit_fits_with_every_id_at_its_largest(store: MongoStore) -> None:
+    """The reserve is exact: the widest ids, key and content make a document of the server's maximum."""
+    limit = store.max_content_bytes()
+    assert limit is not None
+    widest = "🍽" * MAX_ID_LENGTH
+    store.create(started(widest))
+    actum = Actum(widest, ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, widest, "x" * limit, widest)
+    stored = store.record_idempotent(actum, widest)
+    (read,) = store.acta(widest, ActaQuery())
+    assert read.content == actum.content and read.id == widest and stored.at == read.at
+    document = store.database["acta"].find_one({"chronicum_id": widest})
+    assert document is not None
+    assert len(bson.encode(document)) == MAX_DOCUMENT_BYTES  # exactly the most a document may be
+
+
+def test_the_limit_is_the_servers_and_the_option_lowers_it(
+    store: MongoStore, mongodb_server_url: str, database: str
+) -> None:
+    client: MongoClient[dict[str, Any]]
+    with MongoClient(mongodb_server_url) as client:
+        largest = int(client.admin.command("hello")["maxBsonObjectSize"])
+    assert store.max_content_bytes() == largest - DOCUMENT_RESERVE
+    with MongoStore(mongodb_server_url, database=database, max_content_bytes="10") as lowered:
+        assert lowered.max_content_bytes() == 10
+        lowered.create(started(chronicum_id := fresh_id()))
+        with pytest.raises(ActumTooLarge):
+            lowered.record(message(chronicum_id, "x" * 11))
+    for value in (-1, "lots", MAX_DOCUMENT_BYTES):
+        with pytest.raises(InvalidOption) as invalid:
+            MongoStore(mongodb_server_url, database=database, max_content_bytes=value)
+        assert invalid.value.option == "max_content_bytes"
+        assert "from 0 to " in invalid.value.reason
+
+
+def test_a_refusal_of_the_document_is_too_large_and_the_store_goes_on(store: MongoStore) -> None:
+    """The server's limit went down after the store read it: pymongo's refusal is ActumTooLarge."""
+    limit = store.max_content_bytes()
     chronicum_id = fresh_id()
     store.create(started(chronicum_id))
-    content = "z" * (MAX_DOCUMENT_BYTES - 1024)
+    store.plans._content_limit = 2**40  # as if read before the limit went down
+    with pytest.raises(ActumTooLarge) as raised:
+        store.record(message(chronicum_id, "x" * (20 * 1024 * 1024)))
+    assert (raised.value.size, raised.value.limit) == (20 * 1024 * 1024, limit)
+    assert raised.value.__cause__ is not None
+    after = store.record(message(chronicum_id, "after"))
+    assert store.acta(chronicum_id, ActaQuery()) == [after]
+
+
+def test_an_async_refusal_of_the_document_is_too_large_and_the_store_goes_on(
+    async_store: AsyncMongoStore,
+) -> None:
+    async def scenario() -> None:
+        try:
+            limit = await async_store.max_content_bytes()
+            assert limit == MAX_DOCUMENT_BYTES - DOCUMENT_RESERVE
+            chronicum_id = fresh_id()
+            await async_store.create(started(chronicum_id))
+            async_store.plans._content_limit = 2**40
+            writing = async_store.record_idempotent(message(chronicum_id, "x" * (20 * 1024 * 1024)), "big")
+            with pytest.raises(ActumTooLarge) as raised:
+                await writing
+            assert raised.value.limit == limit
+            after = await async_store.record_idempotent(message(chronicum_id, "after"), "big")
+            assert await async_store.acta(chronicum_id, ActaQuery()) == [after]
+        finally:
+            await async_store.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_actum_of_exactly_the_limit_is_stored(store: MongoStore) -> None:
+    chronicum_id = fresh_id()
+    store.create(started(chronicum_id))
+    content = "z" * (MAX_DOCUMENT_BYTES - DOCUMENT_RESERVE)
     store.record(message(chronicum_id, content))
     assert store.acta(chronicum_id, ActaQuery())[0].content == content
 
@@ -521,7 +595,9 @@ def test_an_unknown_option_is_invalid_and_lists_the_known_ones(
     assert (error.backend, error.option) == ("mongodb", option)
     assert error.reason.startswith("unknown option")
     known = error.reason.partition("; known options: ")[2]
-    assert known.startswith("database, auto_migrate, and pymongo's MongoClient options (any case): ")
+    assert known.startswith(
+        "database, auto_migrate, max_content_bytes, and pymongo's MongoClient options (any case): "
+    )
     assert {"maxpoolsize", "w", "port", "serverselectiontimeoutms"} <= set(
         known.split(": ", 1)[1].split(", ")
     )

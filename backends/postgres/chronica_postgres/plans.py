@@ -31,6 +31,12 @@ from chronica_core import (
     InvalidOption,
     StoreError,
 )
+from chronica_core.limits import (
+    MAX_CONTENT_OPTION,
+    POSTGRESQL_MAX_CONTENT_BYTES,
+    check_content_size,
+    content_limit_option,
+)
 from chronica_core.options import flag_option
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row, check_rows
@@ -121,6 +127,9 @@ class Options:
         connect_timeout: seconds to wait for a new connection to the server (default 10).
         pool_timeout: seconds a call waits for a free pooled connection before ``StoreError``
             (default 30).
+        max_content_bytes: the largest content a write accepts, in bytes of UTF-8 (default and
+            most: ``POSTGRESQL_MAX_CONTENT_BYTES``, 536,838,142, what PostgreSQL can store and
+            send back); larger content raises ``ActumTooLarge`` before anything is sent.
     """
 
     schema: str = "public"
@@ -129,6 +138,7 @@ class Options:
     max_size: int = 20
     connect_timeout: float = 10.0
     pool_timeout: float = 30.0
+    max_content_bytes: int = POSTGRESQL_MAX_CONTENT_BYTES
 
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> Options:
@@ -162,6 +172,11 @@ class Options:
             ),
             pool_timeout=_as_number(
                 "pool_timeout", options.get("pool_timeout", defaults.pool_timeout), float, 0
+            ),
+            max_content_bytes=content_limit_option(
+                "postgres",
+                options.get(MAX_CONTENT_OPTION, defaults.max_content_bytes),
+                POSTGRESQL_MAX_CONTENT_BYTES,
             ),
         )
 
@@ -267,10 +282,17 @@ class Plans:
 
     Args:
         statements: the SQL for the schema the store uses.
+        max_content_bytes: the largest content ``record`` accepts, in bytes of UTF-8.
     """
 
-    def __init__(self, statements: Statements) -> None:
+    def __init__(self, statements: Statements, max_content_bytes: int = POSTGRESQL_MAX_CONTENT_BYTES) -> None:
         self.statements = statements
+        self.max_content_bytes = max_content_bytes
+
+    def content_limit(self) -> Plan[Operation, int | None]:
+        """The largest content ``record`` accepts, in bytes (PostgreSQL has no setting for it: no I/O)."""
+        return self.max_content_bytes
+        yield  # a plan that performs nothing
 
     def create(self, chronicum: Chronicum) -> Plan[Operation, None]:
         """Insert ``chronicum`` as given. Raises ``ChronicumExists``, ``StoreError``."""
@@ -297,8 +319,12 @@ class Plans:
         )
 
     def record(self, actum: Actum) -> Plan[Operation, Actum]:
-        """Append ``actum`` in one statement. Raises ``ChronicumNotFound``, ``StoreError``."""
+        """Append ``actum`` in one statement.
+
+        Raises ``ActumTooLarge`` (before sending anything), ``ChronicumNotFound``, ``StoreError``.
+        """
         _refuse_nul(actum.chronicum_id)
+        check_content_size(actum.content, self.max_content_bytes)
         statement = Statement(self.statements.record, _record_parameters(actum, None))
         rows = yield from self._write(statement, "record actum", actum.chronicum_id)
         if not rows:
@@ -313,10 +339,11 @@ class Plans:
 
         One statement in the steady state; a writer that lost a race on the same key (its
         statement fails on the unique index once the winner commits) reads the winner's actum
-        with a second. Raises ``ChronicumNotFound``, ``StoreError``.
+        with a second. Raises ``ActumTooLarge``, ``ChronicumNotFound``, ``StoreError``.
         """
         chronicum_id = actum.chronicum_id
         _refuse_nul(chronicum_id)
+        check_content_size(actum.content, self.max_content_bytes)
         statement = Statement(
             self.statements.record_idempotent, (chronicum_id, key, *_record_parameters(actum, key))
         )

@@ -34,7 +34,7 @@ def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[str, O
     if schema is not None:
         options = {"schema": schema, **options}
     parsed = Options.parse(options)
-    return url, parsed, Plans(Statements(parsed.schema))
+    return url, parsed, Plans(Statements(parsed.schema), parsed.max_content_bytes)
 
 
 def split_schema(url: str) -> tuple[str, str | None]:
@@ -105,7 +105,8 @@ class PostgresStore(PlannedStore):
         pool: an existing pool to use instead of opening one; the store never closes it, and
             switches the connections it borrows to autocommit.
         options: see :class:`chronica_postgres.Options` (``schema``, ``auto_migrate``,
-            ``min_size``, ``max_size``, ``connect_timeout``, ``pool_timeout``); strings are accepted.
+            ``min_size``, ``max_size``, ``connect_timeout``, ``pool_timeout``,
+            ``max_content_bytes``); strings are accepted.
 
     Raises:
         chronica_core.InvalidOption: an option is unknown or malformed.

@@ -34,8 +34,9 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from chronica_core.errors import InvalidOption, StoreError
+from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import flag_option
-from chronica_sqlalchemy.plans import WRITE_OPTION
+from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_SECONDS",
@@ -43,6 +44,7 @@ __all__ = [
     "OPTION_NAMES",
     "EngineOptions",
     "async_url",
+    "checked_content_limit",
     "checked_schema",
     "configure_sqlite",
     "create_async_store_engine",
@@ -64,7 +66,16 @@ DEFAULT_BUSY_TIMEOUT_SECONDS = 30.0
 
 _SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
-OPTION_NAMES = ("auto_migrate", "busy_timeout", "echo", "max_overflow", "pool_size", "schema", "synchronous")
+OPTION_NAMES = (
+    "auto_migrate",
+    "busy_timeout",
+    "echo",
+    "max_content_bytes",
+    "max_overflow",
+    "pool_size",
+    "schema",
+    "synchronous",
+)
 """Every option ``open_store(url, **options)`` understands on this backend."""
 
 _BACKEND = "sqlalchemy"
@@ -133,7 +144,9 @@ class EngineOptions:
         options: ``schema`` (str), ``auto_migrate`` (bool, default true), ``synchronous``
             (SQLite: ``OFF``/``NORMAL``/``FULL``/``EXTRA``, default ``FULL``), ``busy_timeout``
             (SQLite: seconds, a number not below zero, default 30), ``pool_size`` and
-            ``max_overflow`` (whole numbers not below zero), ``echo`` (bool). Values may be given
+            ``max_overflow`` (whole numbers not below zero), ``echo`` (bool), ``max_content_bytes``
+            (a lower limit on content than the database's own, in bytes; see
+            :func:`checked_content_limit`). Values may be given
             as strings, as ``--option key=value`` does; booleans as ``true``/``false``,
             ``yes``/``no``, ``on``/``off`` or ``1``/``0``.
 
@@ -159,10 +172,40 @@ class EngineOptions:
         self.pool: dict[str, int] = {
             name: _whole_number(options, name) for name in ("pool_size", "max_overflow") if name in options
         }
+        self.max_content_bytes = checked_content_limit(options.get(MAX_CONTENT_OPTION))
 
     def check_dialect(self, url: URL) -> None:
         """Raise ``InvalidOption`` for an option the URL's dialect cannot use (``schema`` on SQLite)."""
         checked_schema(self.schema, url.get_backend_name())
+        checked_content_limit(self.max_content_bytes, url.get_backend_name())
+
+    def store_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of a store's constructor that these options give."""
+        return {
+            "schema": self.schema,
+            "auto_migrate": self.auto_migrate,
+            "max_content_bytes": self.max_content_bytes,
+        }
+
+
+def checked_content_limit(value: object, dialect_name: str | None = None) -> int | None:
+    """Return the ``max_content_bytes`` option as an int (``None``: none given, the database's limit).
+
+    Args:
+        value: the option as given (an int, or its digits as text).
+        dialect_name: the database's SQLAlchemy dialect, when known: the bound is then the most
+            that dialect could take (:func:`chronica_sqlalchemy.plans.content_ceiling`), else
+            the most any could.
+
+    Raises:
+        InvalidOption: not a whole number from 0 to that bound (the message names both bounds).
+    """
+    if value is None:
+        return None
+    ceiling = content_ceiling(dialect_name) if dialect_name is not None else None
+    if ceiling is None:
+        ceiling = max(content_ceiling(name) or 0 for name in ("mysql", "sqlite", "postgresql"))
+    return content_limit_option(_BACKEND, value, ceiling)
 
 
 def checked_schema(schema: object, dialect_name: str | None = None) -> str | None:

@@ -10,6 +10,8 @@ asyncio store runs that same function inside SQLAlchemy's greenlet bridge on its
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
@@ -39,7 +41,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateSchema, CreateTable
 from sqlalchemy.sql.elements import BindParameter
 
-from chronica_core.errors import ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
+from chronica_core.errors import ActumTooLarge, ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
+from chronica_core.limits import POSTGRESQL_MAX_CONTENT_BYTES, check_content_size, content_size
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan, run_plan
 from chronica_core.rows import check_row, check_rows
@@ -54,13 +57,44 @@ from chronica_sqlalchemy.schema import (
     is_mysql,
 )
 
-__all__ = ["COMMIT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
+__all__ = [
+    "COMMIT",
+    "DRIVER_CALL",
+    "MYSQL_STATEMENT_RESERVE",
+    "ROLLBACK",
+    "SQLITE_ROW_RESERVE",
+    "WRITE_OPTION",
+    "Plans",
+    "Step",
+    "actum_row",
+    "content_ceiling",
+    "execute_plan",
+]
 
 Result = TypeVar("Result")
 
 WRITE_OPTION = "chronica_write"
 """Execution option marking a connection that writes (SQLite then begins with ``BEGIN IMMEDIATE``)."""
 
+DRIVER_CALL = "driver call"
+"""The method of a :class:`Step` whose one argument is called with the driver's own connection."""
+
+MYSQL_STATEMENT_RESERVE = 16 * 1024
+"""Bytes of ``max_allowed_packet`` kept for the insert's own text and its other values (ids, key,
+time), at their largest and escaped; the content gets half of the rest, since the driver sends it
+escaped inside the statement and escaping can double it (a quote, a backslash or NUL becomes two
+bytes)."""
+
+SQLITE_ROW_RESERVE = 8 * 1024
+"""Bytes of SQLite's length limit (``SQLITE_LIMIT_LENGTH``, which bounds a whole row too) kept for
+the row's other columns at their largest."""
+
+_MYSQL_MAX_PACKET = 1024 * 1024 * 1024  # the largest max_allowed_packet MariaDB/MySQL allow
+_SQLITE_MAX_LENGTH = 2**31 - 1  # the largest SQLITE_MAX_LENGTH SQLite can be built with
+# ER_NET_PACKET_TOO_LARGE, ER_WARN_ALLOWED_PACKET_OVERFLOWED, and the server gone or the
+# connection lost while the statement was being sent (how a too-large packet usually ends)
+_MYSQL_REFUSALS = frozenset({1153, 1301, 2006, 2013})
+_POSTGRESQL_LIMIT_EXCEEDED = "54000"  # program_limit_exceeded
 _COMPONENT = "chronica"
 _LOCK_TIMEOUT_SECONDS = 60
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -91,12 +125,44 @@ def _execute(statement: Executable, parameters: dict[str, Any] | None = None, *,
     return Step("execute", (statement, parameters or {}), write)
 
 
+def content_ceiling(dialect_name: str) -> int | None:
+    """The most content, in bytes, a store on ``dialect_name`` could ever accept (``None``: not known).
+
+    The bound of the ``max_content_bytes`` option: what the database's own limit gives at its
+    largest setting (see :meth:`Plans.content_limit` for how each limit is read).
+    """
+    if dialect_name in ("mysql", "mariadb"):
+        return (_MYSQL_MAX_PACKET - MYSQL_STATEMENT_RESERVE) // 2
+    if dialect_name == "sqlite":
+        return _SQLITE_MAX_LENGTH - SQLITE_ROW_RESERVE
+    if dialect_name == "postgresql":
+        return POSTGRESQL_MAX_CONTENT_BYTES
+    return None
+
+
+def _sqlite_length_limit(driver_connection: Any) -> int:
+    """SQLite's ``SQLITE_LIMIT_LENGTH`` for ``driver_connection`` (a ``sqlite3.Connection``).
+
+    aiosqlite keeps its ``sqlite3`` connection on a thread of its own; for it, the limit of the
+    same SQLite library is read on a fresh in-memory connection (the same unless an app lowered
+    it on its own connections).
+    """
+    if isinstance(driver_connection, sqlite3.Connection):
+        return driver_connection.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+    probe = sqlite3.connect(":memory:")
+    try:
+        return probe.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+    finally:
+        probe.close()
+
+
 def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
     """Run ``plan`` on one connection of ``engine`` (taken at the first step, returned at the end).
 
     Runs as plain blocking code; the asyncio store calls it through SQLAlchemy's greenlet bridge
     with its ``AsyncEngine.sync_engine``. A failure to connect is thrown into the plan like any
     other step's failure, so the plan's error translation covers it. Returns the plan's result.
+    A connection that cannot be closed cleanly afterwards is dropped from the pool, never raised.
     """
     held: list[Connection] = []
 
@@ -105,13 +171,27 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
             held.append(engine.connect())
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
+        if step.method == DRIVER_CALL:
+            call: Callable[[Any], Any] = step.args[0]
+            return call(held[0].connection.driver_connection)
         return getattr(held[0], step.method)(*step.args)
 
     try:
         return run_plan(plan, perform)
     finally:
         if held:
-            held[0].close()
+            _give_back(held[0])
+
+
+def _give_back(connection: Connection) -> None:
+    """Return ``connection`` to the pool; one that fails to close (the server dropped it) is discarded.
+
+    The plan's own result or error stands: closing only rolls back what the plan left open.
+    """
+    try:
+        connection.close()
+    except SQLAlchemyError:
+        connection.invalidate()
 
 
 def _detail(error: SQLAlchemyError) -> str:
@@ -173,13 +253,22 @@ class Plans:
             migrations are locked.
         schema: the schema (database, on MariaDB/MySQL) holding the tables, created if missing;
             ``None`` for the connection's default.
+        max_content_bytes: a limit on content below the database's own (``None``: the database's).
     """
 
-    def __init__(self, tables: Tables, dialect: Dialect, schema: str | None = None) -> None:
+    def __init__(
+        self,
+        tables: Tables,
+        dialect: Dialect,
+        schema: str | None = None,
+        max_content_bytes: int | None = None,
+    ) -> None:
         self.tables = tables
         self.dialect = dialect
         self.dialect_name = "mysql" if is_mysql(dialect) else dialect.name
         self.schema = schema
+        self.max_content_bytes = max_content_bytes
+        self._content_limit: int | None = None  # the database's, read once (see content_limit)
         chronica, acta = tables.chronica, tables.acta
         self._insert_chronicum = insert(chronica)
         self._select_chronicum = select(
@@ -290,6 +379,38 @@ class Plans:
         """Create the tables, or bring them to :data:`SCHEMA_VERSION`, under a lock (see :meth:`_migrate`)."""
         return _translated("migrate", self._migrate())
 
+    def content_limit(self) -> Plan[Step, int | None]:
+        """Return the largest content ``record`` accepts, in bytes of UTF-8 (``None``: not known).
+
+        Read from the database on first use, then remembered (read again after the database
+        refused a write as too large):
+
+        - MariaDB/MySQL: ``(@@max_allowed_packet - MYSQL_STATEMENT_RESERVE) // 2`` (8,380,416 at
+          the default 16 MiB): the whole insert must fit in one packet, content escaped.
+        - SQLite: the connection's ``SQLITE_LIMIT_LENGTH`` less :data:`SQLITE_ROW_RESERVE`
+          (999,991,808 with SQLite's default of 1,000,000,000).
+        - PostgreSQL: :data:`chronica_core.limits.POSTGRESQL_MAX_CONTENT_BYTES` (no setting to read).
+
+        Never above the ``max_content_bytes`` option. Raises ``StoreError`` when it cannot be read.
+        """
+        return _translated("read content limit", self._limit(write=False))
+
+    def _limit(self, *, write: bool) -> Plan[Step, int | None]:
+        limit = self._content_limit
+        if limit is None:
+            if self.dialect_name == "mysql":
+                result: CursorResult[Any] = yield _execute(text("SELECT @@max_allowed_packet"), write=write)
+                limit = (int(result.scalar_one()) - MYSQL_STATEMENT_RESERVE) // 2
+            elif self.dialect_name == "sqlite":
+                length = yield Step(DRIVER_CALL, (_sqlite_length_limit,), write)
+                limit = int(length) - SQLITE_ROW_RESERVE
+            elif self.dialect_name == "postgresql":
+                limit = POSTGRESQL_MAX_CONTENT_BYTES
+            self._content_limit = limit = None if limit is None else max(limit, 0)
+        if self.max_content_bytes is not None and (limit is None or self.max_content_bytes < limit):
+            return self.max_content_bytes
+        return limit
+
     # --- the plans --------------------------------------------------------------------------
 
     def _create(self, chronicum: Chronicum) -> Plan[Step, None]:
@@ -370,8 +491,14 @@ class Plans:
         check_row(where, "actum id", actum.id, None if echoed is None else echoed[1])
 
     def _record(self, actum: Actum, key: str | None) -> Plan[Step, Actum]:
+        limit = yield from self._limit(write=True)
+        check_content_size(actum.content, limit)
         try:
-            at = yield from self._append(actum, key)
+            try:
+                at = yield from self._append(actum, key)
+            except DBAPIError as error:
+                yield from self._refused_as_too_large(error, actum.content)
+                raise
             yield COMMIT
         except IntegrityError:
             if key is None:
@@ -387,6 +514,35 @@ class Plans:
             check_row("sqlalchemy: record actum", "chronicum id", actum.chronicum_id, first[0])
             return self._actum(first[0], first, 1)
         return replace(actum, at=at)
+
+    def _refused_as_too_large(self, error: DBAPIError, content: str) -> Plan[Step, None]:
+        """Raise ``ActumTooLarge`` if the database refused the insert because ``content`` is too large.
+
+        That happens only when the database's limit was lowered after the store read it (or a
+        connection was set up with a lower one). Then the transaction is rolled back, the limit
+        read again (MariaDB/MySQL closes the connection after such a refusal, or even before it
+        has read the whole statement: the connection is dropped and a fresh one reads it), and
+        the content is too large if it is over that. Otherwise this returns and the caller's
+        error stands (a ``StoreError``).
+        """
+        self._content_limit = None
+        original = error.orig
+        if self.dialect_name == "mysql":
+            code = original.args[0] if original is not None and original.args else None
+            if code not in _MYSQL_REFUSALS:
+                return
+            if not error.connection_invalidated:
+                yield Step("invalidate")
+        elif self.dialect_name == "sqlite":
+            if getattr(original, "sqlite_errorcode", None) != sqlite3.SQLITE_TOOBIG:
+                return
+        elif getattr(original, "sqlstate", None) != _POSTGRESQL_LIMIT_EXCEEDED:
+            return
+        yield ROLLBACK
+        limit = yield from self._limit(write=False)
+        size = content_size(content)
+        if limit is not None and size > limit:
+            raise ActumTooLarge(size, limit) from error
 
     def _acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
         statement, parameters = self.window_for(chronicum_id, query)

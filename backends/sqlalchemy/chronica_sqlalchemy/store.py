@@ -29,6 +29,7 @@ from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
 from chronica_sqlalchemy.engines import (
     EngineOptions,
+    checked_content_limit,
     checked_schema,
     configure_sqlite,
     create_async_store_engine,
@@ -61,11 +62,19 @@ class _Store:
     (``Plans.check``).
     """
 
-    def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        schema: str | None,
+        auto_migrate: bool,
+        owns_engine: bool,
+        max_content_bytes: object = None,
+    ) -> None:
         schema = checked_schema(schema, engine.dialect.name)
+        limit = checked_content_limit(max_content_bytes, engine.dialect.name)
         if engine.dialect.name == "sqlite":
             configure_sqlite(engine)
-        self.plans = Plans(Tables.build(schema), engine.dialect, schema)
+        self.plans = Plans(Tables.build(schema), engine.dialect, schema, limit)
         self._auto_migrate = auto_migrate
         self._pending_open = True
         self._owns_engine = owns_engine
@@ -83,13 +92,17 @@ class SQLAlchemyStore(PlannedStore, _Store):
             ``None`` for the connection's default. Not supported on SQLite.
         auto_migrate: create or upgrade the tables now (safe with many processes at once); with
             ``False`` only look (one query) that no tables it did not create are in the way.
+        max_content_bytes: a lower limit on content than the database's own, in bytes of UTF-8
+            (see :meth:`chronica_sqlalchemy.plans.Plans.content_limit`); ``None`` keeps the database's.
 
     Raises:
         StoreError: the database could not be reached or migrated; ``"sqlalchemy: migrate"``
             (``"sqlalchemy: open"`` without ``auto_migrate``) when it holds ``chronica`` or
             ``acta`` tables chronica-sqlalchemy did not create (another application's, or
             chronica-postgres's): they are left untouched, and the message names them and what to do.
-        InvalidOption: ``schema`` was given for SQLite, or is empty (checked before anything is written).
+        InvalidOption: ``schema`` was given for SQLite, or is empty, or ``max_content_bytes`` is
+            not a whole number from 0 to the most the dialect could take (checked before anything
+            is written).
     """
 
     plans: Plans
@@ -101,9 +114,10 @@ class SQLAlchemyStore(PlannedStore, _Store):
         *,
         schema: str | None = None,
         auto_migrate: bool = True,
+        max_content_bytes: int | None = None,
         _owns_engine: bool = False,
     ) -> None:
-        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine)
+        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine, max_content_bytes)
         self.engine = engine
         if auto_migrate:
             self.migrate()
@@ -129,7 +143,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
         parsed = EngineOptions(options)
         engine = create_store_engine(url, parsed)
         try:
-            return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)
+            return cls(engine, _owns_engine=True, **parsed.store_arguments())
         except BaseException:
             engine.dispose()
             raise
@@ -203,9 +217,11 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         schema: as for :class:`SQLAlchemyStore`.
         auto_migrate: create or upgrade the tables before the first operation (without it, the
             first operation first looks that no tables it did not create are in the way).
+        max_content_bytes: as for :class:`SQLAlchemyStore`.
 
     Raises:
-        InvalidOption: ``schema`` is empty, or given for SQLite (other errors come from the operations).
+        InvalidOption: ``schema`` is empty, or given for SQLite, or ``max_content_bytes`` is out
+            of range (other errors come from the operations).
     """
 
     def __init__(
@@ -214,9 +230,10 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         *,
         schema: str | None = None,
         auto_migrate: bool = True,
+        max_content_bytes: int | None = None,
         _owns_engine: bool = False,
     ) -> None:
-        _Store.__init__(self, engine.sync_engine, schema, auto_migrate, _owns_engine)
+        _Store.__init__(self, engine.sync_engine, schema, auto_migrate, _owns_engine, max_content_bytes)
         self.engine = engine
         self._runs_to_the_end = engine.dialect.name == "sqlite"
         self._running: set[asyncio.Future[Any]] = set()  # operations that run to their end
@@ -232,7 +249,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         """
         parsed = EngineOptions(options)
         engine = create_async_store_engine(url, parsed)
-        return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)
+        return cls(engine, _owns_engine=True, **parsed.store_arguments())
 
     async def close(self) -> None:
         """Dispose of the engine's connections if the store created the engine.
@@ -277,6 +294,7 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         schema: as for :class:`SQLAlchemyStore` (not on SQLite).
         auto_migrate: create or upgrade the tables before the first operation (without it, the
             first operation first looks that no tables it did not create are in the way).
+        max_content_bytes: as for :class:`SQLAlchemyStore`.
         workers: how many operations may run at once. Default on SQLite: 2, or 1 for in-memory
             SQLite or a pool of one connection (a pool of size 0, "no limit", counts as 2).
             SQLite takes one writer at a time: two workers let a read go on while a write waits
@@ -288,7 +306,8 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
             SQLite) only 1.
 
     Raises:
-        InvalidOption: ``schema`` is empty, or given for SQLite (other errors come from the operations).
+        InvalidOption: ``schema`` is empty, or given for SQLite, or ``max_content_bytes`` is out
+            of range (other errors come from the operations).
         ValueError: ``workers`` is below 1, or above 1 on a ``SingletonThreadPool``.
     """
 
@@ -301,9 +320,10 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         schema: str | None = None,
         auto_migrate: bool = True,
         workers: int | None = None,
+        max_content_bytes: int | None = None,
         _owns_engine: bool = False,
     ) -> None:
-        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine)
+        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine, max_content_bytes)
         self.engine = engine
         if workers is None:
             workers = _default_workers(engine)
@@ -325,7 +345,7 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         """
         parsed = EngineOptions(options)
         engine = create_store_engine(url, parsed)
-        return cls(engine, schema=parsed.schema, auto_migrate=parsed.auto_migrate, _owns_engine=True)
+        return cls(engine, _owns_engine=True, **parsed.store_arguments())
 
     async def close(self) -> None:
         """Let the operations already submitted finish, then dispose of the engine if the store made it.
