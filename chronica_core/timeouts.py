@@ -96,7 +96,7 @@ _WATCHDOG = _Watchdog()
 def cut_after(seconds: float, fileno: int) -> Alarm:
     """Shut down the socket ``fileno`` in ``seconds`` unless the returned alarm is disarmed first.
 
-    The socket is duplicated now (and the copy closed when the alarm is disarmed), so a
+    The socket is duplicated now (and the copy closed when the alarm fires or is disarmed), so a
     descriptor the driver closes and the process reuses meanwhile is never touched.
 
     Args:
@@ -113,7 +113,10 @@ def cut_after(seconds: float, fileno: int) -> Alarm:
     copy = socket.socket(fileno=os.dup(fileno))
 
     def shut_down() -> None:
-        copy.shutdown(socket.SHUT_RDWR)
+        try:
+            copy.shutdown(socket.SHUT_RDWR)
+        finally:
+            copy.close()
 
     alarm = Alarm(shut_down, copy.close)  # closing twice does nothing
     _WATCHDOG.arm(alarm, seconds)
