@@ -36,6 +36,7 @@ from chronica_core.errors import (
 )
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan
+from chronica_core.timeouts import WRITE_FATE_UNKNOWN
 
 __all__ = [
     "ACTA",
@@ -381,13 +382,17 @@ class MongoCore:
     def _run(command: Command, where: str, *, duplicates: bool = False) -> Plan[Command, Any]:
         """Perform ``command``; a driver error becomes ``StoreError("mongodb: <where>: ...")``.
 
-        With ``duplicates``, a ``DuplicateKeyError`` is left to the caller to translate.
+        A timeout (``operation_timeout``, pymongo's ``timeoutMS`` or ``socketTimeoutMS``) says
+        ``timed out: ...`` and that a write's fate is unknown. With ``duplicates``, a
+        ``DuplicateKeyError`` is left to the caller to translate.
         """
         try:
             return (yield command)
         except (PyMongoError, BSONError) as error:
             if duplicates and isinstance(error, DuplicateKeyError):
                 raise
+            if isinstance(error, PyMongoError) and error.timeout:
+                raise StoreError(f"mongodb: {where}", f"timed out: {error}; {WRITE_FATE_UNKNOWN}") from error
             raise StoreError(f"mongodb: {where}", str(error)) from error
 
 
