@@ -519,7 +519,9 @@ def test_an_unknown_option_is_invalid_and_lists_the_known_ones(
     assert (error.backend, error.option) == ("mongodb", option)
     assert error.reason.startswith("unknown option")
     known = error.reason.partition("; known options: ")[2]
-    assert known.startswith("database, auto_migrate, and pymongo's MongoClient options (any case): ")
+    assert known.startswith(
+        "database, auto_migrate, operation_timeout, and pymongo's MongoClient options (any case): "
+    )
     assert {"maxpoolsize", "w", "port", "serverselectiontimeoutms"} <= set(
         known.split(": ", 1)[1].split(", ")
     )
