@@ -59,6 +59,9 @@ class Alarm:
                 self._callback()
 
 
+_FIRST_SWEEP = 1024
+
+
 class _Watchdog:
     """One thread calling the alarms that fell due (started on first use, again after a fork)."""
 
@@ -67,16 +70,19 @@ class _Watchdog:
         self._order = itertools.count()
         self._changed = threading.Condition()
         self._pid = 0
+        self._sweep_at = _FIRST_SWEEP
 
     def arm(self, alarm: Alarm, seconds: float) -> None:
         with self._changed:
             if self._pid != os.getpid():
                 self._pid, self._due = os.getpid(), []
                 threading.Thread(target=self._watch, name="chronica watchdog", daemon=True).start()
-            # Disarmed alarms stay queued until their moment; drop them when they are most of it.
-            if len(self._due) > 1024 and sum(entry[2]._pending for entry in self._due) < len(self._due) // 2:
+            # Disarmed alarms stay queued until their moment: sweep them out whenever the queue has
+            # doubled since the last sweep (amortised, a constant cost per alarm).
+            if len(self._due) > self._sweep_at:
                 self._due = [entry for entry in self._due if entry[2]._pending]
                 heapq.heapify(self._due)
+                self._sweep_at = max(_FIRST_SWEEP, 2 * len(self._due))
             heapq.heappush(self._due, (time.monotonic() + seconds, next(self._order), alarm))
             if self._due[0][2] is alarm:
                 self._changed.notify()
