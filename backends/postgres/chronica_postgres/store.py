@@ -106,10 +106,11 @@ class PostgresStore(PlannedStore):
         pool: an existing pool to use instead of opening one; the store never closes it, and
             switches the connections it borrows to autocommit.
         options: see :class:`chronica_postgres.Options` (``schema``, ``auto_migrate``,
-            ``min_size``, ``max_size``, ``connect_timeout``, ``pool_timeout``); strings are accepted.
+            ``min_size``, ``max_size``, ``connect_timeout``, ``pool_timeout``,
+            ``operation_timeout``); strings are accepted.
 
     Raises:
-        chronica_core.InvalidOption: an option is unknown or malformed.
+        chronica_core.InvalidOption: an option is unknown, malformed or out of its range.
         StoreError: ``"postgres: open"`` at once when the store opens its own pool and the server
             refuses the connection, does not answer within ``connect_timeout``, or the URL is
             malformed (psycopg's message, raised from its error); ``"postgres: migrate"`` when the
@@ -182,7 +183,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         options: as for :class:`PostgresStore`.
 
     Raises:
-        chronica_core.InvalidOption: an option is unknown or malformed.
+        chronica_core.InvalidOption: an option is unknown, malformed or out of its range.
     """
 
     plans: Plans
