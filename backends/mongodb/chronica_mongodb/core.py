@@ -41,6 +41,7 @@ from chronica_core.limits import check_content_size, content_size
 from chronica_core.model import MAX_ID_LENGTH, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row
+from chronica_core.timeouts import WRITE_FATE_UNKNOWN
 
 __all__ = [
     "ACTA",
@@ -520,14 +521,18 @@ class MongoCore:
     def _run(command: Command, where: str, *, duplicates: bool = False) -> Plan[Command, Any]:
         """Perform ``command``; a driver error becomes ``StoreError("mongodb: <where>: ...")``.
 
-        With ``duplicates``, a ``DuplicateKeyError``, and a refusal of the document as too large
-        (``DocumentTooLarge``, or the server's own), are left to the caller to translate.
+        A timeout (``operation_timeout``, pymongo's ``timeoutMS`` or ``socketTimeoutMS``) says
+        ``timed out: ...`` and that a write's fate is unknown. With ``duplicates``, a
+        ``DuplicateKeyError``, and a refusal of the document as too large (``DocumentTooLarge``,
+        or the server's own), are left to the caller to translate.
         """
         try:
             return (yield command)
         except (PyMongoError, BSONError) as error:
             if duplicates and _left_to_caller(error):
                 raise
+            if isinstance(error, PyMongoError) and error.timeout:
+                raise StoreError(f"mongodb: {where}", f"timed out: {error}; {WRITE_FATE_UNKNOWN}") from error
             raise StoreError(f"mongodb: {where}", str(error)) from error
 
 

@@ -25,7 +25,7 @@ from pymongo.synchronous.database import Database
 
 from chronica_core.errors import InvalidOption, StoreError
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
-from chronica_core.options import flag_option
+from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
@@ -39,8 +39,29 @@ Result = TypeVar("Result")
 
 _CODEC_OPTIONS: CodecOptions[dict[str, Any]] = CodecOptions(tz_aware=True, tzinfo=UTC)
 
-STORE_OPTIONS = ("database", "auto_migrate", MAX_CONTENT_OPTION)
+STORE_OPTIONS = ("database", "auto_migrate", "operation_timeout", MAX_CONTENT_OPTION)
 """The options the store itself defines; every other option is one of pymongo's ``MongoClient``."""
+
+_HOUR_MS = 3_600_000
+BOUNDED_CLIENT_OPTIONS: dict[str, tuple[str, float, float]] = {
+    "maxPoolSize": ("count", 0, 1000),  # 0: no limit
+    "minPoolSize": ("count", 0, 1000),
+    "maxConnecting": ("count", 1, 100),
+    "timeoutMS": ("milliseconds", 1000, _HOUR_MS),  # a whole operation: a second at least
+    "socketTimeoutMS": ("milliseconds", 1000, _HOUR_MS),
+    "waitQueueTimeoutMS": ("milliseconds", 1000, _HOUR_MS),
+    "connectTimeoutMS": ("milliseconds", 100, _HOUR_MS),  # a connection on a near network
+    "serverSelectionTimeoutMS": ("milliseconds", 100, _HOUR_MS),
+    "heartbeatFrequencyMS": ("milliseconds", 500, _HOUR_MS),  # pymongo's own least
+    "maxIdleTimeMS": ("milliseconds", 1, _HOUR_MS),
+    "localThresholdMS": ("milliseconds", 0, _HOUR_MS),
+    "wTimeoutMS": ("milliseconds", 0, _HOUR_MS),
+}
+"""pymongo's numeric ``MongoClient`` options that the store bounds (kind, least, most) before
+pymongo checks them: pymongo takes values no store can work with (a ``timeoutMS`` of a
+microsecond, a ``minPoolSize`` of 10**30). Names are matched in any case, as pymongo does."""
+
+_BOUNDED = {name.lower(): (name, *bounds) for name, bounds in BOUNDED_CLIENT_OPTIONS.items()}
 
 _BACKEND = "mongodb"
 _DATABASE_NAME_FORBIDDEN = frozenset(' ./\\"$\x00')  # as pymongo and the server refuse them
@@ -95,9 +116,17 @@ def _check_client_options(options: Mapping[str, Any]) -> None:
     """Check each option meant for the client with pymongo's own validators, before opening it.
 
     Raises ``InvalidOption`` for a name neither the store nor ``MongoClient`` knows (listing the
-    known ones) and for a value pymongo would refuse (with pymongo's reason).
+    known ones), for a value out of the bounds of :data:`BOUNDED_CLIENT_OPTIONS`, and for a value
+    pymongo would refuse (with pymongo's reason).
     """
     for name, value in options.items():
+        bounded = _BOUNDED.get(name.lower())
+        if bounded is not None:
+            _, kind, least, most = bounded
+            if kind == "count":
+                count_option(_BACKEND, name, value, least=int(least), most=int(most))
+            else:
+                real_option(_BACKEND, name, value, least=least, most=most, unit=kind)
         if name == "host":
             raise InvalidOption(_BACKEND, name, "the URL names the host(s); give it there")
         if name == "port":
@@ -131,15 +160,34 @@ def _client(client_class: Any, url: str | None, options: dict[str, Any]) -> Any:
 
 
 def _checked(
-    url: str | None, database: Any, auto_migrate: Any, client_options: Mapping[str, Any], opens_client: bool
+    url: str | None,
+    database: Any,
+    auto_migrate: Any,
+    operation_timeout: Any,
+    client_options: dict[str, Any],
+    opens_client: bool,
 ) -> tuple[str, bool]:
     """Check every option before anything is opened: return the database name and ``auto_migrate``.
 
-    Raises ``InvalidOption`` (an unknown option or a malformed value) or ``StoreError`` (the URL's
+    ``operation_timeout`` (seconds) becomes pymongo's ``timeoutMS`` in ``client_options``.
+
+    Raises ``InvalidOption`` (an unknown option, a malformed or out-of-range value,
+    ``operation_timeout`` with ``timeoutMS`` or with a client given) or ``StoreError`` (the URL's
     path is no database name).
     """
     migrate = flag_option(_BACKEND, "auto_migrate", auto_migrate)
     name = _database_name(url, database)
+    if operation_timeout is not None:
+        seconds = seconds_option(_BACKEND, "operation_timeout", operation_timeout, least=1.0, most=3600.0)
+        if not opens_client:
+            raise InvalidOption(
+                _BACKEND, "operation_timeout", "give timeoutMS to the client you open instead"
+            )
+        if any(option.lower() == "timeoutms" for option in client_options):
+            raise InvalidOption(
+                _BACKEND, "operation_timeout", "give operation_timeout or timeoutMS, not both"
+            )
+        client_options["timeoutMS"] = seconds * 1000
     if opens_client:
         _check_client_options(client_options)
     return name, migrate
@@ -176,10 +224,16 @@ class MongoStore(PlannedStore):
         database: the database name; overrides the URL's path (default ``"chronica"``).
         auto_migrate: create the indexes on opening (a bool, or ``true``/``false``, ``yes``/``no``,
             ``on``/``off``, ``1``/``0`` as text).
+        operation_timeout: seconds one operation may take, 1 to 3600 (default ``None``: no bound);
+            pymongo's ``timeoutMS`` (client-side: it bounds server selection, the wait for a
+            pooled connection and every socket read and write of the operation; the server is
+            also told ``maxTimeMS``). When it passes the call raises ``StoreError`` saying it
+            timed out; a write's fate is then unknown (retry it with its idempotency key).
         max_content_bytes: a lower limit on content than the server's, in bytes of UTF-8 (see
             :meth:`chronica_mongodb.core.MongoCore.content_limit`); ``None`` keeps the server's.
         client_options: passed to ``MongoClient`` (e.g. ``maxPoolSize=50``), when it opens one;
-            checked first with pymongo's own validators.
+            the numeric ones of :data:`BOUNDED_CLIENT_OPTIONS` are bounded first, then all are
+            checked with pymongo's own validators.
 
     Raises:
         InvalidOption: an option neither the store (:data:`STORE_OPTIONS`) nor ``MongoClient``
@@ -206,10 +260,13 @@ class MongoStore(PlannedStore):
         client: MongoClient[dict[str, Any]] | None = None,
         database: str | None = None,
         auto_migrate: bool | str = True,
+        operation_timeout: float | str | None = None,
         max_content_bytes: int | str | None = None,
         **client_options: Any,
     ) -> None:
-        name, migrate = _checked(url, database, auto_migrate, client_options, client is None)
+        name, migrate = _checked(
+            url, database, auto_migrate, operation_timeout, client_options, client is None
+        )
         limit = _content_limit(max_content_bytes)
         self._owns_client = client is None
         self.client: MongoClient[dict[str, Any]] = client or _client(MongoClient, url, client_options)
@@ -264,10 +321,13 @@ class AsyncMongoStore(AsyncPlannedStore):
         client: AsyncMongoClient[dict[str, Any]] | None = None,
         database: str | None = None,
         auto_migrate: bool | str = True,
+        operation_timeout: float | str | None = None,
         max_content_bytes: int | str | None = None,
         **client_options: Any,
     ) -> None:
-        name, migrate = _checked(url, database, auto_migrate, client_options, client is None)
+        name, migrate = _checked(
+            url, database, auto_migrate, operation_timeout, client_options, client is None
+        )
         limit = _content_limit(max_content_bytes)
         self._owns_client = client is None
         self.client: AsyncMongoClient[dict[str, Any]] = client or _client(

@@ -596,7 +596,8 @@ def test_an_unknown_option_is_invalid_and_lists_the_known_ones(
     assert error.reason.startswith("unknown option")
     known = error.reason.partition("; known options: ")[2]
     assert known.startswith(
-        "database, auto_migrate, max_content_bytes, and pymongo's MongoClient options (any case): "
+        "database, auto_migrate, operation_timeout, max_content_bytes, "
+        "and pymongo's MongoClient options (any case): "
     )
     assert {"maxpoolsize", "w", "port", "serverselectiontimeoutms"} <= set(
         known.split(": ", 1)[1].split(", ")

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import psycopg
 from psycopg import errors
@@ -37,7 +37,7 @@ from chronica_core.limits import (
     check_content_size,
     content_limit_option,
 )
-from chronica_core.options import flag_option
+from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row, check_rows
 from chronica_postgres.schema import (
@@ -51,6 +51,7 @@ from chronica_postgres.schema import (
     Statements,
     schema_name_problem,
 )
+from chronica_postgres.timeout import OperationTimedOut
 
 __all__ = [
     "DISCARD_BROKEN_CONNECTIONS",
@@ -94,14 +95,11 @@ _NOT_MIGRATED_HINT = (
 )
 
 
-def _as_number(name: str, value: object, kind: type[int] | type[float], least: float) -> Any:
-    try:
-        number = kind(cast(Any, value))
-    except (TypeError, ValueError):
-        raise InvalidOption("postgres", name, f"expected a number, got {value!r}") from None
-    if number < least:
-        raise InvalidOption("postgres", name, f"must be at least {least}, got {number}")
-    return number
+_BACKEND = "postgres"
+POOL_SIZE_MOST: Final = 1000
+"""The largest ``min_size`` / ``max_size`` (PostgreSQL serves 100 connections by default)."""
+SECONDS_MOST: Final = 3600.0
+"""The longest ``connect_timeout``, ``pool_timeout`` and ``operation_timeout``: an hour."""
 
 
 def _schema_name(value: object) -> str:
@@ -117,16 +115,23 @@ def _schema_name(value: object) -> str:
 class Options:
     """The options of a PostgreSQL store (all may be given as strings, as on the command line).
 
+    Every one is checked when the store is built, before any connection is made.
+
     Attributes:
         schema: the schema holding the tables (default ``public``); several apps can share a
             database, each in its own schema.
         auto_migrate: create or upgrade the schema when the store opens (default ``True``);
             with ``False`` run ``chronica migrate --store URL`` (or :func:`chronica_postgres.migrate`).
-        min_size: connections the pool keeps open (default 1).
-        max_size: connections the pool may open at most (default 20).
-        connect_timeout: seconds to wait for a new connection to the server (default 10).
-        pool_timeout: seconds a call waits for a free pooled connection before ``StoreError``
-            (default 30).
+        min_size: connections the pool keeps open, 0 to ``max_size`` (default 1).
+        max_size: connections the pool may open at most, 1 to 1000 (default 20, or ``min_size``
+            when that is larger).
+        connect_timeout: seconds to wait for a new connection to the server, 1 to 3600 (default 10;
+            libpq counts whole seconds and waits at least 2).
+        pool_timeout: seconds a call waits for a free pooled connection before ``StoreError``,
+            1 to 3600 (default 30).
+        operation_timeout: seconds one statement may take once it has its connection, 1 to 3600,
+            or ``None`` (the default): no bound. When it passes, the connection is cut and the
+            call raises ``StoreError`` saying it timed out (see :class:`OperationTimedOut`).
         max_content_bytes: the largest content a write accepts, in bytes of UTF-8 (default and
             most: ``POSTGRESQL_MAX_CONTENT_BYTES``, 536,838,142, what PostgreSQL can store and
             send back); larger content raises ``ActumTooLarge`` before anything is sent.
@@ -139,6 +144,7 @@ class Options:
     connect_timeout: float = 10.0
     pool_timeout: float = 30.0
     max_content_bytes: int = POSTGRESQL_MAX_CONTENT_BYTES
+    operation_timeout: float | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> Options:
@@ -146,33 +152,38 @@ class Options:
 
         Raises:
             chronica_core.InvalidOption: an unknown option (the message lists the known ones) or
-                a malformed value; its ``backend`` is ``"postgres"``, its ``option`` the name.
+                a malformed or out-of-range value (the message gives the bounds); its ``backend``
+                is ``"postgres"``, its ``option`` the name.
         """
         defaults = cls()
         unknown = sorted(set(options) - set(cls.__slots__))
         if unknown:
             known = ", ".join(cls.__slots__)
-            raise InvalidOption("postgres", unknown[0], f"unknown option (known: {known})")
+            raise InvalidOption(_BACKEND, unknown[0], f"unknown option (known: {known})")
         schema = _schema_name(options.get("schema", defaults.schema))
-        min_size = _as_number("min_size", options.get("min_size", defaults.min_size), int, 0)
-        max_size = _as_number("max_size", options.get("max_size", max(defaults.max_size, min_size)), int, 1)
-        if max_size < min_size:
-            raise InvalidOption(
-                "postgres", "max_size", f"must be at least min_size ({min_size}), got {max_size}"
-            )
+        min_size = count_option(
+            _BACKEND, "min_size", options.get("min_size", defaults.min_size), least=0, most=POOL_SIZE_MOST
+        )
+        max_size = count_option(
+            _BACKEND,
+            "max_size",
+            options.get("max_size", max(defaults.max_size, min_size)),
+            least=max(1, min_size),
+            most=POOL_SIZE_MOST,
+        )
+        operation_timeout = options.get("operation_timeout")
         return cls(
             schema=schema,
             auto_migrate=flag_option(
-                "postgres", "auto_migrate", options.get("auto_migrate", defaults.auto_migrate)
+                _BACKEND, "auto_migrate", options.get("auto_migrate", defaults.auto_migrate)
             ),
             min_size=min_size,
             max_size=max_size,
-            connect_timeout=_as_number(
-                "connect_timeout", options.get("connect_timeout", defaults.connect_timeout), float, 1
-            ),
-            pool_timeout=_as_number(
-                "pool_timeout", options.get("pool_timeout", defaults.pool_timeout), float, 0
-            ),
+            connect_timeout=_seconds(options, "connect_timeout", defaults.connect_timeout),
+            pool_timeout=_seconds(options, "pool_timeout", defaults.pool_timeout),
+            operation_timeout=None
+            if operation_timeout is None
+            else _seconds(options, "operation_timeout", operation_timeout),
             max_content_bytes=content_limit_option(
                 "postgres",
                 options.get(MAX_CONTENT_OPTION, defaults.max_content_bytes),
@@ -196,6 +207,10 @@ class Options:
             "kwargs": self.connect_arguments(),
             "name": f"chronica-postgres {self.schema}",
         }
+
+
+def _seconds(options: Mapping[str, object], name: str, default: object) -> float:
+    return seconds_option(_BACKEND, name, options.get(name, default), least=1.0, most=SECONDS_MOST)
 
 
 def _utc(moment: datetime) -> datetime:
@@ -248,7 +263,7 @@ _LOOKED_FOR = text_array((*FOREIGN_TABLES, VERSION_TABLE))
 
 def connection_lost(error: Exception) -> bool:
     """Whether ``error`` says the connection died (the server restarted, the backend was killed)."""
-    if not isinstance(error, psycopg.OperationalError) or isinstance(error, PoolTimeout):
+    if not isinstance(error, psycopg.OperationalError) or isinstance(error, PoolTimeout | OperationTimedOut):
         return False
     state = error.sqlstate
     return state is None or state.startswith(("08", "57P"))

@@ -20,6 +20,7 @@ from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, translate
 from chronica_postgres.schema import SET_UTC, Statements
+from chronica_postgres.timeout import bounded, connection_wait, waiting
 
 __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
 
@@ -106,10 +107,10 @@ class PostgresStore(PlannedStore):
             switches the connections it borrows to autocommit.
         options: see :class:`chronica_postgres.Options` (``schema``, ``auto_migrate``,
             ``min_size``, ``max_size``, ``connect_timeout``, ``pool_timeout``,
-            ``max_content_bytes``); strings are accepted.
+            ``max_content_bytes``, ``operation_timeout``); strings are accepted.
 
     Raises:
-        chronica_core.InvalidOption: an option is unknown or malformed.
+        chronica_core.InvalidOption: an option is unknown, malformed or out of its range.
         StoreError: ``"postgres: open"`` at once when the store opens its own pool and the server
             refuses the connection, does not answer within ``connect_timeout``, or the URL is
             malformed (psycopg's message, raised from its error); ``"postgres: migrate"`` when the
@@ -161,11 +162,13 @@ class PostgresStore(PlannedStore):
         if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
             self._pool.check()
             return []
-        connection = self._pool.getconn()
+        with waiting(self.options) as started:
+            connection = self._pool.getconn(connection_wait(self.options))
         try:
             if not connection.autocommit:  # a pool given by the caller
                 connection.autocommit = True
-            return connection.execute(operation.sql, operation.params).fetchall()
+            with bounded(self.options, started, connection):
+                return connection.execute(operation.sql, operation.params).fetchall()
         finally:
             self._pool.putconn(connection)
 
@@ -187,7 +190,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         options: as for :class:`PostgresStore`.
 
     Raises:
-        chronica_core.InvalidOption: an option is unknown or malformed.
+        chronica_core.InvalidOption: an option is unknown, malformed or out of its range.
     """
 
     plans: Plans
@@ -256,12 +259,14 @@ class AsyncPostgresStore(AsyncPlannedStore):
         if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
             await pool.check()
             return []
-        connection = await pool.getconn()
+        with waiting(self.options) as started:
+            connection = await pool.getconn(connection_wait(self.options))
         try:
             if not connection.autocommit:  # a pool given by the caller
                 await connection.set_autocommit(True)
-            cursor = await connection.execute(operation.sql, operation.params)
-            return await cursor.fetchall()
+            with bounded(self.options, started, connection):
+                cursor = await connection.execute(operation.sql, operation.params)
+                return await cursor.fetchall()
         finally:
             await pool.putconn(connection)
 

@@ -22,7 +22,6 @@ store uses worker threads instead (SQLite, unless the URL names ``aiosqlite``), 
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
@@ -35,8 +34,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from chronica_core.errors import InvalidOption, StoreError
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
-from chronica_core.options import flag_option
+from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
+from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_SECONDS",
@@ -72,6 +72,7 @@ OPTION_NAMES = (
     "echo",
     "max_content_bytes",
     "max_overflow",
+    "operation_timeout",
     "pool_size",
     "schema",
     "synchronous",
@@ -79,6 +80,8 @@ OPTION_NAMES = (
 """Every option ``open_store(url, **options)`` understands on this backend."""
 
 _BACKEND = "sqlalchemy"
+_SECONDS_MOST = 3600.0  # an hour: the longest busy_timeout and operation_timeout
+_POOL_MOST = 1000  # the most pool_size and max_overflow
 
 _BLOCKING_DRIVERS = {"sqlite": "pysqlite", "mysql": "pymysql", "mariadb": "pymysql", "postgresql": "psycopg"}
 _ASYNC_DRIVERS = {"sqlite": "aiosqlite", "mysql": "asyncmy", "mariadb": "asyncmy", "postgresql": "psycopg"}
@@ -143,16 +146,18 @@ class EngineOptions:
     Args:
         options: ``schema`` (str), ``auto_migrate`` (bool, default true), ``synchronous``
             (SQLite: ``OFF``/``NORMAL``/``FULL``/``EXTRA``, default ``FULL``), ``busy_timeout``
-            (SQLite: seconds, a number not below zero, default 30), ``pool_size`` and
-            ``max_overflow`` (whole numbers not below zero), ``echo`` (bool), ``max_content_bytes``
-            (a lower limit on content than the database's own, in bytes; see
-            :func:`checked_content_limit`). Values may be given
+            (SQLite: seconds from 0 to 3600, default 30), ``pool_size`` and ``max_overflow``
+            (whole numbers from 0 to 1000; a ``pool_size`` of 0 sets no limit), ``echo`` (bool),
+            ``operation_timeout`` (MariaDB/MySQL and PostgreSQL: seconds from 1 to 3600, default
+            none; see :mod:`chronica_sqlalchemy.timeouts`), ``max_content_bytes`` (a lower limit on
+            content than the database's own, in bytes; see :func:`checked_content_limit`). Values may be given
             as strings, as ``--option key=value`` does; booleans as ``true``/``false``,
             ``yes``/``no``, ``on``/``off`` or ``1``/``0``.
 
     Raises:
         InvalidOption: an option this backend does not know (the reason lists
-            :data:`OPTION_NAMES`), or a value of the wrong shape (the reason says what is expected).
+            :data:`OPTION_NAMES`), or a value of the wrong shape or out of range (the reason says
+            what is expected, bounds included).
     """
 
     def __init__(self, options: Mapping[str, Any]) -> None:
@@ -168,16 +173,35 @@ class EngineOptions:
         if self.synchronous not in _SYNCHRONOUS_LEVELS:
             levels = ", ".join(_SYNCHRONOUS_LEVELS)
             raise InvalidOption(_BACKEND, "synchronous", f"expected one of {levels}, got {synchronous!r}")
-        self.busy_timeout = _number(options, "busy_timeout", DEFAULT_BUSY_TIMEOUT_SECONDS)
+        self.busy_timeout = seconds_option(
+            _BACKEND,
+            "busy_timeout",
+            options.get("busy_timeout", DEFAULT_BUSY_TIMEOUT_SECONDS),
+            least=0.0,
+            most=_SECONDS_MOST,
+        )
         self.pool: dict[str, int] = {
-            name: _whole_number(options, name) for name in ("pool_size", "max_overflow") if name in options
+            name: count_option(_BACKEND, name, options[name], least=0, most=_POOL_MOST)
+            for name in ("pool_size", "max_overflow")
+            if name in options
         }
         self.max_content_bytes = checked_content_limit(options.get(MAX_CONTENT_OPTION))
+        timeout = options.get("operation_timeout")
+        self.operation_timeout = (
+            None
+            if timeout is None
+            else seconds_option(_BACKEND, "operation_timeout", timeout, least=1.0, most=_SECONDS_MOST)
+        )
 
     def check_dialect(self, url: URL) -> None:
-        """Raise ``InvalidOption`` for an option the URL's dialect cannot use (``schema`` on SQLite)."""
+        """Raise ``InvalidOption`` for an option the URL's dialect or driver cannot use.
+
+        That is ``schema`` or ``operation_timeout`` on SQLite, and ``operation_timeout`` with a
+        driver that cannot bound an operation.
+        """
         checked_schema(self.schema, url.get_backend_name())
         checked_content_limit(self.max_content_bytes, url.get_backend_name())
+        check_driver(url, self.operation_timeout)
 
     def store_arguments(self) -> dict[str, Any]:
         """The keyword arguments of a store's constructor that these options give."""
@@ -272,32 +296,6 @@ def schema_name_problem(name: str, dialect_name: str | None = None) -> str | Non
     return None
 
 
-def _number(options: Mapping[str, Any], name: str, default: float) -> float:
-    value = options.get(name, default)
-    try:
-        if isinstance(value, bool):
-            raise TypeError(name)
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InvalidOption(_BACKEND, name, f"expected a number, got {value!r}") from None
-    if not math.isfinite(number) or number < 0:
-        raise InvalidOption(_BACKEND, name, f"expected a finite number not below zero, got {value!r}")
-    return number
-
-
-def _whole_number(options: Mapping[str, Any], name: str) -> int:
-    value = options[name]
-    try:
-        if isinstance(value, bool | float):
-            raise TypeError(name)
-        number = int(value)
-    except (TypeError, ValueError):
-        raise InvalidOption(_BACKEND, name, f"expected a whole number, got {value!r}") from None
-    if number < 0:
-        raise InvalidOption(_BACKEND, name, f"expected a whole number not below zero, got {value!r}")
-    return number
-
-
 def _is_memory(url: URL) -> bool:
     return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
 
@@ -323,6 +321,9 @@ def _engine_arguments(
             arguments["connect_args"] = {"check_same_thread": False}
     elif dialect != "sqlite" or options.pool:
         arguments.update(options.pool)
+    driver_timeouts = connect_arguments(url, options.operation_timeout)  # none on SQLite
+    if driver_timeouts:
+        arguments["connect_args"] = driver_timeouts
     return url, arguments
 
 
@@ -357,6 +358,7 @@ def _created(
 
 
 def _configured(engine: Engine, options: EngineOptions) -> None:
+    bound_operations(engine, options.operation_timeout)
     if engine.dialect.name == "sqlite":
         configure_sqlite(engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
 

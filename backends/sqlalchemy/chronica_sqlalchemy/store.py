@@ -134,8 +134,10 @@ class SQLAlchemyStore(PlannedStore, _Store):
             options: see :class:`chronica_sqlalchemy.engines.EngineOptions`.
 
         Raises:
-            InvalidOption: an unknown option (the reason lists the known ones), a malformed value,
-                an empty ``schema`` or one on SQLite; raised before any engine is created or anything written.
+            InvalidOption: an unknown option (the reason lists the known ones), a malformed or
+                out-of-range value (the reason gives the bounds), an empty ``schema``, a ``schema``
+                or ``operation_timeout`` on SQLite, or ``operation_timeout`` with a driver that
+                cannot honour it; raised before any engine is created or anything written.
             StoreError: a URL SQLAlchemy cannot parse or use, or the database could not be
                 reached or migrated.
             ModuleNotFoundError: the dialect's driver is not installed.

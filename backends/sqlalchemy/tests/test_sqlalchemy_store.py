@@ -178,7 +178,8 @@ def test_open_store_by_url_gives_both_flavours_on_one_sqlite_file(
 
 
 KNOWN_OPTIONS = (
-    "auto_migrate, busy_timeout, echo, max_content_bytes, max_overflow, pool_size, schema, synchronous"
+    "auto_migrate, busy_timeout, echo, max_content_bytes, max_overflow, operation_timeout, pool_size, "
+    "schema, synchronous"
 )
 
 
@@ -200,11 +201,14 @@ def test_an_unknown_option_is_invalid_and_lists_the_known_ones(tmp_path: Path, f
     ("option", "value", "reason"),
     [
         ("synchronous", "sometimes", "expected one of OFF, NORMAL, FULL, EXTRA, got 'sometimes'"),
-        ("busy_timeout", "soon", "expected a number, got 'soon'"),
-        ("busy_timeout", "-1", "expected a finite number not below zero, got '-1'"),
-        ("pool_size", "five", "expected a whole number, got 'five'"),
-        ("pool_size", "2.5", "expected a whole number, got '2.5'"),
-        ("max_overflow", "-3", "expected a whole number not below zero, got '-3'"),
+        ("busy_timeout", "soon", "expected seconds from 0 to 3600, got 'soon'"),
+        ("busy_timeout", "-1", "expected seconds from 0 to 3600, got '-1'"),
+        ("pool_size", "five", "expected a whole number from 0 to 1000, got 'five'"),
+        ("pool_size", "2.5", "expected a whole number from 0 to 1000, got '2.5'"),
+        ("max_overflow", "-3", "expected a whole number from 0 to 1000, got '-3'"),
+        ("busy_timeout", "nan", "expected seconds from 0 to 3600, got 'nan'"),
+        ("pool_size", 10**30, f"expected a whole number from 0 to 1000, got {10**30}"),
+        ("operation_timeout", "5", "not supported on SQLite (busy_timeout bounds the wait for the lock)"),
         ("auto_migrate", "maybe", "expected true or false, got 'maybe'"),
         ("echo", "loudly", "expected true or false, got 'loudly'"),
         ("schema", "elsewhere", "not supported on SQLite"),

@@ -1,0 +1,146 @@
+"""Option values of every shape are checked at open, and ``operation_timeout`` bounds an
+operation when the server stops answering (through a loopback proxy that can be frozen)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from chronica_conformance.freezable_proxy import FreezableProxy
+from chronica_conformance.option_values import opens_or_names_it, option_values
+from chronica_conformance.timeout_contract import check_frozen_server, check_frozen_server_async
+from chronica_mongodb import AsyncMongoStore, MongoStore
+from chronica_mongodb.store import BOUNDED_CLIENT_OPTIONS
+from hypothesis import given
+from hypothesis import strategies as st
+from pymongo import MongoClient
+
+from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, InvalidOption, new_actum_id
+
+UNREACHABLE = "mongodb://127.0.0.1:9/chronica"  # nothing listens: options are checked before connecting
+OPTIONS = ("operation_timeout", "auto_migrate", *BOUNDED_CLIENT_OPTIONS)
+TIMEOUT = 1.0
+GENEROUS = 10 * TIMEOUT
+"""An upper bound no timed-out operation may reach (no tight timing is asserted)."""
+
+
+def message(chronicum_id: str, content: str) -> Actum:
+    return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", content, id=new_actum_id())
+
+
+def use(url: str, database: str, options: dict[str, Any]) -> None:
+    """Open the blocking and the asyncio store with ``options``; write and read with each."""
+    chronicum_id = f"options-{uuid.uuid4().hex}"
+    with MongoStore(url, database=database, **options) as store:
+        store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+        store.record(message(chronicum_id, "blocking"))
+
+    async def scenario() -> list[str]:
+        async_store = AsyncMongoStore(url, database=database, **options)
+        try:
+            await async_store.record(message(chronicum_id, "asyncio"))
+            return [actum.content for actum in await async_store.acta(chronicum_id, ActaQuery())]
+        finally:
+            await async_store.close()
+
+    assert asyncio.run(scenario()) == ["blocking", "asyncio"]
+
+
+@pytest.fixture(scope="module")
+def options_database(admin_client: MongoClient[dict[str, Any]]) -> Iterator[str]:
+    """One database for every example of the property test below, dropped afterwards."""
+    name = f"chronica_test_{uuid.uuid4().hex[:12]}"
+    try:
+        yield name
+    finally:
+        admin_client.drop_database(name)
+
+
+@given(name=st.sampled_from(OPTIONS), value=option_values())
+def test_any_option_value_opens_a_working_store_or_is_named(
+    mongodb_server_url: str, options_database: str, name: str, value: object
+) -> None:
+    database = options_database
+    options: dict[str, Any] = {name: value}
+
+    def open_and_use() -> None:
+        checked_only: dict[str, Any] = {"auto_migrate": False, **options}
+        MongoStore(UNREACHABLE, **checked_only).close()  # checked, no connection
+        if name == "minPoolSize" and int(str(value).strip()) > 2:
+            return  # accepted; opening hundreds of connections is not cheap
+        use(mongodb_server_url, database, options)
+
+    opens_or_names_it(open_and_use, "mongodb", name)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "reason"),
+    [
+        ("operation_timeout", 0.5, "expected seconds from 1 to 3600, got 0.5"),
+        ("operation_timeout", float("nan"), "expected seconds from 1 to 3600, got nan"),
+        ("timeoutMS", 0.001, "expected milliseconds from 1000 to 3.6e+06, got 0.001"),
+        ("minPoolSize", 10**30, f"expected a whole number from 0 to 1000, got {10**30}"),
+        ("heartbeatFrequencyMS", 1, "expected milliseconds from 500 to 3.6e+06, got 1"),
+    ],
+)
+def test_an_out_of_range_option_is_named_with_its_bounds(option: str, value: object, reason: str) -> None:
+    openers: list[Callable[..., Any]] = [MongoStore, AsyncMongoStore]
+    for opener in openers:
+        with pytest.raises(InvalidOption) as raised:
+            opener(UNREACHABLE, auto_migrate=False, **{option: value})
+        assert str(raised.value) == f"mongodb: option {option}: {reason}"
+
+
+def test_operation_timeout_is_timeout_ms_and_not_both() -> None:
+    with MongoStore(UNREACHABLE, auto_migrate=False, operation_timeout="2.5") as store:
+        assert store.client.options.timeout == 2.5
+    with pytest.raises(InvalidOption, match=r"^mongodb: option operation_timeout: give operation_timeout or"):
+        MongoStore(UNREACHABLE, auto_migrate=False, operation_timeout=2, timeoutms=3000)
+
+
+# -- operation_timeout: a server that stops answering ------------------------------------------
+
+
+def proxied(url: str, proxy: FreezableProxy) -> str:
+    """``url`` with its host and port replaced by the proxy's (one host, no replica set)."""
+    parts = urlsplit(url)
+    user = parts.netloc.rpartition("@")[0]
+    netloc = f"{user}@127.0.0.1:{proxy.port}" if user else f"127.0.0.1:{proxy.port}"
+    return parts._replace(netloc=netloc).geturl()
+
+
+def proxy_for(url: str) -> FreezableProxy:
+    parts = urlsplit(url)
+    return FreezableProxy(parts.hostname or "127.0.0.1", parts.port or 27017)
+
+
+def test_a_server_that_stops_answering_times_out_and_the_store_recovers(
+    mongodb_server_url: str, fresh_database: Callable[[], str]
+) -> None:
+    database = fresh_database()
+    with proxy_for(mongodb_server_url) as proxy:
+        url = proxied(mongodb_server_url, proxy)
+        with MongoStore(url, database=database, directConnection=True, operation_timeout=TIMEOUT) as store:
+            check_frozen_server(store, proxy, "mongodb", GENEROUS)
+
+
+def test_an_async_store_times_out_the_same_way_and_recovers(
+    mongodb_server_url: str, fresh_database: Callable[[], str]
+) -> None:
+    database = fresh_database()
+
+    async def scenario(proxy: FreezableProxy) -> None:
+        url = proxied(mongodb_server_url, proxy)
+        store = AsyncMongoStore(url, database=database, directConnection=True, operation_timeout=TIMEOUT)
+        try:
+            await check_frozen_server_async(store, proxy, "mongodb", GENEROUS)
+        finally:
+            await store.close()
+
+    with proxy_for(mongodb_server_url) as proxy:
+        asyncio.run(scenario(proxy))
