@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 from chronica_core.errors import StoreError
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.plans import Plan
+from chronica_core.redaction import redact_error
 from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 
 __all__ = ["AsyncPlannedStore", "PlannedStore", "StorePlans"]
@@ -65,6 +66,10 @@ class _Closable:
     backend_name: ClassVar[str] = "store"
     """The ``where`` prefix of the store's own errors, e.g. ``"postgres"``."""
     _closed: bool = False
+    _secrets_of: str = ""
+    """The URL (or libpq connection string) the store connects with, set by the subclass: its
+    secrets are redacted from whatever an operation raises (see
+    :func:`chronica_core.redaction.redact_error`)."""
 
     def _mark_closed(self) -> None:
         """Refuse every later operation (``close`` calls it)."""
@@ -86,6 +91,8 @@ class PlannedStore(IdempotentStore, _Closable):
     operation keeps the contract of :class:`IdempotentStore` and raises what its plan raises, or
     what ``_run`` raises (``StoreError``, for a failure outside the plan such as a lost server);
     once the store is closed, ``StoreError("<backend_name>: store", "the store is closed")``.
+    A subclass that connects with a URL sets ``self._secrets_of`` to it: whatever an operation
+    raises then has that URL's password redacted, its chained driver exceptions included.
     """
 
     plans: StorePlans
@@ -96,7 +103,11 @@ class PlannedStore(IdempotentStore, _Closable):
         The operations go through it; so should a subclass's own ``migrate`` plan.
         """
         self._refuse_if_closed(plan, f"{self.backend_name}: store")
-        return self._run(plan)
+        try:
+            return self._run(plan)
+        except BaseException as error:
+            redact_error(error, self._secrets_of)
+            raise
 
     @abstractmethod
     def _run(self, plan: Plan[Any, Result]) -> Result:
@@ -130,7 +141,8 @@ class AsyncPlannedStore(AsyncIdempotentStore, _Closable):
     ``close`` calls :meth:`_mark_closed`) or, when :attr:`binds_to_loop`, is used from another
     event loop than the one it first ran in (its connections belong to that loop) raises
     ``StoreError("<backend_name>: async store", ...)`` instead of reconnecting or failing inside
-    the driver.
+    the driver. As in :class:`PlannedStore`, a subclass sets ``self._secrets_of`` to the URL it
+    connects with, whose secrets are then redacted from whatever an operation raises.
     """
 
     plans: StorePlans
@@ -168,7 +180,11 @@ class AsyncPlannedStore(AsyncIdempotentStore, _Closable):
     async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:
         """Run ``plan`` unless the store is closed or belongs to another event loop (``StoreError``)."""
         self._check_usable(plan)
-        return await self._run(plan)
+        try:
+            return await self._run(plan)
+        except BaseException as error:
+            redact_error(error, self._secrets_of)
+            raise
 
     async def create(self, chronicum: Chronicum) -> None:
         """See :meth:`chronica_core.Store.create`."""
