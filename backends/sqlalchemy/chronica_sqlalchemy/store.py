@@ -34,6 +34,7 @@ from chronica_sqlalchemy.engines import (
     create_async_store_engine,
     create_store_engine,
     runs_on_worker_threads,
+    url_text,
 )
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
@@ -59,6 +60,7 @@ class _Store:
 
     def __init__(self, engine: Engine, schema: str | None, auto_migrate: bool, owns_engine: bool) -> None:
         schema = checked_schema(schema, engine.dialect.name)
+        self._secrets_of = url_text(engine.url)
         if engine.dialect.name == "sqlite":
             configure_sqlite(engine)
         self.plans = Plans(Tables.build(schema), engine.dialect, schema)
