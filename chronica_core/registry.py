@@ -75,8 +75,8 @@ class InstalledBackend:
     plugin: str
 
 
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
-"""What a scheme may hold (RFC 3986)."""
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+._-]*")
+"""What a scheme may hold: RFC 3986's letters, digits, "+", "." and "-", and "_" (no ":", "@" or "/")."""
 
 
 def url_scheme(url: str) -> str:
