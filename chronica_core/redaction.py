@@ -18,6 +18,8 @@ import json
 import re
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
+from chronica_core.errors import ChronicaError, StoreError
+
 __all__ = ["MASK", "masked_url", "redact", "redact_error", "url_secrets"]
 
 MASK = "***"
@@ -163,7 +165,9 @@ def redact_error(error: BaseException, url: str) -> None:
     traceback and its place in the chain; only its text changes: the strings among its ``args``,
     its string attributes (``StoreError.detail``, say) and its notes. So a traceback printed or
     logged later (``logger.exception``) shows no secret. Text that an exception computes from
-    anything else (``OSError``'s fields, say) is left as it is. Returns nothing; never raises.
+    anything else (``OSError``'s fields, say) is left as it is, and so are Chronica's errors other
+    than ``StoreError`` (their attributes are the caller's data, a chronicum id say, never a
+    driver's text; the exceptions chained to them are redacted). Returns nothing; never raises.
     """
     if not url or _pattern(url) is None:
         return
@@ -174,7 +178,8 @@ def redact_error(error: BaseException, url: str) -> None:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        _redact_one(current, url)
+        if isinstance(current, StoreError) or not isinstance(current, ChronicaError):
+            _redact_one(current, url)
         waiting += [linked for linked in (current.__cause__, current.__context__) if linked is not None]
         if isinstance(current, BaseExceptionGroup):
             waiting += list(current.exceptions)

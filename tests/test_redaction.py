@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chronica_core import StoreError
+from chronica_core import ChronicumNotFound, StoreError
 from chronica_core.redaction import MASK, masked_url, redact, redact_error, url_secrets
 
 
@@ -123,3 +123,14 @@ def test_an_exception_group_and_an_exception_held_in_an_attribute_are_redacted()
     redact_error(group, url)
     assert [str(member) for member in group.exceptions] == [MASK, "wrapped"]
     assert held.args == (MASK,)
+
+
+def test_chronicas_own_errors_keep_the_callers_data() -> None:
+    """Only a StoreError carries a driver's text; a chronicum id equal to a password stays as it is."""
+    url = "postgresql://app:main-chat@db/test"
+    refusal = ChronicumNotFound("main-chat")
+    refusal.__cause__ = ValueError("main-chat")
+    redact_error(refusal, url)
+    assert refusal.chronicum_id == "main-chat"
+    assert str(refusal) == "chronicum 'main-chat' not found"
+    assert refusal.__cause__.args == (MASK,)
