@@ -31,6 +31,7 @@ def _server(database_url: str) -> tuple[str, str, str]:
 def failing_urls(dialect: str, database_url: str, secret: str) -> list[str]:
     """URLs of the dialect that cannot open a store, each holding ``secret``."""
     driver, user, database = _server(database_url)
+    mysql = [f"mysql+pymysql://{user}:{secret}@127.0.0.1:1/{database}"] if dialect == "mariadb" else []
     if dialect in SQLITE_DIALECTS:  # a file that cannot be created: its folder does not exist
         return [
             f"{driver}:////nonexistent-folder/chronica.db?password={secret}",
@@ -41,6 +42,7 @@ def failing_urls(dialect: str, database_url: str, secret: str) -> list[str]:
         f"{driver}://{user}:{secret}@[::1/{database}",  # SQLAlchemy cannot parse it
         f"{driver}://{user}@127.0.0.1:1/{database}?password={secret}",
         f"{driver.partition('+')[0]}//{user}:{secret}@127.0.0.1/{database}",  # no "://"
+        *mysql,
     ]
 
 
