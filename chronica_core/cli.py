@@ -19,7 +19,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
-from urllib.parse import urlsplit, urlunsplit
 
 from chronica_core.chronicarius import Chronicarius
 from chronica_core.errors import (
@@ -35,6 +34,7 @@ from chronica_core.errors import (
     UnknownBackend,
 )
 from chronica_core.model import ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.redaction import masked_url, redact, redact_error
 from chronica_core.registry import list_backends, open_store, registry
 from chronica_core.store import Store
 from chronica_core.story import DINNER_CHRONICUM, DINNER_OWNER, DINNER_STORY
@@ -110,9 +110,8 @@ class _Output:
 
 
 def _demo(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
-    output.line(
-        f"Chronica demo on {_shown(arguments.store)}: owner {DINNER_OWNER!r}, chronicum {DINNER_CHRONICUM!r}"
-    )
+    shown = masked_url(arguments.store)
+    output.line(f"Chronica demo on {shown}: owner {DINNER_OWNER!r}, chronicum {DINNER_CHRONICUM!r}")
     output.line()
     output.line("The dinner story, as recorded (each with an idempotency key, so a rerun adds nothing):")
     for position, actum in enumerate(DINNER_STORY, start=1):
@@ -237,16 +236,6 @@ _PLACE_OPTIONS = ("schema", "database")
 Other options are never printed: they may hold credentials (MongoDB's ``password``, say)."""
 
 
-def _shown(url: str) -> str:
-    """``url`` as printed: a password in it is shown as ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo, _, hosts = parts.netloc.rpartition("@")
-    user = userinfo.partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}"))
-
-
 def _opened_store(arguments: argparse.Namespace) -> Store:
     return open_store(arguments.store, **dict(arguments.option))
 
@@ -260,7 +249,7 @@ def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
         migrate()
     options = dict(arguments.option)
     where = ", ".join(f"{name}={options[name]}" for name in _PLACE_OPTIONS if name in options)
-    output.line(f"schema of {_shown(arguments.store)}{f' ({where})' if where else ''} is current")
+    output.line(f"schema of {masked_url(arguments.store)}{f' ({where})' if where else ''} is current")
     return 0
 
 
@@ -342,12 +331,16 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the ``chronica`` command with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
     Chronica errors are printed to standard error as ``chronica: <ErrorName>: <message>`` and
-    mapped to the exit codes in the module docstring; nothing else is caught.
+    mapped to the exit codes in the module docstring; nothing else is caught. The store URL's
+    secrets never reach the output: the URL is shown with :func:`~chronica_core.redaction.masked_url`,
+    and they are redacted from an error's message, and from any other exception (and the
+    exceptions chained to it) before it propagates.
     """
     arguments = _parser().parse_args(argv)
     output = _Output(out if out is not None else sys.stdout)
     if getattr(arguments, "store", "unset") is None:
         arguments.store = default_store_url()
+    url = str(getattr(arguments, "store", None) or getattr(arguments, "url", ""))
     try:
         if arguments.command in _WITHOUT_CHRONICARIUS:
             return _WITHOUT_CHRONICARIUS[arguments.command](arguments, output)
@@ -355,11 +348,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         with _opened_store(arguments) as store:
             return _WITH_CHRONICARIUS[arguments.command](arguments, Chronicarius(store), output)
     except ChronicaError as error:
-        print(f"chronica: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"chronica: {type(error).__name__}: {redact(str(error), url)}", file=sys.stderr)
         return next((code for kinds, code in _EXIT_CODES if isinstance(error, kinds)), EXIT_OTHER)
     except BrokenPipeError:  # `chronica demo | head`: the reader left; stop quietly
         sys.stderr.close()
         return 0
+    except BaseException as error:  # not ours to handle, but its traceback must not show a password
+        redact_error(error, url)
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ from chronica_core.closable import Closable
 from chronica_core.errors import StoreError
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.plans import Plan
+from chronica_core.redaction import redact_error
 from chronica_core.store import AsyncIdempotentStore, IdempotentStore
 
 __all__ = ["AsyncPlannedStore", "PlannedStore", "StorePlans"]
@@ -77,9 +78,14 @@ class PlannedStore(IdempotentStore, Closable):
     operation keeps the contract of :class:`IdempotentStore` and raises what its plan raises, or
     what ``_run`` raises (``StoreError``, for a failure outside the plan such as a lost server);
     once the store is closed, ``StoreError("<backend_name>: store", "the store is closed")``.
+    A subclass that connects with a URL sets ``self._secrets_of`` to it: whatever an operation
+    raises then has that URL's password redacted, its chained driver exceptions included.
     """
 
     plans: StorePlans
+    _secrets_of: str = ""
+    """The URL (or libpq connection string) the store connects with: its secrets are redacted
+    from whatever an operation raises (see :func:`chronica_core.redaction.redact_error`)."""
 
     def _run_if_open(self, plan: Plan[Any, Result]) -> Result:
         """Run ``plan`` unless the store is closed (``StoreError("<backend_name>: store", ...)``).
@@ -87,7 +93,11 @@ class PlannedStore(IdempotentStore, Closable):
         The operations go through it; so should a subclass's own ``migrate`` plan.
         """
         self._refuse_if_closed(plan, f"{self.backend_name}: store")
-        return self._run(plan)
+        try:
+            return self._run(plan)
+        except BaseException as error:
+            redact_error(error, self._secrets_of)
+            raise
 
     @abstractmethod
     def _run(self, plan: Plan[Any, Result]) -> Result:
@@ -130,10 +140,13 @@ class AsyncPlannedStore(AsyncIdempotentStore, Closable):
     ``close`` calls :meth:`_mark_closed`) or, when :attr:`binds_to_loop`, is used from another
     event loop than the one it first ran in (its connections belong to that loop) raises
     ``StoreError("<backend_name>: async store", ...)`` instead of reconnecting or failing inside
-    the driver.
+    the driver. As in :class:`PlannedStore`, a subclass sets ``self._secrets_of`` to the URL it
+    connects with, whose secrets are then redacted from whatever an operation raises.
     """
 
     plans: StorePlans
+    _secrets_of: str = ""
+    """As for :class:`PlannedStore`."""
     binds_to_loop: ClassVar[bool] = True
     """Whether the store's connections belong to the event loop that first used it."""
     _loop: asyncio.AbstractEventLoop | None = None
@@ -168,7 +181,11 @@ class AsyncPlannedStore(AsyncIdempotentStore, Closable):
     async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:
         """Run ``plan`` unless the store is closed or belongs to another event loop (``StoreError``)."""
         self._check_usable(plan)
-        return await self._run(plan)
+        try:
+            return await self._run(plan)
+        except BaseException as error:
+            redact_error(error, self._secrets_of)
+            raise
 
     async def create(self, chronicum: Chronicum) -> None:
         """See :meth:`chronica_core.Store.create`."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import pluggy
 
 from chronica_core.errors import BackendConflict, BackendUnavailable, UnknownBackend
 from chronica_core.hookspecs import PROJECT_NAME, Backend, BackendSpec
+from chronica_core.redaction import masked_url, redact_error
 from chronica_core.store import AsyncStore, Store
 
 __all__ = [
@@ -73,14 +75,19 @@ class InstalledBackend:
     plugin: str
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+._-]*")
+"""What a scheme may hold: RFC 3986's letters, digits, "+", "." and "-", and "_" (no ":", "@" or "/")."""
+
+
 def url_scheme(url: str) -> str:
     """Return the lowercased scheme of ``url`` (``"mysql+pymysql"`` for ``mysql+pymysql://...``).
 
-    Raises ``UnknownBackend`` when ``url`` has no ``scheme://`` prefix.
+    Raises ``UnknownBackend`` when ``url`` has no ``scheme://`` prefix; the message shows the URL
+    with its password masked (see :func:`chronica_core.redaction.masked_url`).
     """
     scheme, separator, _ = url.partition("://")
-    if not separator or not scheme:
-        raise UnknownBackend(f"{url!r} is not a store URL; expected scheme://..., e.g. memory://")
+    if not separator or not _SCHEME.fullmatch(scheme):
+        raise UnknownBackend(f"{masked_url(url)!r} is not a store URL; expected scheme://..., e.g. memory://")
     return scheme.lower()
 
 
@@ -185,13 +192,18 @@ Opened = TypeVar("Opened", Store, AsyncStore)
 
 
 def _opened(backend: Backend, opener: Callable[..., Opened], url: str, options: dict[str, Any]) -> Opened:
+    """Open a store with the backend's ``opener``; whatever it raises has ``url``'s secrets redacted."""
     try:
         return opener(url, **options)
     except ModuleNotFoundError as error:
+        redact_error(error, url)
         install = backend.install or f"the driver {error.name!r}"
         raise BackendUnavailable(
             f"backend {backend.name!r} needs {error.name!r}, which is not installed: pip install {install}"
         ) from error
+    except BaseException as error:  # a third-party backend's driver may quote the URL
+        redact_error(error, url)
+        raise
 
 
 _registry: Registry | None = None

@@ -12,6 +12,7 @@ import pytest
 
 from chronica_conformance.harness import AsyncHarness, Flavour, Harness, SyncHarness
 from chronica_core import ActorKind, Actum, ActumKind, Chronicum, new_actum_id
+from chronica_core.redaction import masked_url
 from chronica_core.store import AsyncStore, Store
 
 __all__ = [
@@ -51,8 +52,18 @@ class Target:
 
     @property
     def id(self) -> str:
-        """The test id part: ``sync``, ``async``, or ``<url>-sync`` / ``<url>-async``."""
-        return self.flavour if self.url is None else f"{self.url}-{self.flavour}"
+        """The test id part: ``sync``, ``async``, or ``<url>-sync`` / ``<url>-async``.
+
+        The URL is shown with its password masked (``postgresql://app:***@db/test-sync``).
+        """
+        return self.flavour if self.url is None else f"{masked_url(self.url)}-{self.flavour}"
+
+    def __repr__(self) -> str:
+        """As a dataclass shows itself, the URL masked: pytest prints the arguments of a failed case."""
+        url = None if self.url is None else masked_url(self.url)
+        return (
+            f"Target(flavour={self.flavour!r}, url={url!r}, declares_idempotent={self.declares_idempotent!r})"
+        )
 
 
 def _fixture_visible(metafunc: pytest.Metafunc, name: str) -> bool:

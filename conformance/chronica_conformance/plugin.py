@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 from chronica_conformance.profiles import load_profile_from_environment, register_profiles
 from chronica_core import ChronicaError, Store, open_store
+from chronica_core.redaction import masked_url, redact
 from chronica_core.registry import registry
 
 __all__ = [
     "ENVIRONMENT_VARIABLE",
     "StoreCache",
     "discovered_urls",
+    "redacted_report",
     "requested_urls",
     "suite_module_path",
     "suite_urls",
@@ -89,11 +91,56 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             registry().backend_for(url)
         except ChronicaError as error:
-            raise pytest.UsageError(f"--chronica-store {url}: {error}") from error
+            raise pytest.UsageError(f"--chronica-store {masked_url(url)}: {error}") from error
     path = suite_module_path()
     if not any(Path(arg.split("::")[0]).resolve() == Path(path).resolve() for arg in config.args):
         config.args.append(path)
     config.stash[_SUITE_REQUESTED] = True
+
+
+def redacted_report(report: pytest.TestReport | pytest.CollectReport, urls: list[str]) -> None:
+    """Redact the secrets of ``urls`` from ``report``, in place, before anything shows or writes it.
+
+    A failure's report holds the exception's text and, for each frame of its traceback, the
+    frame's arguments (``url``, libpq's ``conninfo``) and with ``--showlocals`` its locals, besides
+    the captured output and log records: any of them may hold a store URL's password. A report
+    whose text holds none is left untouched; one that does keeps its outcome, with its failure
+    shown as plain text.
+    """
+    if not any(masked_url(url) != url for url in urls):
+        return
+
+    def redacted(text: str) -> str:
+        for url in urls:
+            text = redact(text, url)
+        return text
+
+    longrepr: object = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        report.longrepr = (longrepr[0], longrepr[1], redacted(str(longrepr[2])))
+    elif longrepr is not None:
+        text = str(longrepr)
+        if redacted(text) != text:
+            report.longrepr = redacted(text)
+    report.sections = [(title, redacted(content)) for title, content in report.sections]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Redact the requested URLs' secrets from each test report (see :func:`redacted_report`)."""
+    report = yield
+    redacted_report(report, requested_urls(item.config))
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Redact the requested URLs' secrets from each collection report (an error while collecting)."""
+    report = yield
+    redacted_report(report, requested_urls(collector.config))
+    return report
 
 
 _SUITE_REQUESTED = pytest.StashKey[bool]()

@@ -28,6 +28,7 @@ from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
+from chronica_core.redaction import redact, redact_error
 from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
 
 __all__ = ["DEFAULT_DATABASE", "STORE_OPTIONS", "AsyncMongoStore", "MongoStore"]
@@ -95,8 +96,9 @@ def _database_name(url: str | None, database: Any) -> str:
     if not path:
         return DEFAULT_DATABASE
     problem = _name_problem(path)
-    if problem:
-        raise StoreError("mongodb: open", f"the URL's path names no database: {problem}, got {path!r}")
+    if problem:  # a "path" may be the end of a password holding a "/": redacted
+        detail = f"the URL's path names no database: {problem}, got {path!r}"
+        raise StoreError("mongodb: open", redact(detail, url or ""))
     return path
 
 
@@ -146,16 +148,19 @@ def _client(client_class: Any, url: str | None, options: dict[str, Any]) -> Any:
 
     Raises ``InvalidOption`` when pymongo refuses options given here together (e.g. two that
     exclude each other), naming the first of them its message names; ``StoreError("mongodb: open:
-    ...")`` for a malformed URL or an SRV record that cannot be resolved.
+    ...")`` for a malformed URL or an SRV record that cannot be resolved. The URL's secrets are
+    redacted from both and from pymongo's error (which may quote the URL or a part of it).
     """
     try:
         return client_class(url or "mongodb://localhost", **options)
     except (InvalidURI, TypeError, ValueError) as error:  # pymongo reports some malformed URLs as ValueError
+        redact_error(error, url or "")
         named = [name for name in options if re.search(rf"\b{re.escape(name)}\b", str(error))]
         if named:
             raise InvalidOption(_BACKEND, named[0], str(error)) from error
         raise StoreError("mongodb: open", str(error)) from error
     except PyMongoError as error:
+        redact_error(error, url or "")
         raise StoreError("mongodb: open", str(error)) from error
 
 
@@ -268,6 +273,7 @@ class MongoStore(PlannedStore):
             url, database, auto_migrate, operation_timeout, client_options, client is None
         )
         limit = _content_limit(max_content_bytes)
+        self._secrets_of = url or ""
         self._owns_client = client is None
         self.client: MongoClient[dict[str, Any]] = client or _client(MongoClient, url, client_options)
         self.database: Database[dict[str, Any]] = _database(self.client, name)
@@ -329,6 +335,7 @@ class AsyncMongoStore(AsyncPlannedStore):
             url, database, auto_migrate, operation_timeout, client_options, client is None
         )
         limit = _content_limit(max_content_bytes)
+        self._secrets_of = url or ""
         self._owns_client = client is None
         self.client: AsyncMongoClient[dict[str, Any]] = client or _client(
             AsyncMongoClient, url, client_options

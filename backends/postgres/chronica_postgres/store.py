@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from chronica_core import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
+from chronica_core.redaction import redact_error
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, translate
 from chronica_postgres.schema import SET_UTC, Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
@@ -36,6 +37,13 @@ def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[str, O
         options = {"schema": schema, **options}
     parsed = Options.parse(options)
     return url, parsed, Plans(Statements(parsed.schema), parsed.max_content_bytes)
+
+
+def _connection_text(url: str, pool: ConnectionPool | AsyncConnectionPool | None) -> str:
+    """What the store connects with (its URL, else its pool's connection string): its secrets are redacted."""
+    if url or pool is None:
+        return url
+    return pool.conninfo if isinstance(pool.conninfo, str) else ""  # a callable gives one each time
 
 
 def split_schema(url: str) -> tuple[str, str | None]:
@@ -67,11 +75,14 @@ def _check_connection(url: str, options: Options) -> None:
     after the pool's ``pool_timeout`` of retries logged as warnings.
 
     Raises:
-        StoreError: ``"postgres: open"`` with psycopg's message, raised from psycopg's error.
+        StoreError: ``"postgres: open"`` with psycopg's message, raised from psycopg's error; libpq
+            may quote the URL (or the malformed part of it), so the URL's secrets are redacted
+            from both (see :func:`chronica_core.redaction.redact_error`).
     """
     try:
         psycopg.connect(url, **options.connect_arguments()).close()
     except psycopg.Error as error:
+        redact_error(error, url)
         raise translate(error, "open", "") from error
 
 
@@ -80,6 +91,7 @@ async def _check_connection_async(url: str, options: Options) -> None:
     try:
         connection = await psycopg.AsyncConnection.connect(url, **options.connect_arguments())
     except psycopg.Error as error:
+        redact_error(error, url)
         raise translate(error, "open", "") from error
     await connection.close()
 
@@ -125,6 +137,7 @@ class PostgresStore(PlannedStore):
 
     def __init__(self, url: str = "", *, pool: ConnectionPool | None = None, **options: Any) -> None:
         url, self.options, self.plans = _configured(url, pool, options)
+        self._secrets_of = _connection_text(url, pool)
         self._owns_pool = pool is None
         if pool is None:
             _check_connection(url, self.options)
@@ -198,6 +211,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
 
     def __init__(self, url: str = "", *, pool: AsyncConnectionPool | None = None, **options: Any) -> None:
         self._url, self.options, self.plans = _configured(url, pool, options)
+        self._secrets_of = _connection_text(self._url, pool)
         self._owns_pool = pool is None
         self._pool = pool
         self._ready = False

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from chronica_core.errors import InvalidOption, StoreError
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import count_option, flag_option, seconds_option
+from chronica_core.redaction import redact_error
 from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 
@@ -52,6 +53,7 @@ __all__ = [
     "runs_on_worker_threads",
     "schema_name_problem",
     "sync_url",
+    "url_text",
 ]
 
 AnyEngine = TypeVar("AnyEngine", Engine, AsyncEngine)
@@ -89,10 +91,20 @@ _ASYNC_ONLY = frozenset({"aiosqlite", "aiomysql", "asyncmy", "asyncpg", "psycopg
 _BOTH = frozenset({"psycopg"})  # one driver name, a blocking and an asyncio dialect
 
 
+def url_text(url: str | URL) -> str:
+    """``url`` as text, its password included: what :mod:`chronica_core.redaction` redacts."""
+    return url if isinstance(url, str) else url.render_as_string(hide_password=False)
+
+
 def _parse(url: str | URL) -> URL:
+    """Parse ``url``; one SQLAlchemy cannot parse (a port that is no number, say) is ``StoreError``.
+
+    SQLAlchemy's message quotes the URL: its secrets are redacted, from the driver's error too.
+    """
     try:
         return make_url(url)
-    except ArgumentError as error:
+    except (ArgumentError, ValueError) as error:
+        redact_error(error, url_text(url))
         raise StoreError("sqlalchemy: open", f"not a SQLAlchemy URL: {error}") from error
 
 
@@ -354,6 +366,7 @@ def _created(
     try:
         return factory(url, **arguments)
     except ArgumentError as error:
+        redact_error(error, url_text(url))
         raise StoreError("sqlalchemy: open", str(error)) from error
 
 

@@ -35,6 +35,7 @@ from chronica_sqlalchemy.engines import (
     create_async_store_engine,
     create_store_engine,
     runs_on_worker_threads,
+    url_text,
 )
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
@@ -72,6 +73,7 @@ class _Store:
     ) -> None:
         schema = checked_schema(schema, engine.dialect.name)
         limit = checked_content_limit(max_content_bytes, engine.dialect.name)
+        self._secrets_of = url_text(engine.url)
         if engine.dialect.name == "sqlite":
             configure_sqlite(engine)
         self.plans = Plans(Tables.build(schema), engine.dialect, schema, limit)
