@@ -104,6 +104,9 @@ class _QuotingPlans:
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Any, list[Any]]:
         return self._fail()
 
+    def content_limit(self) -> Plan[Any, int | None]:
+        return self._fail()
+
 
 class _QuotingStore(PlannedStore):
     def __init__(self, url: str) -> None:
