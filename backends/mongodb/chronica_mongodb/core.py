@@ -208,16 +208,17 @@ class MongoCore:
         self.max_content_bytes = max_content_bytes
         self._content_limit: int | None = None  # the server's, read once (see content_limit)
 
-    def content_limit(self) -> Plan[Command, int | None]:
+    def content_limit(self, where: str = "read content limit") -> Plan[Command, int | None]:
         """Return the largest content ``record`` accepts, in bytes of UTF-8.
 
         The server's ``maxBsonObjectSize`` (from ``hello``, asked once, then remembered; 16 MiB on
         every MongoDB so far) less :data:`DOCUMENT_RESERVE`, and never above the
-        ``max_content_bytes`` given. Raises ``StoreError("mongodb: read content limit: ...")``.
+        ``max_content_bytes`` given. Raises ``StoreError("mongodb: <where>: ...")`` (``where``: the
+        operation that needs the limit, ``read content limit`` by default).
         """
         limit = self._content_limit
         if limit is None:
-            hello = yield from self._run(Command(DATABASE, "command", ("hello",)), "read content limit")
+            hello = yield from self._run(Command(DATABASE, "command", ("hello",)), where)
             largest = int(hello.get("maxBsonObjectSize", MAX_DOCUMENT_BYTES))
             self._content_limit = limit = max(largest - DOCUMENT_RESERVE, 0)
         if self.max_content_bytes is not None and self.max_content_bytes < limit:
@@ -339,7 +340,7 @@ class MongoCore:
         """
         where = "record actum" if key is None else "record idempotent actum"
         chronicum_id = actum.chronicum_id
-        check_content_size(actum.content, (yield from self.content_limit()))
+        check_content_size(actum.content, (yield from self.content_limit(where)))
         document: dict[str, Any] = {
             "chronicum_id": chronicum_id,
             "seq": Int64(0),
@@ -373,7 +374,7 @@ class MongoCore:
                 newest, newest_at = yield from self._newest_stored(chronicum_id, where)
                 continue
             except (DocumentTooLarge, OperationFailure) as error:  # refused as too large
-                yield from self._refused_as_too_large(actum.content, error)
+                yield from self._refused_as_too_large(actum.content, where, error)
                 raise StoreError(f"mongodb: {where}", str(error)) from error
             self._remember(chronicum_id, (newest + 1, at))
             return replace(actum, at=at)
@@ -420,14 +421,14 @@ class MongoCore:
             documents.reverse()
         return [_actum(chronicum_id, document, where) for document in documents]
 
-    def _refused_as_too_large(self, content: str, error: Exception) -> Plan[Command, None]:
+    def _refused_as_too_large(self, content: str, where: str, error: Exception) -> Plan[Command, None]:
         """Raise ``ActumTooLarge`` if ``content`` is over the server's limit read again now.
 
         The server (or pymongo, with the limit the server told it) refused a document the store
         thought small enough: the limit changed since the store read it. Returns otherwise.
         """
         self._content_limit = None
-        limit = yield from self.content_limit()
+        limit = yield from self.content_limit(where)
         size = content_size(content)
         if limit is not None and size > limit:
             raise ActumTooLarge(size, limit) from error
