@@ -162,15 +162,8 @@ def _hello(chronicum_id: str) -> Actum:
     return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hello", id=new_actum_id())
 
 
-@pytest.fixture
-def postgresql_place(place: Place) -> Place:
-    if place.engine.dialect.name != "postgresql":
-        pytest.skip("the two PostgreSQL backends meet on PostgreSQL only")
-    return place
-
-
-def test_chronica_postgres_tables_are_refused_by_this_backend(postgresql_place: Place) -> None:
-    place = postgresql_place
+@pytest.mark.dialects("postgresql")
+def test_chronica_postgres_tables_are_refused_by_this_backend(place: Place) -> None:
     assert place.schema is not None
     libpq = _libpq_url(place.url)
     with PostgresStore(libpq, schema=place.schema) as theirs:
@@ -207,8 +200,8 @@ def test_chronica_postgres_tables_are_refused_by_this_backend(postgresql_place: 
         assert [actum.content for actum in theirs.acta("dinner-friday", ActaQuery())] == ["hello"]
 
 
-def test_this_backends_tables_are_refused_by_chronica_postgres(postgresql_place: Place) -> None:
-    place = postgresql_place
+@pytest.mark.dialects("postgresql")
+def test_this_backends_tables_are_refused_by_chronica_postgres(place: Place) -> None:
     assert place.schema is not None
     with SQLAlchemyStore.open(place.url, schema=place.schema) as ours:
         ours.create(Chronicum("dinner-friday", "ardian", datetime.now(UTC)))
@@ -263,10 +256,12 @@ def _distinct_names(dialect_name: str, tag: str) -> list[str]:
     return names
 
 
+SERVERS = pytest.mark.dialects("mariadb", "postgresql")  # SQLite has no schemas (the option is refused)
+
+
 @pytest.fixture
-def server(dialect: str, servers: ServerDatabases | None) -> ServerDatabases:
-    if servers is None:
-        pytest.skip("SQLite has no schemas (a schema option is refused there)")
+def server(servers: ServerDatabases | None) -> ServerDatabases:
+    assert servers is not None
     return servers
 
 
@@ -281,6 +276,7 @@ def _dropping(server: ServerDatabases, database_url: str) -> Callable[[list[str]
     return drop
 
 
+@SERVERS
 def test_distinct_schema_names_are_distinct_schemas(server: ServerDatabases, database_url: str) -> None:
     dialect_name = make_url(database_url).get_backend_name()
     names = _distinct_names(dialect_name, uuid.uuid4().hex[:8])
@@ -300,6 +296,7 @@ def test_distinct_schema_names_are_distinct_schemas(server: ServerDatabases, dat
         drop(names)
 
 
+@SERVERS
 def test_distinct_schema_names_are_distinct_schemas_async(server: ServerDatabases, database_url: str) -> None:
     tag = uuid.uuid4().hex[:8]
     names = [f"tenant {tag} a", f"tenant {tag}  a", f"tenant {tag}\ta", f"50% {tag}"]
@@ -324,6 +321,7 @@ def test_distinct_schema_names_are_distinct_schemas_async(server: ServerDatabase
         drop(names)
 
 
+@SERVERS
 def test_a_schema_written_under_one_name_is_not_seen_under_a_similar_one(
     server: ServerDatabases, database_url: str
 ) -> None:
@@ -354,6 +352,7 @@ REFUSED = {
 }
 
 
+@SERVERS
 def test_schema_names_the_database_would_not_keep_apart_are_refused(
     server: ServerDatabases, database_url: str
 ) -> None:
