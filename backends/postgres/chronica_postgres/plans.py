@@ -31,6 +31,7 @@ from chronica_core import (
     InvalidOption,
     StoreError,
 )
+from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check_idle_after_option
 from chronica_core.options import flag_option
 from chronica_core.plans import Plan
 from chronica_postgres.schema import (
@@ -107,6 +108,9 @@ class Options:
         connect_timeout: seconds to wait for a new connection to the server (default 10).
         pool_timeout: seconds a call waits for a free pooled connection before ``StoreError``
             (default 30).
+        check_idle_after: seconds a pooled connection may sit idle and still be used without
+            a check (default 60, from 0 to 86400; see :mod:`chronica_core.idle`); one idle longer,
+            or closed by the server meanwhile, is checked (one round trip) and replaced if dead.
     """
 
     schema: str = "public"
@@ -115,6 +119,7 @@ class Options:
     max_size: int = 20
     connect_timeout: float = 10.0
     pool_timeout: float = 30.0
+    check_idle_after: float = DEFAULT_CHECK_IDLE_AFTER
 
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> Options:
@@ -150,6 +155,9 @@ class Options:
             ),
             pool_timeout=_as_number(
                 "pool_timeout", options.get("pool_timeout", defaults.pool_timeout), float, 0
+            ),
+            check_idle_after=check_idle_after_option(
+                "postgres", options.get(CHECK_IDLE_AFTER, defaults.check_idle_after)
             ),
         )
 
@@ -302,7 +310,7 @@ class Plans:
             self.statements.record_idempotent, (chronicum_id, key, *_record_parameters(actum, key))
         )
         try:
-            rows = yield statement
+            rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
         except errors.UniqueViolation as error:
             if error.diag.constraint_name != ACTA_IDEMPOTENCY_INDEX:
                 raise translate(error, "record actum", chronicum_id) from error
@@ -391,12 +399,29 @@ class Plans:
     def _read(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
         """Perform ``statement``; after a lost connection drop the dead ones and try once more."""
         try:
+            rows: Rows = yield from self._again_if_lost(statement)
+        except psycopg.Error as error:
+            yield from self._discard_if_lost(error)
+            raise translate(error, operation, chronicum_id) from error
+        return rows
+
+    @staticmethod
+    def _again_if_lost(statement: Statement) -> Plan[Operation, Rows]:
+        """Perform ``statement`` (one safe to repeat); once more after a lost connection.
+
+        Only for reads and keyed writes: a repeated keyed write finds the actum stored the first
+        time. Before the second try the pool's dead connections are dropped. Raises the psycopg
+        error of the last try.
+        """
+        try:
             rows: Rows = yield statement
         except psycopg.Error as error:
             if not connection_lost(error):
-                raise translate(error, operation, chronicum_id) from error
-            yield DISCARD_BROKEN_CONNECTIONS
-            rows = yield from self._write(statement, operation, chronicum_id)
+                raise
+        else:
+            return rows
+        yield DISCARD_BROKEN_CONNECTIONS
+        rows = yield statement
         return rows
 
     @staticmethod

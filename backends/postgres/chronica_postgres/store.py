@@ -18,8 +18,9 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from chronica_core import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
+from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, translate
-from chronica_postgres.schema import SET_UTC, Statements
+from chronica_postgres.schema import Statements
 
 __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
 
@@ -83,15 +84,6 @@ async def _check_connection_async(url: str, options: Options) -> None:
     await connection.close()
 
 
-def _in_utc(connection: psycopg.Connection[Any]) -> None:
-    """Have the server send timestamps in UTC, which psycopg then reads as ``datetime.UTC``."""
-    connection.execute(SET_UTC)
-
-
-async def _in_utc_async(connection: psycopg.AsyncConnection[Any]) -> None:
-    await connection.execute(SET_UTC)
-
-
 class PostgresStore(PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL (DESIGN §7).
 
@@ -121,9 +113,10 @@ class PostgresStore(PlannedStore):
     def __init__(self, url: str = "", *, pool: ConnectionPool | None = None, **options: Any) -> None:
         url, self.options, self.plans = _configured(url, pool, options)
         self._owns_pool = pool is None
+        self._idle = IdleConnections(self.options.check_idle_after)
         if pool is None:
             _check_connection(url, self.options)
-            pool = ConnectionPool(url, open=True, configure=_in_utc, **self.options.pool_arguments())
+            pool = ConnectionPool(url, open=True, configure=self._configure, **self.options.pool_arguments())
         self._pool = pool
         if self.options.auto_migrate:
             try:
@@ -151,17 +144,47 @@ class PostgresStore(PlannedStore):
     def _run(self, plan: Plan[Any, Result]) -> Result:
         return run_plan(plan, self._perform)
 
+    def _configure(self, connection: psycopg.Connection[Any]) -> None:
+        """Set up a new pooled connection: timestamps in UTC; note the server's idle timeout."""
+        cursor = connection.execute(CONFIGURE_SQL)
+        cursor.nextset()
+        self._idle.opened(connection, idle_timeout_seconds(cursor.fetchone()))
+
     def _perform(self, operation: Operation) -> Rows:
         if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
             self._pool.check()
             return []
-        connection = self._pool.getconn()
+        connection = self._borrow()
         try:
             if not connection.autocommit:  # a pool given by the caller
                 connection.autocommit = True
             return connection.execute(operation.sql, operation.params).fetchall()
         finally:
+            self._idle.returned(connection)
             self._pool.putconn(connection)
+
+    def _borrow(self) -> psycopg.Connection[Any]:
+        """A pooled connection that works: one idle too long (or closed by the server) is checked first.
+
+        A dead one goes back to the pool, which drops it, and another is taken; after as many
+        dead ones as the pool holds at most, the next is a new one, taken unchecked. Raises what
+        ``getconn`` raises (``PoolTimeout``, ``PoolClosed``).
+        """
+        pool = self._pool
+        for _ in range(pool.max_size):
+            connection = pool.getconn()
+            if not self._idle.stale(connection):
+                return connection
+            try:
+                ConnectionPool.check_connection(connection)
+            except psycopg.Error:
+                pool.putconn(connection)
+                continue
+            except BaseException:
+                pool.putconn(connection)
+                raise
+            return connection
+        return pool.getconn()
 
 
 class AsyncPostgresStore(AsyncPlannedStore):
@@ -189,6 +212,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         self._url, self.options, self.plans = _configured(url, pool, options)
         self._owns_pool = pool is None
         self._pool = pool
+        self._idle = IdleConnections(self.options.check_idle_after)
         self._ready = False
         self._opening: asyncio.Lock | None = None
 
@@ -236,7 +260,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         if self._pool is None:
             await _check_connection_async(self._url, self.options)
             pool = AsyncConnectionPool(
-                self._url, open=False, configure=_in_utc_async, **self.options.pool_arguments()
+                self._url, open=False, configure=self._configure, **self.options.pool_arguments()
             )
             self._pool = pool
             await pool.open()
@@ -248,14 +272,38 @@ class AsyncPostgresStore(AsyncPlannedStore):
         if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
             await pool.check()
             return []
-        connection = await pool.getconn()
+        connection = await self._borrow(pool)
         try:
             if not connection.autocommit:  # a pool given by the caller
                 await connection.set_autocommit(True)
             cursor = await connection.execute(operation.sql, operation.params)
             return await cursor.fetchall()
         finally:
+            self._idle.returned(connection)
             await pool.putconn(connection)
+
+    async def _configure(self, connection: psycopg.AsyncConnection[Any]) -> None:
+        """Set up a new pooled connection: timestamps in UTC; note the server's idle timeout."""
+        cursor = await connection.execute(CONFIGURE_SQL)
+        cursor.nextset()
+        self._idle.opened(connection, idle_timeout_seconds(await cursor.fetchone()))
+
+    async def _borrow(self, pool: AsyncConnectionPool) -> psycopg.AsyncConnection[Any]:
+        """:meth:`PostgresStore._borrow` for the asyncio pool."""
+        for _ in range(pool.max_size):
+            connection = await pool.getconn()
+            if not self._idle.stale(connection):
+                return connection
+            try:
+                await AsyncConnectionPool.check_connection(connection)
+            except psycopg.Error:
+                await pool.putconn(connection)
+                continue
+            except BaseException:
+                await pool.putconn(connection)
+                raise
+            return connection
+        return await pool.getconn()
 
 
 def migrate(url: str, **options: Any) -> int:
