@@ -34,7 +34,9 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from chronica_core.errors import InvalidOption, StoreError
+from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check_idle_after_option
 from chronica_core.options import flag_option
+from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.plans import WRITE_OPTION
 
 __all__ = [
@@ -63,7 +65,16 @@ DEFAULT_BUSY_TIMEOUT_SECONDS = 30.0
 
 _SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
-OPTION_NAMES = ("auto_migrate", "busy_timeout", "echo", "max_overflow", "pool_size", "schema", "synchronous")
+OPTION_NAMES = (
+    "auto_migrate",
+    "busy_timeout",
+    CHECK_IDLE_AFTER,
+    "echo",
+    "max_overflow",
+    "pool_size",
+    "schema",
+    "synchronous",
+)
 """Every option ``open_store(url, **options)`` understands on this backend."""
 
 _BACKEND = "sqlalchemy"
@@ -131,7 +142,9 @@ class EngineOptions:
     Args:
         options: ``schema`` (str), ``auto_migrate`` (bool, default true), ``synchronous``
             (SQLite: ``OFF``/``NORMAL``/``FULL``/``EXTRA``, default ``FULL``), ``busy_timeout``
-            (SQLite: seconds, a number not below zero, default 30), ``pool_size`` and
+            (SQLite: seconds, a number not below zero, default 30), ``check_idle_after`` (servers:
+            seconds a pooled connection may sit idle and still be used unchecked, from 0 to 86400,
+            default 60; see :mod:`chronica_sqlalchemy.connections`), ``pool_size`` and
             ``max_overflow`` (whole numbers not below zero), ``echo`` (bool). Values may be given
             as strings, as ``--option key=value`` does; booleans as ``true``/``false``,
             ``yes``/``no``, ``on``/``off`` or ``1``/``0``.
@@ -155,6 +168,9 @@ class EngineOptions:
             levels = ", ".join(_SYNCHRONOUS_LEVELS)
             raise InvalidOption(_BACKEND, "synchronous", f"expected one of {levels}, got {synchronous!r}")
         self.busy_timeout = _number(options, "busy_timeout", DEFAULT_BUSY_TIMEOUT_SECONDS)
+        self.check_idle_after = check_idle_after_option(
+            _BACKEND, options.get(CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER)
+        )
         self.pool: dict[str, int] = {
             name: _whole_number(options, name) for name in ("pool_size", "max_overflow") if name in options
         }
@@ -272,6 +288,7 @@ def _created(
 def _configured(engine: Engine, options: EngineOptions) -> None:
     if engine.dialect.name == "sqlite":
         configure_sqlite(engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
+    watch_idle_connections(engine, options.check_idle_after)
 
 
 def configure_sqlite(

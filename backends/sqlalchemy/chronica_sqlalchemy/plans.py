@@ -9,7 +9,9 @@ asyncio store runs that same function inside SQLAlchemy's greenlet bridge on its
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from operator import itemgetter
@@ -43,7 +45,7 @@ from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicu
 from chronica_core.plans import Plan, run_plan
 from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables, is_mysql
 
-__all__ = ["COMMIT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
+__all__ = ["COMMIT", "RECONNECT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
 
 Result = TypeVar("Result")
 
@@ -72,6 +74,8 @@ class Step(NamedTuple):
 
 COMMIT = Step("commit")
 ROLLBACK = Step("rollback")
+RECONNECT = Step("reconnect")
+"""Give back the plan's connection (SQLAlchemy found it lost) and take a new one at the next step."""
 
 
 def _execute(statement: Executable, parameters: dict[str, Any] | None = None, *, write: bool = False) -> Step:
@@ -83,11 +87,18 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
 
     Runs as plain blocking code; the asyncio store calls it through SQLAlchemy's greenlet bridge
     with its ``AsyncEngine.sync_engine``. A failure to connect is thrown into the plan like any
-    other step's failure, so the plan's error translation covers it. Returns the plan's result.
+    other step's failure, so the plan's error translation covers it. :data:`RECONNECT` gives the
+    connection back; the next step takes a new one. Giving the connection back never raises: if
+    that fails (the server is gone), the pool drops it, and the plan's result or error stands.
+    Returns the plan's result.
     """
     held: list[Connection] = []
 
     def perform(step: Step) -> Any:
+        if step.method == RECONNECT.method:
+            if held:
+                _release(held.pop())
+            return None
         if not held:
             held.append(engine.connect())
             if step.write:
@@ -98,7 +109,33 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
         return run_plan(plan, perform)
     finally:
         if held:
-            held[0].close()
+            _release(held[0])
+
+
+def _release(connection: Connection) -> None:
+    """Give ``connection`` back to its pool; if that fails, have the pool drop it instead."""
+    try:
+        connection.close()
+    except SQLAlchemyError:
+        with contextlib.suppress(SQLAlchemyError):
+            connection.invalidate()
+            connection.close()
+
+
+def _again_if_disconnected(make: Callable[[], Plan[Step, Result]]) -> Plan[Step, Result]:
+    """Run the plan ``make()`` gives; after a lost connection, once more on a new one.
+
+    Only for plans safe to repeat: reads, and keyed writes (the repeat finds the actum the first
+    try stored, if it did). A connection is lost when SQLAlchemy says so (``connection_invalidated``:
+    the dialect recognised a disconnect). The error of the second try propagates.
+    """
+    try:
+        return (yield from make())
+    except DBAPIError as error:
+        if not error.connection_invalidated:
+            raise
+    yield RECONNECT
+    return (yield from make())
 
 
 def _detail(error: SQLAlchemyError) -> str:
@@ -209,7 +246,7 @@ class Plans:
 
     def get(self, chronicum_id: str) -> Plan[Step, Chronicum]:
         """Return the chronicum; ``ChronicumNotFound`` if there is none."""
-        return _translated("get chronicum", self._get(chronicum_id))
+        return _translated("get chronicum", _again_if_disconnected(lambda: self._get(chronicum_id)))
 
     def record(self, actum: Actum) -> Plan[Step, Actum]:
         """Append ``actum`` at the chronicum's next ``seq``; ``ChronicumNotFound`` if there is none."""
@@ -217,11 +254,11 @@ class Plans:
 
     def record_idempotent(self, actum: Actum, key: str) -> Plan[Step, Actum]:
         """Append ``actum`` under ``key``, or return the actum the key already holds in the chronicum."""
-        return _translated("record actum", self._record(actum, key))
+        return _translated("record actum", _again_if_disconnected(lambda: self._record(actum, key)))
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
         """Return the context window in one query; ``ChronicumNotFound`` if the chronicum is missing."""
-        return _translated("get acta", self._acta(chronicum_id, query))
+        return _translated("get acta", _again_if_disconnected(lambda: self._acta(chronicum_id, query)))
 
     def migrate(self) -> Plan[Step, None]:
         """Create the tables, or bring them to :data:`SCHEMA_VERSION`, under a lock (see :meth:`_migrate`)."""

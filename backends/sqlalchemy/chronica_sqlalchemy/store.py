@@ -27,6 +27,7 @@ from sqlalchemy.util import greenlet_spawn
 from chronica_core.errors import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
+from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.engines import (
     EngineOptions,
     checked_schema,
@@ -61,6 +62,7 @@ class _Store:
         schema = checked_schema(schema, engine.dialect.name)
         if engine.dialect.name == "sqlite":
             configure_sqlite(engine)
+        watch_idle_connections(engine)
         self.plans = Plans(Tables.build(schema), engine.dialect, schema)
         self._pending_migration = auto_migrate
         self._owns_engine = owns_engine
