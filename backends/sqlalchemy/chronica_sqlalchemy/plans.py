@@ -45,7 +45,7 @@ from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicu
 from chronica_core.plans import Plan, run_plan
 from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables, is_mysql
 
-__all__ = ["COMMIT", "RECONNECT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
+__all__ = ["COMMIT", "DROP_CONNECTION", "RECONNECT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
 
 Result = TypeVar("Result")
 
@@ -76,6 +76,9 @@ COMMIT = Step("commit")
 ROLLBACK = Step("rollback")
 RECONNECT = Step("reconnect")
 """Give back the plan's connection (SQLAlchemy found it lost) and take a new one at the next step."""
+DROP_CONNECTION = Step("drop")
+"""End the plan's connection's session (what it holds on the server goes with it); the pool
+replaces the connection."""
 
 
 def _execute(statement: Executable, parameters: dict[str, Any] | None = None, *, write: bool = False) -> Step:
@@ -88,32 +91,47 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
     Runs as plain blocking code; the asyncio store calls it through SQLAlchemy's greenlet bridge
     with its ``AsyncEngine.sync_engine``. A failure to connect is thrown into the plan like any
     other step's failure, so the plan's error translation covers it. :data:`RECONNECT` gives the
-    connection back; the next step takes a new one. Giving the connection back never raises: if
-    that fails (the server is gone), the pool drops it, and the plan's result or error stands.
-    Returns the plan's result.
+    connection back and :data:`DROP_CONNECTION` ends it; the next step takes a new one.
+
+    A connection on which a step failed with anything but a constraint violation is ended, not
+    given back: the database may still hold its transaction open (SQLite keeps it after a failed
+    ``COMMIT``; SQLAlchemy then forgets it, and the pool does not roll back on return), or a lock.
+    Giving the connection back never raises: if that fails (the server is gone), the pool drops
+    it, and the plan's result or error stands. Returns the plan's result.
     """
     held: list[Connection] = []
+    failed: list[Connection] = []
 
     def perform(step: Step) -> Any:
-        if step.method == RECONNECT.method:
+        if step.method in (RECONNECT.method, DROP_CONNECTION.method):
             if held:
-                _release(held.pop())
+                connection = held.pop()
+                _release(connection, drop=step is DROP_CONNECTION or connection in failed)
             return None
         if not held:
             held.append(engine.connect())
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
-        return getattr(held[0], step.method)(*step.args)
+        try:
+            return getattr(held[0], step.method)(*step.args)
+        except IntegrityError:  # a statement refused: the connection and its transaction are sound
+            raise
+        except SQLAlchemyError:
+            failed.append(held[0])
+            raise
 
     try:
         return run_plan(plan, perform)
     finally:
         if held:
-            _release(held[0])
+            _release(held[0], drop=held[0] in failed)
 
 
-def _release(connection: Connection) -> None:
-    """Give ``connection`` back to its pool; if that fails, have the pool drop it instead."""
+def _release(connection: Connection, *, drop: bool = False) -> None:
+    """Give ``connection`` back to its pool (``drop``: end it instead); if that fails, end it."""
+    if drop:
+        with contextlib.suppress(SQLAlchemyError):
+            connection.invalidate()
     try:
         connection.close()
     except SQLAlchemyError:
@@ -434,10 +452,25 @@ class Plans:
             raise
         except BaseException:
             if locked:
-                yield from self._unlock()
+                yield from self._release_lock()
             raise
         if locked:
+            failed = yield from self._release_lock()
+            if failed is not None:
+                raise failed
+
+    def _release_lock(self) -> Plan[Step, SQLAlchemyError | None]:
+        """Release the migration lock; if that fails, end the session, and the lock with it.
+
+        A connection must not go back to the pool holding the lock: every later migration would
+        wait for it. Returns the error of the release (``None`` when it went well).
+        """
+        try:
             yield from self._unlock()
+        except SQLAlchemyError as error:
+            yield DROP_CONNECTION
+            return error
+        return None
 
     def _create_tables(self) -> Plan[Step, None]:
         tables = self.tables
