@@ -52,20 +52,24 @@ class Injection:
 
     Attributes:
         kind: the failure to inject.
-        after: how many driver calls succeed before every later one fails.
+        after: how many driver calls succeed before the later ones fail.
+        times: how many calls fail after those (``None``: every later one); the group uses
+            ``None``, a backend's own tests may fail one call only.
         calls: driver calls seen so far.
         raised: every exception the injector raised, in order.
     """
 
     kind: FailureKind
     after: int = 0
+    times: int | None = None
     calls: int = 0
     raised: list[BaseException] = field(default_factory=list)
 
     def next_call(self) -> FailureKind | None:
         """Count one driver call; return the kind to fail it with, or ``None`` to let it run."""
         self.calls += 1
-        return self.kind if self.calls > self.after else None
+        failing = self.calls > self.after and (self.times is None or self.calls <= self.after + self.times)
+        return self.kind if failing else None
 
     def raised_now(self, error: BaseException) -> BaseException:
         """Remember ``error`` as raised by the injector and return it (``raise injection.raised_now(e)``)."""

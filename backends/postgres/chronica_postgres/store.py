@@ -9,6 +9,7 @@ store operations themselves come from :class:`chronica_core.PlannedStore` and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -151,8 +152,9 @@ class PostgresStore(PlannedStore):
         self._idle.opened(connection, idle_timeout_seconds(cursor.fetchone()))
 
     def _perform(self, operation: Operation) -> Rows:
-        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
-            self._pool.check()
+        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS, at best
+            with contextlib.suppress(psycopg.Error):  # (a pool closed meanwhile): the plan's error stands
+                self._pool.check()
             return []
         connection = self._borrow()
         try:
@@ -269,8 +271,9 @@ class AsyncPostgresStore(AsyncPlannedStore):
         pool = self._pool
         if pool is None:
             raise StoreError("postgres: async store", "the store is closed")
-        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
-            await pool.check()
+        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS, at best
+            with contextlib.suppress(psycopg.Error):
+                await pool.check()
             return []
         connection = await self._borrow(pool)
         try:

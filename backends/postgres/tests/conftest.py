@@ -195,9 +195,9 @@ class PsycopgFaults:
 
     @contextlib.contextmanager
     def inject(
-        self, store: PostgresStore | AsyncPostgresStore, kind: FailureKind, *, after: int = 0
+        self, store: PostgresStore | AsyncPostgresStore, kind: FailureKind, *, after: int = 0, times: int | None = None
     ) -> Iterator[Injection]:
-        injection = Injection(kind, after)
+        injection = Injection(kind, after, times)
         borrowed: weakref.WeakSet[Any] = weakref.WeakSet()
         real_borrow = store._borrow  # noqa: SLF001 - the store's own connections only
 

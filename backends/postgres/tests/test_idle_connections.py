@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 import psycopg
 import pytest
 from chronica_postgres import AsyncPostgresStore, PostgresStore
+from conftest import PsycopgFaults
 from psycopg_pool import ConnectionPool
 
 from chronica_core import (
@@ -27,6 +28,7 @@ from chronica_core import (
     ActumKind,
     Chronicum,
     InvalidOption,
+    StoreError,
     new_actum_id,
 )
 from chronica_core.idle import idle_limit
@@ -158,3 +160,54 @@ def test_the_server_idle_timeout_shortens_the_idle_limit() -> None:
 
 def time_now() -> datetime:
     return datetime.now(UTC)
+
+
+def lost_once(faults: PsycopgFaults, store: PostgresStore | AsyncPostgresStore) -> Any:
+    """The next statement of ``store`` fails as if the server had closed its connection."""
+    return faults.inject(store, "connection_reset", times=1)
+
+
+def test_reads_and_keyed_writes_are_tried_again_after_a_lost_connection_plain_writes_not(
+    store: PostgresStore, chronica_driver_faults: PsycopgFaults
+) -> None:
+    """A connection may die unseen (a proxy's timeout): the safe operations are repeated once."""
+    chronicum_id = f"lost-{uuid.uuid4().hex}"
+    store.create(Chronicum(chronicum_id, "ardian", time_now()))
+    with lost_once(chronica_driver_faults, store) as injection:
+        keyed = store.record_idempotent(message(chronicum_id, "keyed"), "k-1")
+    assert len(injection.raised) == 1
+    with lost_once(chronica_driver_faults, store) as injection:
+        assert store.get(chronicum_id).last_actum_at == keyed.at
+    assert len(injection.raised) == 1
+    with lost_once(chronica_driver_faults, store) as injection:
+        assert [actum.id for actum in store.acta(chronicum_id, ActaQuery())] == [keyed.id]
+    assert len(injection.raised) == 1
+    with lost_once(chronica_driver_faults, store) as injection, pytest.raises(StoreError) as raised:
+        store.record(message(chronicum_id, "plain"))
+    assert raised.value.__cause__ is injection.raised[0]
+    assert [actum.id for actum in store.acta(chronicum_id, ActaQuery())] == [keyed.id]
+
+
+def test_async_reads_and_keyed_writes_are_tried_again_after_a_lost_connection(
+    async_store: AsyncPostgresStore, chronica_driver_faults: PsycopgFaults
+) -> None:
+    chronicum_id = f"lost-{uuid.uuid4().hex}"
+
+    async def scenario() -> list[str]:
+        try:
+            await async_store.create(Chronicum(chronicum_id, "ardian", time_now()))
+            with lost_once(chronica_driver_faults, async_store) as injection:
+                keyed = await async_store.record_idempotent(message(chronicum_id, "keyed"), "k-1")
+            assert len(injection.raised) == 1
+            with lost_once(chronica_driver_faults, async_store):
+                assert (await async_store.get(chronicum_id)).last_actum_at == keyed.at
+            with lost_once(chronica_driver_faults, async_store), pytest.raises(StoreError):
+                await async_store.record(message(chronicum_id, "plain"))
+            with lost_once(chronica_driver_faults, async_store) as injection:
+                window = await async_store.acta(chronicum_id, ActaQuery())
+            assert len(injection.raised) == 1
+            return [actum.id for actum in window]
+        finally:
+            await async_store.close()
+
+    assert len(asyncio.run(scenario())) == 1

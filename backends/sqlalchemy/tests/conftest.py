@@ -233,8 +233,8 @@ class SQLAlchemyFaults:
     """
 
     @contextlib.contextmanager
-    def inject(self, store: Any, kind: FailureKind, *, after: int = 0) -> Iterator[Injection]:
-        injection = Injection(kind, after)
+    def inject(self, store: Any, kind: FailureKind, *, after: int = 0, times: int | None = None) -> Iterator[Injection]:
+        injection = Injection(kind, after, times)
         engine: Engine = getattr(store.engine, "sync_engine", store.engine)
         dialect = engine.dialect
         server = dialect.name != "sqlite"

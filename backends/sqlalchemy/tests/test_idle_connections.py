@@ -12,16 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
 from chronica_sqlalchemy import SQLAlchemyStore, open_async_sqlalchemy_store
-from conftest import ServerDatabases
+from conftest import ServerDatabases, SQLAlchemyFaults
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
 
-from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, InvalidOption, new_actum_id
+from chronica_core import (
+    ActaQuery,
+    ActorKind,
+    Actum,
+    ActumKind,
+    Chronicum,
+    InvalidOption,
+    StoreError,
+    new_actum_id,
+)
 
 WAIT_SECONDS = 60.0
 """How long a test waits for the server to close the store's connections (a guard, not a timing)."""
@@ -138,3 +148,29 @@ def test_check_idle_after_is_range_checked(value: object) -> None:
         SQLAlchemyStore.open(make_url("sqlite://"), check_idle_after=value)
     assert raised.value.option == "check_idle_after"
     assert "from 0 to 86400" in str(raised.value)
+
+
+@servers_only
+def test_reads_and_keyed_writes_are_tried_again_after_a_lost_connection_plain_writes_not(
+    store: SQLAlchemyStore, chronica_driver_faults: SQLAlchemyFaults
+) -> None:
+    """A connection may die unseen (a proxy's timeout): the safe operations are repeated once."""
+    chronicum_id = f"lost-{uuid.uuid4().hex}"
+    store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+    with chronica_driver_faults.inject(store, "connection_reset", times=1) as injection:
+        keyed = store.record_idempotent(message(chronicum_id, "keyed"), "k-1")
+    assert len(injection.raised) == 1
+    with chronica_driver_faults.inject(store, "connection_reset", times=1) as injection:
+        assert store.get(chronicum_id).owner_id == "ardian"
+    assert len(injection.raised) == 1
+    with chronica_driver_faults.inject(store, "connection_reset", times=1) as injection:
+        assert [actum.id for actum in store.acta(chronicum_id, ActaQuery())] == [keyed.id]
+    assert len(injection.raised) == 1
+    with (
+        chronica_driver_faults.inject(store, "connection_reset", times=1) as injection,
+        pytest.raises(StoreError) as raised,
+    ):
+        store.record(message(chronicum_id, "plain"))
+    assert raised.value.__cause__ is not None
+    assert raised.value.__cause__.__cause__ is injection.raised[0]
+    assert [actum.id for actum in store.acta(chronicum_id, ActaQuery())] == [keyed.id]
