@@ -64,7 +64,9 @@ __all__ = [
 ]
 
 
-class ConformanceSuite(StoreContract, IdempotentContract, RulesContract, StatefulRules, DriverFailureContract):
+class ConformanceSuite(
+    StoreContract, IdempotentContract, RulesContract, StatefulRules, DriverFailureContract
+):
     """Every group of the conformance suite, each case once per flavour the subclass supplies.
 
     The groups: the store contract (S1–S9), the idempotent contract (S10, R8), the rules

@@ -80,7 +80,9 @@ class Injection:
 class DriverFaults(Protocol):
     """What a ``chronica_driver_faults`` fixture returns: a way to make the store's driver fail."""
 
-    def inject(self, store: Any, kind: FailureKind, *, after: int = 0) -> contextlib.AbstractContextManager[Injection]:
+    def inject(
+        self, store: Any, kind: FailureKind, *, after: int = 0
+    ) -> contextlib.AbstractContextManager[Injection]:
         """Make ``store``'s driver fail while the context is open.
 
         Args:
@@ -139,6 +141,7 @@ class DriverFailureContract(SuiteBase):
     def test_e1_driver_failures_leave_the_store_as_chronica_errors(
         self, chronica_harness: Harness, chronica_faults: DriverFaults, operation: str, kind: FailureKind
     ) -> None:
+        """E1: each operation, with ``kind`` at each of its driver calls in turn (see the class)."""
         harness = chronica_harness
         make_call = self._operation(harness, operation)
         for after in range(MAX_DRIVER_CALLS):

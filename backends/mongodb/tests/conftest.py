@@ -263,7 +263,12 @@ class PymongoFaults:
 
     @contextlib.contextmanager
     def inject(
-        self, store: MongoStore | AsyncMongoStore, kind: FailureKind, *, after: int = 0, times: int | None = None
+        self,
+        store: MongoStore | AsyncMongoStore,
+        kind: FailureKind,
+        *,
+        after: int = 0,
+        times: int | None = None,
     ) -> Iterator[Injection]:
         injection = Injection(kind, after, times)
         with pytest.MonkeyPatch.context() as patch:

@@ -195,11 +195,16 @@ class PsycopgFaults:
 
     @contextlib.contextmanager
     def inject(
-        self, store: PostgresStore | AsyncPostgresStore, kind: FailureKind, *, after: int = 0, times: int | None = None
+        self,
+        store: PostgresStore | AsyncPostgresStore,
+        kind: FailureKind,
+        *,
+        after: int = 0,
+        times: int | None = None,
     ) -> Iterator[Injection]:
         injection = Injection(kind, after, times)
         borrowed: weakref.WeakSet[Any] = weakref.WeakSet()
-        real_borrow = store._borrow  # noqa: SLF001 - the store's own connections only
+        real_borrow = store._borrow  # the store's own connections only
 
         def fail(connection: Any) -> psycopg.Error | None:
             if connection not in borrowed:

@@ -120,9 +120,7 @@ def test_every_async_operation_after_the_server_closed_idle_connections_succeeds
     assert asyncio.run(scenario())[1] == "a plain write after the pause"
 
 
-def test_a_busy_pool_is_not_checked(
-    postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_busy_pool_is_not_checked(postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Connections used again within ``check_idle_after`` cost no extra round trip."""
     name = f"chronica-busy-{uuid.uuid4().hex[:12]}"
     url = idle_closing_url(postgres_url, name, timeout_ms=0)

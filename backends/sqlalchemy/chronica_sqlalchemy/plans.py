@@ -45,7 +45,17 @@ from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicu
 from chronica_core.plans import Plan, run_plan
 from chronica_sqlalchemy.schema import SCHEMA_VERSION, Tables, is_mysql
 
-__all__ = ["COMMIT", "DROP_CONNECTION", "RECONNECT", "ROLLBACK", "WRITE_OPTION", "Plans", "Step", "actum_row", "execute_plan"]
+__all__ = [
+    "COMMIT",
+    "DROP_CONNECTION",
+    "RECONNECT",
+    "ROLLBACK",
+    "WRITE_OPTION",
+    "Plans",
+    "Step",
+    "actum_row",
+    "execute_plan",
+]
 
 Result = TypeVar("Result")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +233,9 @@ class SQLAlchemyFaults:
     """
 
     @contextlib.contextmanager
-    def inject(self, store: Any, kind: FailureKind, *, after: int = 0, times: int | None = None) -> Iterator[Injection]:
+    def inject(
+        self, store: Any, kind: FailureKind, *, after: int = 0, times: int | None = None
+    ) -> Iterator[Injection]:
         injection = Injection(kind, after, times)
         engine: Engine = getattr(store.engine, "sync_engine", store.engine)
         dialect = engine.dialect
@@ -265,7 +267,7 @@ class SQLAlchemyFaults:
             fail(dbapi_connection)
             real_rollback(dbapi_connection)
 
-        listeners = [
+        listeners: list[tuple[str, Callable[..., Any]]] = [
             ("do_execute", on_execute),
             ("do_executemany", on_execute),
             ("do_execute_no_params", on_execute_no_params),
