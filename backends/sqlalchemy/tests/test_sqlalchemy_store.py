@@ -176,7 +176,9 @@ def test_open_store_by_url_gives_both_flavours_on_one_sqlite_file(
     assert [actum.content for actum in asyncio.run(read())] == ["from the blocking store"]
 
 
-KNOWN_OPTIONS = "auto_migrate, busy_timeout, check_idle_after, echo, max_overflow, pool_size, schema, synchronous"
+KNOWN_OPTIONS = (
+    "auto_migrate, busy_timeout, check_idle_after, echo, max_overflow, pool_size, schema, synchronous"
+)
 
 
 @pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
