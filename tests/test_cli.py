@@ -173,7 +173,10 @@ def test_migrate_on_a_store_without_schema_says_so() -> None:
 
 
 def test_conformance_passes_on_memory_and_prints_pytests_summary() -> None:
-    result = chronica("conformance", "memory://", "-q", "-p", "no:cacheprovider", store=None)
+    # without the "not test_e1_" selection, the driver-failure group is skipped (memory has no driver)
+    result = chronica(
+        "conformance", "memory://", "-q", "-p", "no:cacheprovider", "-k", "not test_e1_", store=None
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     summary = result.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "skipped" not in summary

@@ -22,6 +22,7 @@ pytest.register_assert_rewrite(
         f"chronica_conformance.{module}"
         for module in (
             "base",
+            "driver_failures",
             "harness",
             "idempotent_contract",
             "rules_contract",
@@ -33,6 +34,7 @@ pytest.register_assert_rewrite(
 )
 
 from chronica_conformance.base import SuiteBase, Target  # noqa: E402
+from chronica_conformance.driver_failures import DriverFailureContract, DriverFaults, FailureKind, Injection  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.harness import AsyncHarness, Call, Harness, SyncHarness, rules_call, store_call  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.idempotent_contract import IdempotentContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
@@ -45,8 +47,12 @@ __all__ = [
     "AsyncHarness",
     "Call",
     "ConformanceSuite",
+    "DriverFailureContract",
+    "DriverFaults",
+    "FailureKind",
     "Harness",
     "IdempotentContract",
+    "Injection",
     "ReferenceModel",
     "RulesContract",
     "SizeContract",
@@ -61,12 +67,16 @@ __all__ = [
 ]
 
 
-class ConformanceSuite(StoreContract, IdempotentContract, RulesContract, SizeContract, StatefulRules):
+class ConformanceSuite(
+    StoreContract, IdempotentContract, RulesContract, SizeContract, StatefulRules, DriverFailureContract
+):
     """Every group of the conformance suite, each case once per flavour the subclass supplies.
 
     The groups: the store contract (S1–S9), the idempotent contract (S10, R8), the rules
-    (R1–R9), the size contract (content up to the store's limit) and the stateful model test.
+    (R1–R9), the size contract (content up to the store's limit), the stateful model test and
+    driver failures (E1).
 
     Supply ``store`` and/or ``async_store`` fixtures; set ``declares_idempotent = True`` when the
-    store promises idempotency (the idempotent group then fails instead of skipping).
+    store promises idempotency (the idempotent group then fails instead of skipping); supply a
+    ``chronica_driver_faults`` fixture for the driver-failure group (skipped without one).
     """

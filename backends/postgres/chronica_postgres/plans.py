@@ -31,6 +31,7 @@ from chronica_core import (
     InvalidOption,
     StoreError,
 )
+from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check_idle_after_option
 from chronica_core.limits import (
     MAX_CONTENT_OPTION,
     POSTGRESQL_MAX_CONTENT_BYTES,
@@ -135,6 +136,9 @@ class Options:
         max_content_bytes: the largest content a write accepts, in bytes of UTF-8 (default and
             most: ``POSTGRESQL_MAX_CONTENT_BYTES``, 536,838,142, what PostgreSQL can store and
             send back); larger content raises ``ActumTooLarge`` before anything is sent.
+        check_idle_after: seconds a pooled connection may sit idle and still be used without
+            a check (default 60, from 0 to 86400; see :mod:`chronica_core.idle`); one idle longer,
+            or closed by the server meanwhile, is checked (one round trip) and replaced if dead.
     """
 
     schema: str = "public"
@@ -145,6 +149,7 @@ class Options:
     pool_timeout: float = 30.0
     max_content_bytes: int = POSTGRESQL_MAX_CONTENT_BYTES
     operation_timeout: float | None = None
+    check_idle_after: float = DEFAULT_CHECK_IDLE_AFTER
 
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> Options:
@@ -188,6 +193,9 @@ class Options:
                 "postgres",
                 options.get(MAX_CONTENT_OPTION, defaults.max_content_bytes),
                 POSTGRESQL_MAX_CONTENT_BYTES,
+            ),
+            check_idle_after=check_idle_after_option(
+                "postgres", options.get(CHECK_IDLE_AFTER, defaults.check_idle_after)
             ),
         )
 
@@ -363,7 +371,7 @@ class Plans:
             self.statements.record_idempotent, (chronicum_id, key, *_record_parameters(actum, key))
         )
         try:
-            rows = yield statement
+            rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
         except errors.UniqueViolation as error:
             if error.diag.constraint_name != ACTA_IDEMPOTENCY_INDEX:
                 raise translate(error, "record actum", chronicum_id) from error
@@ -513,12 +521,29 @@ class Plans:
     def _read(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
         """Perform ``statement``; after a lost connection drop the dead ones and try once more."""
         try:
+            rows: Rows = yield from self._again_if_lost(statement)
+        except psycopg.Error as error:
+            yield from self._discard_if_lost(error)
+            raise translate(error, operation, chronicum_id) from error
+        return rows
+
+    @staticmethod
+    def _again_if_lost(statement: Statement) -> Plan[Operation, Rows]:
+        """Perform ``statement`` (one safe to repeat); once more after a lost connection.
+
+        Only for reads and keyed writes: a repeated keyed write finds the actum stored the first
+        time. Before the second try the pool's dead connections are dropped. Raises the psycopg
+        error of the last try.
+        """
+        try:
             rows: Rows = yield statement
         except psycopg.Error as error:
             if not connection_lost(error):
-                raise translate(error, operation, chronicum_id) from error
-            yield DISCARD_BROKEN_CONNECTIONS
-            rows = yield from self._write(statement, operation, chronicum_id)
+                raise
+        else:
+            return rows
+        yield DISCARD_BROKEN_CONNECTIONS
+        rows = yield statement
         return rows
 
     @staticmethod

@@ -9,6 +9,7 @@ store operations themselves come from :class:`chronica_core.PlannedStore` and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -19,8 +20,9 @@ from chronica_core import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import redact_error
+from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, translate
-from chronica_postgres.schema import SET_UTC, Statements
+from chronica_postgres.schema import Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
 
 __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
@@ -96,15 +98,6 @@ async def _check_connection_async(url: str, options: Options) -> None:
     await connection.close()
 
 
-def _in_utc(connection: psycopg.Connection[Any]) -> None:
-    """Have the server send timestamps in UTC, which psycopg then reads as ``datetime.UTC``."""
-    connection.execute(SET_UTC)
-
-
-async def _in_utc_async(connection: psycopg.AsyncConnection[Any]) -> None:
-    await connection.execute(SET_UTC)
-
-
 class PostgresStore(PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL (DESIGN §7).
 
@@ -139,9 +132,10 @@ class PostgresStore(PlannedStore):
         url, self.options, self.plans = _configured(url, pool, options)
         self._secrets_of = _connection_text(url, pool)
         self._owns_pool = pool is None
+        self._idle = IdleConnections(self.options.check_idle_after)
         if pool is None:
             _check_connection(url, self.options)
-            pool = ConnectionPool(url, open=True, configure=_in_utc, **self.options.pool_arguments())
+            pool = ConnectionPool(url, open=True, configure=self._configure, **self.options.pool_arguments())
         self._pool = pool
         try:
             if self.options.auto_migrate:
@@ -171,19 +165,51 @@ class PostgresStore(PlannedStore):
     def _run(self, plan: Plan[Any, Result]) -> Result:
         return run_plan(plan, self._perform)
 
+    def _configure(self, connection: psycopg.Connection[Any]) -> None:
+        """Set up a new pooled connection: timestamps in UTC; note the server's idle timeout."""
+        cursor = connection.execute(CONFIGURE_SQL)
+        cursor.nextset()
+        self._idle.opened(connection, idle_timeout_seconds(cursor.fetchone()))
+
     def _perform(self, operation: Operation) -> Rows:
-        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
-            self._pool.check()
+        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS, at best
+            with contextlib.suppress(psycopg.Error):  # (a pool closed meanwhile): the plan's error stands
+                self._pool.check()
             return []
         with waiting(self.options) as started:
-            connection = self._pool.getconn(connection_wait(self.options))
+            connection = self._borrow(connection_wait(self.options))
         try:
             if not connection.autocommit:  # a pool given by the caller
                 connection.autocommit = True
             with bounded(self.options, started, connection):
                 return connection.execute(operation.sql, operation.params).fetchall()
         finally:
+            self._idle.returned(connection)
             self._pool.putconn(connection)
+
+    def _borrow(self, timeout: float | None) -> psycopg.Connection[Any]:
+        """A pooled connection that works: one idle too long (or closed by the server) is checked first.
+
+        A dead one goes back to the pool, which drops it, and another is taken; after as many
+        dead ones as the pool holds at most, the next is a new one, taken unchecked. ``timeout``
+        bounds each wait for a connection (``None``: the pool's own). Raises what ``getconn``
+        raises (``PoolTimeout``, ``PoolClosed``).
+        """
+        pool = self._pool
+        for _ in range(pool.max_size):
+            connection = pool.getconn(timeout)
+            if not self._idle.stale(connection):
+                return connection
+            try:
+                ConnectionPool.check_connection(connection)
+            except psycopg.Error:
+                pool.putconn(connection)
+                continue
+            except BaseException:
+                pool.putconn(connection)
+                raise
+            return connection
+        return pool.getconn(timeout)
 
 
 class AsyncPostgresStore(AsyncPlannedStore):
@@ -214,6 +240,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         self._secrets_of = _connection_text(self._url, pool)
         self._owns_pool = pool is None
         self._pool = pool
+        self._idle = IdleConnections(self.options.check_idle_after)
         self._ready = False
         self._opening: asyncio.Lock | None = None
 
@@ -261,7 +288,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         if self._pool is None:
             await _check_connection_async(self._url, self.options)
             pool = AsyncConnectionPool(
-                self._url, open=False, configure=_in_utc_async, **self.options.pool_arguments()
+                self._url, open=False, configure=self._configure, **self.options.pool_arguments()
             )
             self._pool = pool
             await pool.open()
@@ -270,11 +297,12 @@ class AsyncPostgresStore(AsyncPlannedStore):
         pool = self._pool
         if pool is None:
             raise StoreError("postgres: async store", "the store is closed")
-        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS
-            await pool.check()
+        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS, at best
+            with contextlib.suppress(psycopg.Error):
+                await pool.check()
             return []
         with waiting(self.options) as started:
-            connection = await pool.getconn(connection_wait(self.options))
+            connection = await self._borrow(pool, connection_wait(self.options))
         try:
             if not connection.autocommit:  # a pool given by the caller
                 await connection.set_autocommit(True)
@@ -282,7 +310,31 @@ class AsyncPostgresStore(AsyncPlannedStore):
                 cursor = await connection.execute(operation.sql, operation.params)
                 return await cursor.fetchall()
         finally:
+            self._idle.returned(connection)
             await pool.putconn(connection)
+
+    async def _configure(self, connection: psycopg.AsyncConnection[Any]) -> None:
+        """Set up a new pooled connection: timestamps in UTC; note the server's idle timeout."""
+        cursor = await connection.execute(CONFIGURE_SQL)
+        cursor.nextset()
+        self._idle.opened(connection, idle_timeout_seconds(await cursor.fetchone()))
+
+    async def _borrow(self, pool: AsyncConnectionPool, timeout: float | None) -> psycopg.AsyncConnection[Any]:
+        """:meth:`PostgresStore._borrow` for the asyncio pool."""
+        for _ in range(pool.max_size):
+            connection = await pool.getconn(timeout)
+            if not self._idle.stale(connection):
+                return connection
+            try:
+                await AsyncConnectionPool.check_connection(connection)
+            except psycopg.Error:
+                await pool.putconn(connection)
+                continue
+            except BaseException:
+                await pool.putconn(connection)
+                raise
+            return connection
+        return await pool.getconn(timeout)
 
 
 def migrate(url: str, **options: Any) -> int:

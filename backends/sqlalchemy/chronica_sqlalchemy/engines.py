@@ -33,9 +33,11 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from chronica_core.errors import InvalidOption, StoreError
+from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check_idle_after_option
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.redaction import redact_error
+from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 
@@ -71,6 +73,7 @@ _SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 OPTION_NAMES = (
     "auto_migrate",
     "busy_timeout",
+    CHECK_IDLE_AFTER,
     "echo",
     "max_content_bytes",
     "max_overflow",
@@ -158,7 +161,9 @@ class EngineOptions:
     Args:
         options: ``schema`` (str), ``auto_migrate`` (bool, default true), ``synchronous``
             (SQLite: ``OFF``/``NORMAL``/``FULL``/``EXTRA``, default ``FULL``), ``busy_timeout``
-            (SQLite: seconds from 0 to 3600, default 30), ``pool_size`` and ``max_overflow``
+            (SQLite: seconds from 0 to 3600, default 30), ``check_idle_after`` (servers: seconds a
+            pooled connection may sit idle and still be used unchecked, from 0 to 86400, default
+            60; see :mod:`chronica_sqlalchemy.connections`), ``pool_size`` and ``max_overflow``
             (whole numbers from 0 to 1000; a ``pool_size`` of 0 sets no limit), ``echo`` (bool),
             ``operation_timeout`` (MariaDB/MySQL and PostgreSQL: seconds from 1 to 3600, default
             none; see :mod:`chronica_sqlalchemy.timeouts`), ``max_content_bytes`` (a lower limit on
@@ -191,6 +196,9 @@ class EngineOptions:
             options.get("busy_timeout", DEFAULT_BUSY_TIMEOUT_SECONDS),
             least=0.0,
             most=_SECONDS_MOST,
+        )
+        self.check_idle_after = check_idle_after_option(
+            _BACKEND, options.get(CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER)
         )
         self.pool: dict[str, int] = {
             name: count_option(_BACKEND, name, options[name], least=0, most=_POOL_MOST)
@@ -374,6 +382,7 @@ def _configured(engine: Engine, options: EngineOptions) -> None:
     bound_operations(engine, options.operation_timeout)
     if engine.dialect.name == "sqlite":
         configure_sqlite(engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
+    watch_idle_connections(engine, options.check_idle_after)
 
 
 def configure_sqlite(

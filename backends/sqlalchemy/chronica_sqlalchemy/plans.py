@@ -9,6 +9,7 @@ asyncio store runs that same function inside SQLAlchemy's greenlet bridge on its
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 from collections.abc import Callable
@@ -60,7 +61,9 @@ from chronica_sqlalchemy.schema import (
 __all__ = [
     "COMMIT",
     "DRIVER_CALL",
+    "DROP_CONNECTION",
     "MYSQL_STATEMENT_RESERVE",
+    "RECONNECT",
     "ROLLBACK",
     "SQLITE_ROW_RESERVE",
     "WRITE_OPTION",
@@ -119,6 +122,11 @@ class Step(NamedTuple):
 
 COMMIT = Step("commit")
 ROLLBACK = Step("rollback")
+RECONNECT = Step("reconnect")
+"""Give back the plan's connection (SQLAlchemy found it lost) and take a new one at the next step."""
+DROP_CONNECTION = Step("drop")
+"""End the plan's connection's session (what it holds on the server goes with it); the pool
+replaces the connection."""
 
 
 def _execute(statement: Executable, parameters: dict[str, Any] | None = None, *, write: bool = False) -> Step:
@@ -161,37 +169,73 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
 
     Runs as plain blocking code; the asyncio store calls it through SQLAlchemy's greenlet bridge
     with its ``AsyncEngine.sync_engine``. A failure to connect is thrown into the plan like any
-    other step's failure, so the plan's error translation covers it. Returns the plan's result.
-    A connection that cannot be closed cleanly afterwards is dropped from the pool, never raised.
+    other step's failure, so the plan's error translation covers it. :data:`RECONNECT` gives the
+    connection back and :data:`DROP_CONNECTION` ends it; the next step takes a new one.
+
+    A connection on which a step failed with anything but a constraint violation is ended, not
+    given back: the database may still hold its transaction open (SQLite keeps it after a failed
+    ``COMMIT``; SQLAlchemy then forgets it, and the pool does not roll back on return), or a lock.
+    Giving the connection back never raises: if that fails (the server is gone), the pool drops
+    it, and the plan's result or error stands. Returns the plan's result.
     """
     held: list[Connection] = []
+    failed: list[Connection] = []
 
     def perform(step: Step) -> Any:
+        if step.method in (RECONNECT.method, DROP_CONNECTION.method):
+            if held:
+                connection = held.pop()
+                _release(connection, drop=step is DROP_CONNECTION or connection in failed)
+            return None
         if not held:
             held.append(engine.connect())
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
-        if step.method == DRIVER_CALL:
-            call: Callable[[Any], Any] = step.args[0]
-            return call(held[0].connection.driver_connection)
-        return getattr(held[0], step.method)(*step.args)
+        try:
+            if step.method == DRIVER_CALL:
+                call: Callable[[Any], Any] = step.args[0]
+                return call(held[0].connection.driver_connection)
+            return getattr(held[0], step.method)(*step.args)
+        except IntegrityError:  # a statement refused: the connection and its transaction are sound
+            raise
+        except SQLAlchemyError:
+            failed.append(held[0])
+            raise
 
     try:
         return run_plan(plan, perform)
     finally:
         if held:
-            _give_back(held[0])
+            _release(held[0], drop=held[0] in failed)
 
 
-def _give_back(connection: Connection) -> None:
-    """Return ``connection`` to the pool; one that fails to close (the server dropped it) is discarded.
-
-    The plan's own result or error stands: closing only rolls back what the plan left open.
-    """
+def _release(connection: Connection, *, drop: bool = False) -> None:
+    """Give ``connection`` back to its pool (``drop``: end it instead); if that fails, end it."""
+    if drop:
+        with contextlib.suppress(SQLAlchemyError):
+            connection.invalidate()
     try:
         connection.close()
     except SQLAlchemyError:
-        connection.invalidate()
+        with contextlib.suppress(SQLAlchemyError):
+            connection.invalidate()
+            connection.close()
+
+
+def _again_if_disconnected(make: Callable[[], Plan[Step, Result]]) -> Plan[Step, Result]:
+    """Run the plan ``make()`` gives; after a lost connection, once more on a new one.
+
+    Only for plans safe to repeat: reads, and keyed writes (the repeat finds the actum the first
+    try stored, if it did). A connection is lost when SQLAlchemy says so (``connection_invalidated``:
+    the dialect recognised a disconnect). The error of the second try propagates.
+    """
+    try:
+        return (yield from make())
+    except DBAPIError as error:
+        if not error.connection_invalidated:
+            raise
+    yield RECONNECT
+    return (yield from make())
 
 
 def _detail(error: SQLAlchemyError) -> str:
@@ -361,7 +405,7 @@ class Plans:
 
     def get(self, chronicum_id: str) -> Plan[Step, Chronicum]:
         """Return the chronicum; ``ChronicumNotFound`` if there is none."""
-        return _translated("get chronicum", self._get(chronicum_id))
+        return _translated("get chronicum", _again_if_disconnected(lambda: self._get(chronicum_id)))
 
     def record(self, actum: Actum) -> Plan[Step, Actum]:
         """Append ``actum`` at the chronicum's next ``seq``; ``ChronicumNotFound`` if there is none."""
@@ -369,11 +413,11 @@ class Plans:
 
     def record_idempotent(self, actum: Actum, key: str) -> Plan[Step, Actum]:
         """Append ``actum`` under ``key``, or return the actum the key already holds in the chronicum."""
-        return _translated("record actum", self._record(actum, key))
+        return _translated("record actum", _again_if_disconnected(lambda: self._record(actum, key)))
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
         """Return the context window in one query; ``ChronicumNotFound`` if the chronicum is missing."""
-        return _translated("get acta", self._acta(chronicum_id, query))
+        return _translated("get acta", _again_if_disconnected(lambda: self._acta(chronicum_id, query)))
 
     def migrate(self) -> Plan[Step, None]:
         """Create the tables, or bring them to :data:`SCHEMA_VERSION`, under a lock (see :meth:`_migrate`)."""
@@ -649,10 +693,25 @@ class Plans:
             raise
         except BaseException:
             if locked:
-                yield from self._unlock()
+                yield from self._release_lock()
             raise
         if locked:
+            failed = yield from self._release_lock()
+            if failed is not None:
+                raise failed
+
+    def _release_lock(self) -> Plan[Step, SQLAlchemyError | None]:
+        """Release the migration lock; if that fails, end the session, and the lock with it.
+
+        A connection must not go back to the pool holding the lock: every later migration would
+        wait for it. Returns the error of the release (``None`` when it went well).
+        """
+        try:
             yield from self._unlock()
+        except SQLAlchemyError as error:
+            yield DROP_CONNECTION
+            return error
+        return None
 
     def _create_tables(self) -> Plan[Step, None]:
         tables = self.tables

@@ -27,6 +27,7 @@ from sqlalchemy.util import greenlet_spawn
 from chronica_core.errors import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
+from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.engines import (
     EngineOptions,
     checked_content_limit,
@@ -76,6 +77,7 @@ class _Store:
         self._secrets_of = url_text(engine.url)
         if engine.dialect.name == "sqlite":
             configure_sqlite(engine)
+        watch_idle_connections(engine)
         self.plans = Plans(Tables.build(schema), engine.dialect, schema, limit)
         self._auto_migrate = auto_migrate
         self._pending_open = True

@@ -178,8 +178,8 @@ def test_open_store_by_url_gives_both_flavours_on_one_sqlite_file(
 
 
 KNOWN_OPTIONS = (
-    "auto_migrate, busy_timeout, echo, max_content_bytes, max_overflow, operation_timeout, pool_size, "
-    "schema, synchronous"
+    "auto_migrate, busy_timeout, check_idle_after, echo, max_content_bytes, max_overflow, operation_timeout, "
+    "pool_size, schema, synchronous"
 )
 
 

@@ -1,0 +1,79 @@
+"""Which pooled connections must be checked before use: those idle too long, or closed by the server.
+
+A server may close a connection that sits idle in the pool (PostgreSQL's ``idle_session_timeout``,
+a proxy that drops idle connections). :class:`IdleConnections` remembers, for every connection
+the store borrowed or opened, since when it is idle and how long it may stay so
+(:func:`chronica_core.idle.idle_limit`: the ``check_idle_after`` option, or half the server's
+``idle_session_timeout`` when shorter). :meth:`IdleConnections.stale` then says, without a round
+trip, whether a borrowed connection needs checking first: it sat idle longer than that, the
+server already sent something on it (PostgreSQL sends its reason before it closes an idle
+connection; a closed socket reads as end of file), or the store never saw it (a pool given by the
+caller). A busy pool is never checked.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+import weakref
+from typing import Any
+
+import psycopg
+
+from chronica_core.idle import SERVER_IDLE_TIMEOUT_SQL, idle_limit
+from chronica_postgres.schema import SET_UTC
+
+__all__ = ["CONFIGURE_SQL", "IdleConnections", "idle_timeout_seconds"]
+
+CONFIGURE_SQL = SET_UTC + b"; " + SERVER_IDLE_TIMEOUT_SQL["postgresql"].encode()
+"""Run once on each new pooled connection (one round trip): answer in UTC, and say the server's
+idle timeout in seconds (the second result)."""
+
+
+class IdleConnections:
+    """Since when each connection is idle, and how long it may stay so before it is checked.
+
+    Args:
+        check_after: the ``check_idle_after`` option, in seconds.
+    """
+
+    def __init__(self, check_after: float) -> None:
+        self.check_after = check_after
+        self._idle: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()
+
+    def opened(self, connection: Any, server_idle_timeout: float | None) -> None:
+        """Remember a new ``connection`` whose server closes it after ``server_idle_timeout`` idle seconds."""
+        self._idle[connection] = (time.monotonic(), idle_limit(self.check_after, server_idle_timeout))
+
+    def returned(self, connection: Any) -> None:
+        """Note that ``connection`` goes back to the pool now (idle from now on)."""
+        known = self._idle.get(connection)
+        limit = self.check_after if known is None else known[1]
+        self._idle[connection] = (time.monotonic(), limit)
+
+    def stale(self, connection: Any) -> bool:
+        """Whether ``connection`` must be checked (one round trip) before it is used.
+
+        True when it sat idle longer than its limit, when the server sent something on it while
+        it was idle (or closed it), or when the store never saw it.
+        """
+        known = self._idle.get(connection)
+        if known is None:
+            return True
+        since, limit = known
+        return time.monotonic() - since >= limit or _readable(connection)
+
+
+def _readable(connection: Any) -> bool:
+    """Whether an idle connection's socket has something to read: a message, or its end."""
+    try:
+        socket = connection.pgconn.socket
+        ready, _, _ = select.select([socket], [], [], 0)
+    except (psycopg.Error, OSError, ValueError):
+        return True  # no usable socket: let the check find out
+    return bool(ready)
+
+
+def idle_timeout_seconds(row: tuple[Any, ...] | None) -> float | None:
+    """The server's idle timeout in the second result of :data:`CONFIGURE_SQL`: seconds, or ``None``."""
+    return None if row is None or row[0] is None else float(row[0])

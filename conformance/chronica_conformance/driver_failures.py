@@ -1,0 +1,204 @@
+"""E1: whatever the driver raises, only Chronica errors leave the store, and the store keeps working.
+
+The group needs a way to make the store's driver fail, which only the store's author has: a
+``chronica_driver_faults`` fixture returning a :class:`DriverFaults`. A suite without that fixture
+skips the group, saying so (it is optional for third-party stores).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import pytest
+
+from chronica_conformance.base import SuiteBase, make_actum, new_chronicum
+from chronica_conformance.harness import Call, Harness, store_call
+from chronica_core import ActaQuery, ChronicaError
+
+__all__ = [
+    "FAILURE_KINDS",
+    "OPERATIONS",
+    "DriverFailureContract",
+    "DriverFaults",
+    "FailureKind",
+    "Injection",
+]
+
+FailureKind = Literal["connection_reset", "server_gone", "statement_timeout"]
+"""What the driver runs into: the connection is reset in the middle of a statement (the
+connection is dead afterwards); the server is gone (this call and any new connection fail); a
+statement runs past a timeout (the connection stays usable)."""
+
+FAILURE_KINDS: tuple[FailureKind, ...] = ("connection_reset", "server_gone", "statement_timeout")
+
+OPERATIONS = ("create", "get", "record", "record_idempotent", "acta", "migrate")
+"""The store operations driven through failures (``record_idempotent`` and ``migrate`` where the
+store has them)."""
+
+MAX_DRIVER_CALLS = 16
+"""The most driver calls one operation is expected to make; the case fails past it."""
+
+
+@dataclass
+class Injection:
+    """One injected failure, as :meth:`DriverFaults.inject` sets it up and reports it.
+
+    The injector calls :meth:`next_call` at each driver call the store makes while the injection
+    is active; when it returns a kind, the injector raises the driver's own exception for it and
+    passes that exception to :meth:`raised_now`.
+
+    Attributes:
+        kind: the failure to inject.
+        after: how many driver calls succeed before the later ones fail.
+        times: how many calls fail after those (``None``: every later one); the group uses
+            ``None``, a backend's own tests may fail one call only.
+        calls: driver calls seen so far.
+        raised: every exception the injector raised, in order.
+    """
+
+    kind: FailureKind
+    after: int = 0
+    times: int | None = None
+    calls: int = 0
+    raised: list[BaseException] = field(default_factory=list)
+
+    def next_call(self) -> FailureKind | None:
+        """Count one driver call; return the kind to fail it with, or ``None`` to let it run."""
+        self.calls += 1
+        failing = self.calls > self.after and (self.times is None or self.calls <= self.after + self.times)
+        return self.kind if failing else None
+
+    def raised_now(self, error: BaseException) -> BaseException:
+        """Remember ``error`` as raised by the injector and return it (``raise injection.raised_now(e)``)."""
+        self.raised.append(error)
+        return error
+
+
+class DriverFaults(Protocol):
+    """What a ``chronica_driver_faults`` fixture returns: a way to make the store's driver fail."""
+
+    def inject(
+        self, store: Any, kind: FailureKind, *, after: int = 0
+    ) -> contextlib.AbstractContextManager[Injection]:
+        """Make ``store``'s driver fail while the context is open.
+
+        Args:
+            store: the store under test (blocking or asyncio).
+            kind: which failure: the driver's own exception for it (``psycopg.OperationalError``,
+                a DBAPI ``OperationalError`` with the server's error code, a ``pymongo`` error...).
+            after: how many driver calls (statements, commits, commands) succeed first; every later
+                one fails until the context exits.
+
+        Returns:
+            A context manager yielding the :class:`Injection`, whose ``raised`` lists what was raised.
+        """
+        ...
+
+
+def _caused_by(error: BaseException, injected: list[BaseException]) -> bool:
+    """Whether ``error.__cause__`` is one of ``injected`` or chained (``__cause__``) to one."""
+    cause = error.__cause__
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        if any(cause is one for one in injected):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False
+
+
+class DriverFailureContract(SuiteBase):
+    """E1: every exception leaving the store is a ``ChronicaError`` chained to the driver's exception.
+
+    Each operation (``create``, ``get``, ``record``, ``record_idempotent``, ``acta`` and ``migrate``
+    where the store has them) runs with each :data:`FAILURE_KINDS` failure injected at its first
+    driver call, then its second, and so on until the operation makes fewer calls. Each time the
+    operation either succeeds (a store may try a read again) or raises a ``ChronicaError`` whose
+    ``__cause__`` is, or is chained to, the exception the injector raised; and the next operation,
+    without failures, succeeds.
+
+    Needs a ``chronica_driver_faults`` fixture (a :class:`DriverFaults`); without one the group
+    is skipped, with the reason.
+    """
+
+    @pytest.fixture
+    def chronica_faults(self, request: pytest.FixtureRequest) -> DriverFaults:
+        """The suite's ``chronica_driver_faults`` fixture; skips the group when there is none."""
+        try:
+            faults: DriverFaults = request.getfixturevalue("chronica_driver_faults")
+        except pytest.FixtureLookupError:
+            pytest.skip(
+                "no chronica_driver_faults fixture: the driver-failure group (E1) needs the store's "
+                "author to supply one (see the conformance README)"
+            )
+        return faults
+
+    @pytest.mark.parametrize("kind", FAILURE_KINDS)
+    @pytest.mark.parametrize("operation", OPERATIONS)
+    def test_e1_driver_failures_leave_the_store_as_chronica_errors(
+        self, chronica_harness: Harness, chronica_faults: DriverFaults, operation: str, kind: FailureKind
+    ) -> None:
+        """E1: each operation, with ``kind`` at each of its driver calls in turn (see the class)."""
+        harness = chronica_harness
+        make_call = self._operation(harness, operation)
+        for after in range(MAX_DRIVER_CALLS):
+            call = make_call()
+            with chronica_faults.inject(harness.store, kind, after=after) as injection:
+                outcome = _outcome(harness, call)
+            if isinstance(outcome, BaseException):
+                assert isinstance(outcome, ChronicaError), (
+                    f"{operation} with {kind} at driver call {after + 1} raised "
+                    f"{type(outcome).__module__}.{type(outcome).__qualname__}: {outcome}; "
+                    "only ChronicaError subclasses may leave a store"
+                )
+                assert injection.raised, f"{operation} raised {outcome!r} although nothing failed"
+                assert _caused_by(outcome, injection.raised), (
+                    f"{operation} with {kind} at driver call {after + 1} raised {outcome!r} not chained "
+                    f"(raise ... from error) to the driver's exception {injection.raised[-1]!r}"
+                )
+            assert injection.raised or after > 0, (
+                f"nothing was injected into {operation}'s first driver call: does the "
+                "chronica_driver_faults fixture reach the store's driver?"
+            )
+            after_call = _outcome(harness, make_call())
+            assert not isinstance(after_call, BaseException), (
+                f"after {kind} at driver call {after + 1} of {operation}, the next {operation} "
+                f"failed: {after_call!r}"
+            )
+            if not injection.raised:  # the operation made fewer calls: every one was tried
+                return
+        pytest.fail(f"{operation} still failed at its driver call {MAX_DRIVER_CALLS}; does it loop?")
+
+    def _operation(self, harness: Harness, operation: str) -> Callable[[], Call]:
+        """Prepare what ``operation`` needs; return a maker of fresh calls of it that succeed."""
+        if operation == "record_idempotent" and not harness.idempotent:
+            pytest.skip(f"{harness.store_name} has no record_idempotent")
+        if operation == "migrate" and not hasattr(harness.store, "migrate"):
+            pytest.skip(f"{harness.store_name} has no migrate")
+        if operation == "create":
+            return lambda: store_call("create", new_chronicum())
+        if operation == "migrate":
+            return lambda: store_call("migrate")
+        chronicum = new_chronicum()
+        harness.create(chronicum)
+        harness.record(make_actum(chronicum.id, "already there"))
+        counter = iter(range(1_000_000))
+        return {
+            "get": lambda: store_call("get", chronicum.id),
+            "record": lambda: store_call("record", make_actum(chronicum.id, "a write")),
+            "record_idempotent": lambda: store_call(
+                "record_idempotent", make_actum(chronicum.id, "a keyed write"), f"key-{next(counter)}"
+            ),
+            "acta": lambda: store_call("acta", chronicum.id, ActaQuery(last_n=5)),
+        }[operation]
+
+
+def _outcome(harness: Harness, call: Call) -> Any:
+    """The call's result, or the exception it raised."""
+    try:
+        return harness.perform(call)
+    except Exception as error:  # noqa: BLE001 - the case judges every exception
+        return error
