@@ -16,11 +16,12 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterator
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 from chronica_core.errors import ChronicaError, StoreError
 
-__all__ = ["MASK", "masked_url", "redact", "redact_error", "url_secrets"]
+__all__ = ["MASK", "linked_exceptions", "masked_url", "redact", "redact_error", "url_secrets"]
 
 MASK = "***"
 """What a secret is replaced with."""
@@ -171,6 +172,17 @@ def redact_error(error: BaseException, url: str) -> None:
     """
     if not url or _pattern(url) is None:
         return
+    for current in linked_exceptions(error):
+        if isinstance(current, StoreError) or not isinstance(current, ChronicaError):
+            _redact_one(current, url)
+
+
+def linked_exceptions(error: BaseException) -> Iterator[BaseException]:
+    """Yield ``error`` and every exception linked to it, each once, ``error`` first.
+
+    Linked: chained (``__cause__``, ``__context__``), a member of an exception group, or held in an
+    attribute (SQLAlchemy's ``orig``, say), and so on from each of those.
+    """
     seen: set[int] = set()
     waiting: list[BaseException] = [error]
     while waiting:
@@ -178,8 +190,7 @@ def redact_error(error: BaseException, url: str) -> None:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, StoreError) or not isinstance(current, ChronicaError):
-            _redact_one(current, url)
+        yield current
         waiting += [linked for linked in (current.__cause__, current.__context__) if linked is not None]
         if isinstance(current, BaseExceptionGroup):
             waiting += list(current.exceptions)

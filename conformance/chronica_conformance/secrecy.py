@@ -29,6 +29,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from chronica_core import open_async_store, open_store
+from chronica_core.redaction import linked_exceptions
 
 __all__ = [
     "CLI_RUNS",
@@ -83,15 +84,8 @@ def said_by_error(error: BaseException) -> str:
     and ``repr`` of each exception of its chain.
     """
     parts = ["".join(traceback.format_exception(error))]
-    seen: set[int] = set()
-    waiting: list[BaseException] = [error]
-    while waiting:
-        current = waiting.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in linked_exceptions(error):
         parts += [str(current), repr(current)]
-        waiting += [linked for linked in (current.__cause__, current.__context__) if linked is not None]
     return "\n".join(parts)
 
 
