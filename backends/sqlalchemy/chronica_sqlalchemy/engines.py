@@ -350,7 +350,8 @@ def _engine_arguments(
 def create_store_engine(url: str | URL, options: EngineOptions) -> Engine:
     """Create the blocking engine for ``url`` (SQLite gets :func:`configure_sqlite`).
 
-    Raises ``StoreError`` for a URL SQLAlchemy cannot use, ``InvalidOption`` for an option the
+    Raises ``StoreError`` for a URL SQLAlchemy cannot use (whatever the dialect raises reading its
+    query, chained to it), ``InvalidOption`` for an option the
     dialect cannot use (``schema`` on SQLite); a missing driver raises ``ModuleNotFoundError``
     (the registry reports it as ``BackendUnavailable``).
     """
@@ -376,6 +377,11 @@ def _created(
     except ArgumentError as error:
         redact_error(error, url_text(url))
         raise StoreError("sqlalchemy: open", str(error)) from error
+    except ImportError:  # the driver is not installed: the registry reports it as such
+        raise
+    except Exception as error:  # a dialect reading the URL's query (``timeout=abc``: ValueError)
+        redact_error(error, url_text(url))
+        raise StoreError("sqlalchemy: open", f"{type(error).__name__}: {error}") from error
 
 
 def _configured(engine: Engine, options: EngineOptions) -> None:
