@@ -288,7 +288,9 @@ def schema_name_problem(name: str, dialect_name: str | None = None) -> str | Non
     the name, so two names differing after that would share a schema), or starting with ``pg_``
     (reserved). MariaDB/MySQL: longer than 64 characters, ending with a space (refused by the
     server), outside the Basic Multilingual Plane (identifiers cannot hold such characters), or
-    starting with ``#mysql50#`` (read as an old-style file name, not as the name itself).
+    starting with ``#mysql50#`` (read as an old-style file name, not as the name itself), or
+    holding capital letters (InnoDB compares the foreign-key names of two schemas without regard
+    to case, so ``Tenant`` and ``tenant`` could not both hold the tables).
     """
     if not name or "\x00" in name:
         return "must be a non-empty name without NUL"
@@ -313,6 +315,12 @@ def schema_name_problem(name: str, dialect_name: str | None = None) -> str | Non
             return "cannot hold characters beyond U+FFFF on MariaDB/MySQL"
         if name.startswith("#mysql50#"):
             return "cannot start with #mysql50# on MariaDB/MySQL (it marks an old-style file name)"
+        if name != name.lower():
+            return (
+                "cannot hold capital letters on MariaDB/MySQL (InnoDB compares foreign-key names "
+                "without regard to case, so two schemas whose names differ only in case would "
+                "clash); use lowercase"
+            )
     return None
 
 

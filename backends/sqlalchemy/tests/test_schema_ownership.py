@@ -348,6 +348,9 @@ REFUSED = {
         ("tenant ", "cannot end with a space"),
         ("tenant \U0001f600", "beyond U+FFFF"),
         ("#mysql50#tenant", "#mysql50#"),
+        ("review_Tcase", "cannot hold capital letters"),  # "review_tcase" would clash with it
+        ("TENANT", "cannot hold capital letters"),
+        ("tenant \u00c9", "cannot hold capital letters"),
     ],
 }
 
