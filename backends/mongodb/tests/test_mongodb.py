@@ -33,8 +33,8 @@ from chronica_core import (
     open_store,
 )
 from chronica_core.model import MAX_ID_LENGTH
-from chronica_core.registry import registry
 from chronica_core.redaction import linked_exceptions
+from chronica_core.registry import registry
 
 Result = TypeVar("Result")
 

@@ -210,8 +210,7 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
 
 
 def _connected(engine: Engine) -> Connection:
-    """A connection of ``engine``; a driver that fails to connect with anything but its own error
-    class is ``StoreError("sqlalchemy: open", ...)``.
+    """A connection of ``engine``; any failure but a database error is ``StoreError("sqlalchemy: open")``.
 
     SQLAlchemy wraps only the driver's database errors (``DBAPIError``). Drivers check their
     connect arguments (the URL's query, the dialect's keywords) as they connect and raise plain

@@ -65,14 +65,14 @@ def test_a_connect_argument_the_driver_refuses_is_a_store_error(dialect: str, da
 
 
 def test_an_async_store_reports_it_the_same_way(dialect: str, database_url: str) -> None:
-    async def first_use(url: str) -> BaseException:
+    async def first_use(url: str) -> StoreError:
         try:  # refused at open, or at the first use, which connects
             store = open_async_sqlalchemy_store(url)
-        except Exception as error:
+        except StoreError as error:
             return error
         try:
             await store.create(Chronicum(f"connect-{uuid.uuid4().hex}", "ardian", datetime.now(UTC)))
-        except Exception as error:
+        except StoreError as error:
             return error
         finally:
             await store.close()
