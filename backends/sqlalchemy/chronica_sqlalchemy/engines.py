@@ -37,6 +37,7 @@ from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.redaction import redact_error
+from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
@@ -55,6 +56,7 @@ __all__ = [
     "runs_on_worker_threads",
     "schema_name_problem",
     "sync_url",
+    "url_and_options",
     "url_text",
 ]
 
@@ -230,6 +232,24 @@ class EngineOptions:
             "auto_migrate": self.auto_migrate,
             "max_content_bytes": self.max_content_bytes,
         }
+
+
+def url_and_options(url: str | URL, options: Mapping[str, Any]) -> tuple[str, EngineOptions]:
+    """Parse ``options`` for ``url``, a ``schema`` query parameter in the URL counting as the option.
+
+    ``mariadb+pymysql://host/db?schema=app`` means ``schema="app"`` on every dialect (the driver
+    would refuse the parameter, or SQLite ignore it); a ``schema`` option given explicitly wins.
+
+    Returns:
+        The URL as text without that parameter, and the parsed options.
+
+    Raises:
+        InvalidOption: as :class:`EngineOptions` (the URL's ``schema`` is checked as the option is).
+    """
+    text, schema = split_schema(url_text(url))
+    if schema is not None:
+        options = {"schema": schema, **options}
+    return text, EngineOptions(options)
 
 
 def checked_content_limit(value: object, dialect_name: str | None = None) -> int | None:
