@@ -85,14 +85,19 @@ def _database_name(url: str | None, database: Any) -> str:
     """The database: the ``database`` option, else the URL's path, else :data:`DEFAULT_DATABASE`.
 
     Raises ``InvalidOption`` for a ``database`` option MongoDB cannot use as a name, and
-    ``StoreError("mongodb: open: ...")`` for such a name in the URL's path.
+    ``StoreError("mongodb: open: ...")`` for such a name in the URL's path, or for a URL that
+    cannot be split into its parts (an unclosed ``[``), its secrets redacted.
     """
     if database is not None:
         problem = _name_problem(database) if isinstance(database, str) else "expected a database name"
         if problem:
             raise InvalidOption(_BACKEND, "database", f"{problem}, got {database!r}")
         return str(database)
-    path = unquote(urlsplit(url).path).lstrip("/") if url else ""
+    try:
+        path = unquote(urlsplit(url).path).lstrip("/") if url else ""
+    except ValueError as error:  # "Invalid IPv6 URL": an unclosed "[" in the host
+        redact_error(error, url or "")
+        raise StoreError("mongodb: open", f"not a MongoDB URL: {error}") from error
     if not path:
         return DEFAULT_DATABASE
     problem = _name_problem(path)

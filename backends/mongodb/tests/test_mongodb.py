@@ -33,6 +33,7 @@ from chronica_core import (
     open_store,
 )
 from chronica_core.model import MAX_ID_LENGTH
+from chronica_core.redaction import linked_exceptions
 from chronica_core.registry import registry
 
 Result = TypeVar("Result")
@@ -577,6 +578,14 @@ def test_a_malformed_url_is_an_open_error(url: str) -> None:
     assert isinstance(raised.value.__cause__, PyMongoError | ValueError)
     with pytest.raises(StoreError, match=r"^mongodb: open: "):
         open_async_store(url)
+
+
+@pytest.mark.parametrize("opener", [open_store, open_async_store])
+def test_a_url_that_cannot_be_split_is_an_open_error_without_its_password(opener: Callable[..., Any]) -> None:
+    with pytest.raises(StoreError, match=r"^mongodb: open: ") as raised:
+        opener("mongodb://u:pw-never-shown-7q@[::1/db")
+    assert isinstance(raised.value.__cause__, ValueError)
+    assert all("pw-never-shown-7q" not in str(linked) for linked in linked_exceptions(raised.value))
 
 
 UNREACHABLE = "mongodb://127.0.0.1:9/chronica"  # nothing listens: every option is checked before connecting

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -20,6 +19,7 @@ from chronica_core import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import redact_error
+from chronica_core.urls import split_query_options, split_schema
 from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, translate
 from chronica_postgres.schema import Statements
@@ -29,14 +29,21 @@ __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
 
 Result = TypeVar("Result")
 
+_URL_OPTIONS = ("schema", "connect_timeout")
+"""Options a URL's query may carry (``?schema=app&connect_timeout=5``)."""
+
 
 def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[str, Options, Plans]:
-    """The URL for libpq, the options (``?schema=`` in the URL counts as one) and the plans."""
+    """The URL for libpq, the options and the plans.
+
+    ``schema`` and ``connect_timeout`` in the URL's query are read as those options (an option
+    given explicitly wins) and taken out of the URL: the store passes libpq its own
+    ``connect_timeout``, which would otherwise replace the URL's without a word.
+    """
     if not url and pool is None:
         raise StoreError("postgres: open store", "give a postgresql:// URL or an open pool")
-    url, schema = split_schema(url)
-    if schema is not None:
-        options = {"schema": schema, **options}
+    url, in_url = split_query_options(url, _URL_OPTIONS)
+    options = {**in_url, **options}
     parsed = Options.parse(options)
     return url, parsed, Plans(Statements(parsed.schema), parsed.max_content_bytes)
 
@@ -46,27 +53,6 @@ def _connection_text(url: str, pool: ConnectionPool | AsyncConnectionPool | None
     if url or pool is None:
         return url
     return pool.conninfo if isinstance(pool.conninfo, str) else ""  # a callable gives one each time
-
-
-def split_schema(url: str) -> tuple[str, str | None]:
-    """Take a ``schema`` query parameter out of ``url`` (libpq would refuse it).
-
-    Returns the URL without it and the schema (``None`` when absent), so that
-    ``postgresql://host/db?schema=chronica`` works wherever only a URL can be given
-    (``CHRONICA_STORE``, say; a ``schema`` option wins over it). Other parameters are kept as
-    they were.
-    """
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # malformed: left to libpq, whose message says what is wrong when connecting
-        return url, None
-    if not parts.query:
-        return url, None
-    kept = [item for item in parts.query.split("&") if item.partition("=")[0] != "schema"]
-    found = [unquote(item.partition("=")[2]) for item in parts.query.split("&") if item.startswith("schema=")]
-    if not found:
-        return url, None
-    return urlunsplit(parts._replace(query="&".join(kept))), found[-1]
 
 
 def _check_connection(url: str, options: Options) -> None:

@@ -174,3 +174,36 @@ def test_the_timeout_error_says_what_timed_out_and_is_chained(postgres_url: str,
     )
     assert isinstance(raised.value.__cause__, OperationTimedOut)
     assert isinstance(raised.value.__cause__.__cause__, psycopg.OperationalError)
+
+
+def _libpq_connect_timeout(store: PostgresStore) -> str:
+    with store._pool.connection() as connection:
+        return str(connection.info.get_parameters().get("connect_timeout", ""))
+
+
+def test_a_connect_timeout_in_the_url_is_the_option(postgres_url: str, schema: str) -> None:
+    url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}connect_timeout=7"
+    with PostgresStore(url, schema=schema) as store:
+        assert store.options.connect_timeout == 7.0
+        assert _libpq_connect_timeout(store) == "7"
+        use(store)
+    with PostgresStore(url, schema=schema, connect_timeout=5) as store:  # the option wins
+        assert store.options.connect_timeout == 5.0
+        assert _libpq_connect_timeout(store) == "5"
+    async_store = AsyncPostgresStore(url, schema=schema)
+    assert async_store.options.connect_timeout == 7.0
+    asyncio.run(use_async(async_store))
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"), [("abc", "expected seconds"), ("0", "from 1"), ("99999", "3600")]
+)
+def test_a_malformed_connect_timeout_in_the_url_is_invalid(
+    postgres_url: str, value: str, reason: str
+) -> None:
+    url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}connect_timeout={value}"
+    for opener in (PostgresStore, AsyncPostgresStore):
+        with pytest.raises(InvalidOption) as raised:
+            opener(url)
+        assert raised.value.option == "connect_timeout"
+        assert reason in raised.value.reason, raised.value.reason

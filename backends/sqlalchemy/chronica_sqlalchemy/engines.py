@@ -37,6 +37,7 @@ from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.redaction import redact_error
+from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
@@ -55,6 +56,7 @@ __all__ = [
     "runs_on_worker_threads",
     "schema_name_problem",
     "sync_url",
+    "url_and_options",
     "url_text",
 ]
 
@@ -232,6 +234,24 @@ class EngineOptions:
         }
 
 
+def url_and_options(url: str | URL, options: Mapping[str, Any]) -> tuple[str, EngineOptions]:
+    """Parse ``options`` for ``url``, a ``schema`` query parameter in the URL counting as the option.
+
+    ``mariadb+pymysql://host/db?schema=app`` means ``schema="app"`` on every dialect (the driver
+    would refuse the parameter, or SQLite ignore it); a ``schema`` option given explicitly wins.
+
+    Returns:
+        The URL as text without that parameter, and the parsed options.
+
+    Raises:
+        InvalidOption: as :class:`EngineOptions` (the URL's ``schema`` is checked as the option is).
+    """
+    text, schema = split_schema(url_text(url))
+    if schema is not None:
+        options = {"schema": schema, **options}
+    return text, EngineOptions(options)
+
+
 def checked_content_limit(value: object, dialect_name: str | None = None) -> int | None:
     """Return the ``max_content_bytes`` option as an int (``None``: none given, the database's limit).
 
@@ -288,7 +308,9 @@ def schema_name_problem(name: str, dialect_name: str | None = None) -> str | Non
     the name, so two names differing after that would share a schema), or starting with ``pg_``
     (reserved). MariaDB/MySQL: longer than 64 characters, ending with a space (refused by the
     server), outside the Basic Multilingual Plane (identifiers cannot hold such characters), or
-    starting with ``#mysql50#`` (read as an old-style file name, not as the name itself).
+    starting with ``#mysql50#`` (read as an old-style file name, not as the name itself), or
+    holding capital letters (InnoDB compares the foreign-key names of two schemas without regard
+    to case, so ``Tenant`` and ``tenant`` could not both hold the tables).
     """
     if not name or "\x00" in name:
         return "must be a non-empty name without NUL"
@@ -313,6 +335,12 @@ def schema_name_problem(name: str, dialect_name: str | None = None) -> str | Non
             return "cannot hold characters beyond U+FFFF on MariaDB/MySQL"
         if name.startswith("#mysql50#"):
             return "cannot start with #mysql50# on MariaDB/MySQL (it marks an old-style file name)"
+        if name != name.lower():
+            return (
+                "cannot hold capital letters on MariaDB/MySQL (InnoDB compares foreign-key names "
+                "without regard to case, so two schemas whose names differ only in case would "
+                "clash); use lowercase"
+            )
     return None
 
 
@@ -350,7 +378,8 @@ def _engine_arguments(
 def create_store_engine(url: str | URL, options: EngineOptions) -> Engine:
     """Create the blocking engine for ``url`` (SQLite gets :func:`configure_sqlite`).
 
-    Raises ``StoreError`` for a URL SQLAlchemy cannot use, ``InvalidOption`` for an option the
+    Raises ``StoreError`` for a URL SQLAlchemy cannot use (whatever the dialect raises reading its
+    query, chained to it), ``InvalidOption`` for an option the
     dialect cannot use (``schema`` on SQLite); a missing driver raises ``ModuleNotFoundError``
     (the registry reports it as ``BackendUnavailable``).
     """
@@ -376,6 +405,11 @@ def _created(
     except ArgumentError as error:
         redact_error(error, url_text(url))
         raise StoreError("sqlalchemy: open", str(error)) from error
+    except ImportError:  # the driver is not installed: the registry reports it as such
+        raise
+    except Exception as error:  # a dialect reading the URL's query (``timeout=abc``: ValueError)
+        redact_error(error, url_text(url))
+        raise StoreError("sqlalchemy: open", f"{type(error).__name__}: {error}") from error
 
 
 def _configured(engine: Engine, options: EngineOptions) -> None:

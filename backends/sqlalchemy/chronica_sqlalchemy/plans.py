@@ -188,7 +188,7 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
                 _release(connection, drop=step is DROP_CONNECTION or connection in failed)
             return None
         if not held:
-            held.append(engine.connect())
+            held.append(_connected(engine))
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
         try:
@@ -207,6 +207,25 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
     finally:
         if held:
             _release(held[0], drop=held[0] in failed)
+
+
+def _connected(engine: Engine) -> Connection:
+    """A connection of ``engine``; any failure but a database error is ``StoreError("sqlalchemy: open")``.
+
+    SQLAlchemy wraps only the driver's database errors (``DBAPIError``). Drivers check their
+    connect arguments (the URL's query, the dialect's keywords) as they connect and raise plain
+    Python exceptions for those they cannot use: ``ValueError`` for ``timeout=abc``, ``TypeError``
+    for an unknown keyword, ``OSError`` for a missing certificate file, ``OverflowError`` for a
+    port above 65535, ``AttributeError`` for an unknown charset in PyMySQL. Every such exception is
+    translated here, chained to it, whatever its class.
+    """
+    try:
+        return engine.connect()
+    except (ChronicaError, SQLAlchemyError):
+        raise
+    except Exception as error:
+        detail = f"could not connect: {type(error).__name__}: {error}"
+        raise StoreError("sqlalchemy: open", detail) from error
 
 
 def _release(connection: Connection, *, drop: bool = False) -> None:

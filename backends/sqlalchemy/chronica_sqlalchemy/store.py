@@ -29,13 +29,13 @@ from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.engines import (
-    EngineOptions,
     checked_content_limit,
     checked_schema,
     configure_sqlite,
     create_async_store_engine,
     create_store_engine,
     runs_on_worker_threads,
+    url_and_options,
     url_text,
 )
 from chronica_sqlalchemy.plans import Plans, execute_plan
@@ -134,7 +134,9 @@ class SQLAlchemyStore(PlannedStore, _Store):
         """Open a store on ``url`` (any URL SQLAlchemy parses; see :mod:`chronica_sqlalchemy.engines`).
 
         Args:
-            url: e.g. ``sqlite:///chronica.db``, ``mariadb+pymysql://root@127.0.0.1/test``.
+            url: e.g. ``sqlite:///chronica.db``, ``mariadb+pymysql://root@127.0.0.1/test``. A
+                ``schema`` query parameter (``...?schema=app``) is the ``schema`` option, which
+                wins over it when given too (on SQLite it is refused, as the option is).
             options: see :class:`chronica_sqlalchemy.engines.EngineOptions`.
 
         Raises:
@@ -146,7 +148,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
                 reached or migrated.
             ModuleNotFoundError: the dialect's driver is not installed.
         """
-        parsed = EngineOptions(options)
+        url, parsed = url_and_options(url, options)
         engine = create_store_engine(url, parsed)
         try:
             return cls(engine, _owns_engine=True, **parsed.store_arguments())
@@ -253,7 +255,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         Raises ``InvalidOption`` and ``StoreError`` (a bad URL) as :meth:`SQLAlchemyStore.open` does,
         before any engine is created; errors reaching the database come from the first operation.
         """
-        parsed = EngineOptions(options)
+        url, parsed = url_and_options(url, options)
         engine = create_async_store_engine(url, parsed)
         return cls(engine, _owns_engine=True, **parsed.store_arguments())
 
@@ -349,7 +351,7 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         Raises ``InvalidOption`` and ``StoreError`` (a bad URL) as :meth:`SQLAlchemyStore.open`
         does; errors reaching the database come from the first operation.
         """
-        parsed = EngineOptions(options)
+        url, parsed = url_and_options(url, options)
         engine = create_store_engine(url, parsed)
         return cls(engine, _owns_engine=True, **parsed.store_arguments())
 

@@ -347,6 +347,9 @@ REFUSED = {
         ("tenant ", "cannot end with a space"),
         ("tenant \U0001f600", "beyond U+FFFF"),
         ("#mysql50#tenant", "#mysql50#"),
+        ("review_Tcase", "cannot hold capital letters"),  # "review_tcase" would clash with it
+        ("TENANT", "cannot hold capital letters"),
+        ("tenant \u00c9", "cannot hold capital letters"),
     ],
 }
 
@@ -362,3 +365,45 @@ def test_schema_names_the_database_would_not_keep_apart_are_refused(
                 opener(database_url, schema=name)
             assert raised.value.option == "schema"
             assert reason in raised.value.reason, (name, raised.value.reason)
+
+
+def _with_query(url: str, query: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}{query}"
+
+
+@pytest.mark.dialects(*SQLITE_DIALECTS)
+def test_a_schema_in_a_sqlite_url_is_refused_as_the_option_is(database_url: str) -> None:
+    url = _with_query(database_url, "schema=tenant")
+    for opener in (SQLAlchemyStore.open, open_async_sqlalchemy_store):
+        with pytest.raises(InvalidOption) as raised:
+            opener(url)
+        assert (raised.value.option, raised.value.reason) == ("schema", "not supported on SQLite")
+
+
+@SERVERS
+def test_a_schema_in_the_url_is_the_schema_option(server: ServerDatabases, database_url: str) -> None:
+    tag = uuid.uuid4().hex[:8]
+    in_url, given, cid = f"url_{tag}", f"given_{tag}", f"c-{tag}"
+    drop = _dropping(server, database_url)
+
+    async def read_async(url: str, **options: Any) -> str:
+        store = open_async_sqlalchemy_store(url, **options)
+        try:
+            return (await store.get(cid)).owner_id
+        finally:
+            await store.close()
+
+    try:
+        with SQLAlchemyStore.open(_with_query(database_url, f"schema={in_url}")) as store:
+            store.create(Chronicum(cid, in_url, datetime.now(UTC)))
+        with SQLAlchemyStore.open(database_url, schema=in_url) as store:
+            assert store.get(cid).owner_id == in_url
+        assert asyncio.run(read_async(_with_query(database_url, f"schema={in_url}"))) == in_url
+        # an explicit option wins over the URL's
+        with SQLAlchemyStore.open(_with_query(database_url, f"schema={in_url}"), schema=given) as store:
+            store.create(Chronicum(cid, given, datetime.now(UTC)))
+        assert asyncio.run(read_async(_with_query(database_url, f"schema={in_url}"), schema=given)) == given
+        with SQLAlchemyStore.open(database_url) as store, pytest.raises(ChronicumNotFound):
+            store.get(cid)
+    finally:
+        drop([in_url, given])
