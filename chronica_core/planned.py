@@ -178,6 +178,14 @@ class AsyncPlannedStore(AsyncIdempotentStore, Closable):
                     "as its tests)",
                 )
 
+    def _bound_to_another_loop(self) -> bool:
+        """Whether the store's connections belong to another event loop than the running one.
+
+        That loop may be closed already, or still open but not running here: a ``close`` called
+        from this loop cannot await anything on those connections, only drop them.
+        """
+        return self.binds_to_loop and self._loop is not None and self._loop is not asyncio.get_running_loop()
+
     async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:
         """Run ``plan`` unless the store is closed or belongs to another event loop (``StoreError``)."""
         self._check_usable(plan)
