@@ -173,7 +173,7 @@ class AsyncPlannedStore(AsyncIdempotentStore, Closable):
                 first = "which is closed now" if self._loop.is_closed() else "which is still open"
                 raise StoreError(
                     where,
-                    f"the store belongs to the event loop that first used it, {first}: open one store "
+                    f"the store belongs to the event loop that first used it, {first}; open one store "
                     "per event loop, inside it (with pytest-asyncio, give the store the same loop scope "
                     "as its tests)",
                 )
