@@ -7,11 +7,16 @@ connection for one operation; a connection that sat idle in the pool for less th
 first (one round trip) and replaced when it turns out dead. Every server backend reads its
 ``check_idle_after`` option with :func:`check_idle_after_option` and asks the server its own idle
 timeout when it opens a connection, with the statement of :data:`SERVER_IDLE_TIMEOUT_SQL`.
+A connection the server closed (its idle timeout, an administrator's kill, a proxy that closes the
+socket) is seen without a round trip, whatever its idle time, by :func:`socket_readable`: an idle
+connection's socket has nothing to read unless the server sent its reason or closed it.
 """
 
 from __future__ import annotations
 
 import math
+import select
+import socket
 
 from chronica_core.errors import InvalidOption
 
@@ -22,6 +27,7 @@ __all__ = [
     "SERVER_IDLE_TIMEOUT_SQL",
     "check_idle_after_option",
     "idle_limit",
+    "socket_readable",
 ]
 
 CHECK_IDLE_AFTER = "check_idle_after"
@@ -88,3 +94,28 @@ def idle_limit(check_idle_after: float, server_idle_timeout: float | None) -> fl
     if server_idle_timeout is None or server_idle_timeout <= 0 or math.isnan(server_idle_timeout):
         return check_idle_after
     return min(check_idle_after, server_idle_timeout / 2)
+
+
+def socket_readable(connection_socket: socket.socket | int | None) -> bool:
+    """Whether an idle connection's socket has something to read: a message, or its end (closed).
+
+    No round trip: one ``select`` that does not wait (a few microseconds). Nothing arrives on an
+    idle database connection unless the server sent its reason before closing it (PostgreSQL) or
+    closed it (end of file). A proxy or firewall that drops a connection without closing the
+    socket cannot be seen this way.
+
+    Args:
+        connection_socket: the socket, or its file descriptor, as the driver reports it;
+            ``None`` when the driver has none (closed).
+
+    Returns:
+        True when something can be read, or when there is no usable socket (so the caller checks
+        the connection); False when the socket is quiet.
+    """
+    if connection_socket is None:
+        return True
+    try:
+        ready, _, _ = select.select([connection_socket], [], [], 0)
+    except (OSError, ValueError, TypeError):
+        return True  # closed or no descriptor: let the check find out
+    return bool(ready)

@@ -173,10 +173,18 @@ class AsyncPlannedStore(AsyncIdempotentStore, Closable):
                 first = "which is closed now" if self._loop.is_closed() else "which is still open"
                 raise StoreError(
                     where,
-                    f"the store belongs to the event loop that first used it, {first}: open one store "
+                    f"the store belongs to the event loop that first used it, {first}; open one store "
                     "per event loop, inside it (with pytest-asyncio, give the store the same loop scope "
                     "as its tests)",
                 )
+
+    def _bound_to_another_loop(self) -> bool:
+        """Whether the store's connections belong to another event loop than the running one.
+
+        That loop may be closed already, or still open but not running here: a ``close`` called
+        from this loop cannot await anything on those connections, only drop them.
+        """
+        return self.binds_to_loop and self._loop is not None and self._loop is not asyncio.get_running_loop()
 
     async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:
         """Run ``plan`` unless the store is closed or belongs to another event loop (``StoreError``)."""

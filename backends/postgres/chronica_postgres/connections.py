@@ -13,14 +13,13 @@ caller). A busy pool is never checked.
 
 from __future__ import annotations
 
-import select
 import time
 import weakref
 from typing import Any
 
 import psycopg
 
-from chronica_core.idle import SERVER_IDLE_TIMEOUT_SQL, idle_limit
+from chronica_core.idle import SERVER_IDLE_TIMEOUT_SQL, idle_limit, socket_readable
 from chronica_postgres.schema import SET_UTC
 
 __all__ = ["CONFIGURE_SQL", "IdleConnections", "idle_timeout_seconds"]
@@ -67,11 +66,10 @@ class IdleConnections:
 def _readable(connection: Any) -> bool:
     """Whether an idle connection's socket has something to read: a message, or its end."""
     try:
-        socket = connection.pgconn.socket
-        ready, _, _ = select.select([socket], [], [], 0)
-    except (psycopg.Error, OSError, ValueError):
-        return True  # no usable socket: let the check find out
-    return bool(ready)
+        fileno = connection.pgconn.socket
+    except psycopg.Error:
+        return True  # closed: let the check find out
+    return socket_readable(fileno)
 
 
 def idle_timeout_seconds(row: tuple[Any, ...] | None) -> float | None:

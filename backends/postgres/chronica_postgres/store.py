@@ -245,11 +245,16 @@ class AsyncPostgresStore(AsyncPlannedStore):
         """Close the pool the store opened, if it opened one (a pool given to it is left open).
 
         Later operations raise ``StoreError("postgres: async store", "the store is closed")``.
+        Called from another event loop than the one the store ran in (or after that loop
+        closed), it raises nothing: the pool's tasks and connections belong to that loop and
+        cannot be awaited here, so the store only drops the pool, and each connection's socket is
+        closed when Python frees it (the server ends the session then).
         """
         self._mark_closed()
         if self._owns_pool and self._pool is not None:
             pool, self._pool, self._ready = self._pool, None, False
-            await pool.close()
+            if not self._bound_to_another_loop():
+                await pool.close()
 
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         if not self._ready:

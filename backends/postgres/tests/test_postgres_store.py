@@ -4,6 +4,7 @@ concurrency, NUL content, lost connections, pools given by the caller, registrat
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 import time
@@ -666,3 +667,19 @@ def test_at_is_never_earlier_than_the_last_actum_at(store: PostgresStore, admin:
     assert stored.at == ahead[0]
     assert [actum.at for actum in store.acta(chronicum_id, ActaQuery())][-1] == ahead[0]
     assert store.get(chronicum_id).last_actum_at == ahead[0]
+
+
+def test_an_async_store_closed_from_another_loop_raises_and_logs_nothing(
+    async_store: AsyncPostgresStore, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its first loop is closed by then: close() drops the pool, and the store is closed."""
+    chronicum = Chronicum(f"pg-other-loop-{uuid.uuid4().hex}", "ardian", datetime.now(UTC))
+    asyncio.run(async_store.create(chronicum))
+    capfd.readouterr()
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(async_store.close())
+        gc.collect()
+    assert [record for record in caplog.records if record.exc_info or record.levelno >= logging.WARNING] == []
+    assert "Traceback" not in capfd.readouterr().err
+    with pytest.raises(StoreError, match=r"^postgres: async store: the store is closed$"):
+        asyncio.run(async_store.get(chronicum.id))

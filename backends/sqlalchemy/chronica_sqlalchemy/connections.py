@@ -1,4 +1,4 @@
-"""Pooled connections the server may have closed while idle: checked before use, only when idle long.
+"""Pooled connections the server may have closed while idle: checked before use when in doubt.
 
 A server (MariaDB/MySQL's ``wait_timeout``, PostgreSQL's ``idle_session_timeout``), a proxy or a
 firewall may close a connection that sits idle in the engine's pool. :func:`watch_idle_connections`
@@ -6,7 +6,10 @@ adds three pool events to an engine: ``connect`` reads the server's idle timeout
 connection (:data:`chronica_core.idle.SERVER_IDLE_TIMEOUT_SQL`), ``checkin`` notes when it goes
 idle, and ``checkout`` pings it (the dialect's ``do_ping``: one round trip) only when it sat idle
 longer than :func:`chronica_core.idle.idle_limit` (the ``check_idle_after`` option, or half the
-server's timeout when shorter). A dead one is replaced: the event raises SQLAlchemy's
+server's timeout when shorter), or when its idle socket shows that the server spoke or closed it
+(:func:`chronica_core.idle.socket_readable`, no round trip: PostgreSQL sends its reason before it
+closes a connection, a closed socket reads as end of file) on the drivers whose socket it knows
+(psycopg, PyMySQL, asyncmy). A dead one is replaced: the event raises SQLAlchemy's
 ``DisconnectionError``, and the pool opens a new connection in its place. A busy pool is never
 pinged (SQLAlchemy's ``pool_pre_ping`` would ping at every checkout). SQLite has no server and is
 left alone.
@@ -15,12 +18,13 @@ left alone.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DisconnectionError
 
-from chronica_core.idle import DEFAULT_CHECK_IDLE_AFTER, SERVER_IDLE_TIMEOUT_SQL, idle_limit
+from chronica_core.idle import DEFAULT_CHECK_IDLE_AFTER, SERVER_IDLE_TIMEOUT_SQL, idle_limit, socket_readable
 from chronica_sqlalchemy.schema import is_mysql
 
 __all__ = ["watch_idle_connections"]
@@ -74,12 +78,54 @@ def _note_idle(dbapi_connection: Any, record: Any) -> None:
 
 
 def _ping_if_idle_too_long(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-    """Ping a connection idle longer than its limit; raise ``DisconnectionError`` if it is dead."""
+    """Ping a connection idle too long or closed by the server; raise ``DisconnectionError`` if dead."""
     known = record.info.get(_IDLE)
-    if known is None or known[0] is None or time.monotonic() - known[0] < known[1]:
+    if known is None or known[0] is None:
         return
     dialect = known[2]
+    idle_for = time.monotonic() - known[0]
+    if idle_for < known[1] and not _server_spoke(dialect.driver, record.driver_connection):
+        return
     try:
         dialect.do_ping(dbapi_connection)
     except Exception as error:
-        raise DisconnectionError(f"a connection idle for over {known[1]:g} s is gone: {error}") from error
+        raise DisconnectionError(f"a connection idle for {idle_for:.3g} s is gone: {error}") from error
+
+
+def _psycopg_spoke(connection: Any) -> bool:
+    """For psycopg (blocking or asyncio): its libpq connection's socket."""
+    try:
+        fileno = connection.pgconn.socket
+    except Exception:  # noqa: BLE001 - psycopg raises when the connection is closed
+        return True
+    return socket_readable(fileno)
+
+
+def _pymysql_spoke(connection: Any) -> bool:
+    """For PyMySQL: its socket (``None`` once closed)."""
+    return socket_readable(connection._sock)
+
+
+def _asyncmy_spoke(connection: Any) -> bool:
+    """For asyncmy: what the event loop already read into its protocol, else the transport's socket."""
+    protocol = connection._proto
+    transport = connection._transport
+    if protocol is None or transport is None or protocol.eof or protocol.length > protocol.pos:
+        return True
+    return socket_readable(transport.get_extra_info("socket"))
+
+
+_SPOKE: dict[str, Callable[[Any], bool]] = {
+    "psycopg": _psycopg_spoke,
+    "psycopg_async": _psycopg_spoke,
+    "pymysql": _pymysql_spoke,
+    "asyncmy": _asyncmy_spoke,
+}
+"""Per SQLAlchemy driver name, whether an idle driver connection has something to read or is
+closed. Other drivers rely on the idle time alone."""
+
+
+def _server_spoke(driver: str, connection: Any) -> bool:
+    """Whether the server sent something on the idle ``connection`` or closed it (no round trip)."""
+    spoke = _SPOKE.get(driver)
+    return spoke is not None and spoke(connection)

@@ -264,9 +264,17 @@ class AsyncSQLAlchemyStore(_AsyncStore):
 
         On SQLite it first lets the operations still running finish (those whose tasks were
         cancelled included). Later operations raise
-        ``StoreError("sqlalchemy: async store", "the store is closed")``.
+        ``StoreError("sqlalchemy: async store", "the store is closed")``. Called from another event
+        loop than the one the store ran in (or after that loop closed), it raises and logs nothing:
+        the pooled connections belong to that loop and cannot be closed from here, so the engine
+        only drops its pool, and each connection's socket is closed when Python frees it (the
+        server ends the session then).
         """
         self._mark_closed()
+        if self._bound_to_another_loop():
+            if self._owns_engine:
+                await self.engine.dispose(close=False)
+            return
         while self._running:  # asyncio.wait: cancelling close leaves them running
             await asyncio.wait(set(self._running))
         if self._owns_engine:

@@ -126,6 +126,76 @@ def test_every_async_operation_after_the_server_closed_idle_connections_succeeds
     assert asyncio.run(scenario())[1] == "a plain write after the pause"
 
 
+@pytest.fixture
+def fresh(servers: ServerDatabases | None) -> Iterator[tuple[ServerDatabases, URL]]:
+    """A fresh database whose sessions the server keeps open while idle."""
+    assert servers is not None
+    url = servers.create()
+    try:
+        yield servers, url
+    finally:
+        servers.drop(url)
+
+
+def kill_connections(servers: ServerDatabases, database: str) -> None:
+    """From another session, have the server close every connection to ``database``; wait till gone."""
+    if servers.dialect == "postgresql":
+        kill = text(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = :name AND pid <> pg_backend_pid()"
+        )
+        with servers.engine.connect() as killer:
+            assert killer.execute(kill, {"name": database}).all(), "the store has no connection"
+    else:
+        find = text(
+            "SELECT id FROM information_schema.processlist WHERE db = :name AND id <> CONNECTION_ID()"
+        )
+        with servers.engine.connect() as killer:
+            ids = killer.execute(find, {"name": database}).scalars().all()
+            assert ids, "the store has no connection"
+            for thread_id in ids:
+                killer.execute(text(f"KILL CONNECTION {int(thread_id)}"))
+    wait_until_closed(servers, database)
+
+
+@servers_only
+def test_a_plain_write_after_the_server_killed_the_idle_connection_succeeds(
+    fresh: tuple[ServerDatabases, URL],
+) -> None:
+    """Idle far less than check_idle_after: the closed socket alone says the connection is gone."""
+    servers, url = fresh
+    chronicum_id = "killed"
+    with SQLAlchemyStore.open(url, check_idle_after=3600) as store:
+        store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+        first = store.record(message(chronicum_id, "before the kill"))
+        kill_connections(servers, str(url.database))
+        second = store.record(message(chronicum_id, "a plain write after the kill"))
+        assert [actum.id for actum in store.acta(chronicum_id, ActaQuery())] == [first.id, second.id]
+
+
+@servers_only
+def test_an_async_plain_write_after_the_server_killed_the_idle_connection_succeeds(
+    fresh: tuple[ServerDatabases, URL],
+) -> None:
+    servers, url = fresh
+    chronicum_id = "killed"
+
+    async def scenario() -> list[str]:
+        store = open_async_sqlalchemy_store(url, check_idle_after=3600)
+        try:
+            await store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+            first = await store.record(message(chronicum_id, "before the kill"))
+            await asyncio.to_thread(kill_connections, servers, str(url.database))
+            second = await store.record(message(chronicum_id, "a plain write after the kill"))
+            window = await store.acta(chronicum_id, ActaQuery())
+            assert [actum.id for actum in window] == [first.id, second.id]
+            return [actum.content for actum in window]
+        finally:
+            await store.close()
+
+    assert asyncio.run(scenario())[1] == "a plain write after the kill"
+
+
 @servers_only
 def test_a_busy_pool_is_not_pinged(
     idle_closing: tuple[ServerDatabases, URL], monkeypatch: pytest.MonkeyPatch

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import os
 import random
 import sqlite3
@@ -971,3 +973,21 @@ def test_a_writer_whose_clock_is_behind_never_moves_at_backwards(
     assert second.at == first.at
     assert [actum.at for actum in store.acta(chronicum_id, ActaQuery())] == [first.at, first.at]
     assert store.get(chronicum_id).last_actum_at == first.at
+
+
+def test_an_async_store_closed_from_another_loop_raises_and_logs_nothing(
+    async_store: AsyncSQLAlchemyStore | AsyncThreadedSQLAlchemyStore,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Its first loop is closed by then: close() drops the pool, and the store is closed."""
+    chronicum_id = new_id()
+    asyncio.run(async_store.create(started(chronicum_id)))
+    capfd.readouterr()
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(async_store.close())
+        gc.collect()
+    assert [record for record in caplog.records if record.exc_info or record.levelno >= logging.WARNING] == []
+    assert "Traceback" not in capfd.readouterr().err
+    with pytest.raises(StoreError, match=r"^sqlalchemy: async store: the store is closed$"):
+        asyncio.run(async_store.get(chronicum_id))
