@@ -124,7 +124,7 @@ class ConcurrentRow:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """One DESIGN §11 target: what it says, the measured value and whether it holds."""
+    """One performance target: what it says, the measured value and whether it holds."""
 
     target: str
     value: float
@@ -892,7 +892,7 @@ def _async_raw_appender(baseline: AsyncBaseline, acta: list[Actum]) -> Callable[
 
 
 # --------------------------------------------------------------------------------------------
-# Targets (DESIGN §11 and issues 3-6)
+# Targets (the performance targets in benchmarks/README.md)
 
 
 @dataclass(frozen=True, slots=True)

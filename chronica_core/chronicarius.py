@@ -59,7 +59,7 @@ class _Keeper(Generic[StoreFlavour]):
 
 
 class Chronicarius(_Keeper[Store]):
-    """Keeps the rules of DESIGN §5 over a blocking :class:`Store`.
+    """Keeps the Chronicarius rules (see chronica_core.rules) over a blocking :class:`Store`.
 
     Thread-safe when the store is. Every method names the owner. A read of a chronicum that is
     not the owner's answers exactly like a read of one that does not exist. A write cannot hide

@@ -1,4 +1,4 @@
-"""The rules R1–R10 of DESIGN §5, written once as plans that do no I/O.
+"""The Chronicarius rules R1–R10 (listed below), written once as plans that do no I/O.
 
 :class:`chronica_core.Chronicarius` and :class:`chronica_core.AsyncChronicarius` run these plans
 against a sync or an async store; neither holds a rule of its own.

@@ -1,4 +1,4 @@
-"""What a store promises (DESIGN §6): the sync and async store protocols.
+"""What a store promises: the sync and async store protocols.
 
 A store only saves and reads. It checks no owner, validates nothing and assigns no ids: those
 rules live in :class:`chronica_core.Chronicarius`. Every method raises :class:`StoreError` (chained

@@ -1,4 +1,4 @@
-"""The dinner story of DESIGN §10: the canonical example, for the demo, the docs, tests and benchmarks."""
+"""The dinner story: the canonical example, for the demo, the docs, tests and benchmarks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Deliberately broken stores: each makes one mistake a real backend once made (DESIGN §12).
+"""Deliberately broken stores: each makes one mistake a real backend once made.
 
 ``test_suite_catches_mistakes.py`` runs the conformance suite against each and checks that it
 fails, naming the cases. Every mistake is deterministic (no timing): a lost or doubled write is

@@ -1,4 +1,4 @@
-"""The rules R1–R10 of DESIGN §5 on the in-memory store (the conformance suite checks every backend)."""
+"""The Chronicarius rules R1–R10 (chronica_core.rules) on the memory store; conformance checks the rest."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Chronicarius rules R1–R9 (DESIGN §5), run through a Chronicarius over the store under test."""
+"""The Chronicarius rules R1–R10, run through a Chronicarius over the store under test."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ _INVALID: dict[str, tuple[Callable[[Actum], Actum], str | None, str]] = {
 
 
 def _record_dinner_story(harness: Harness, owner: str, chronicum_id: str) -> list[Actum]:
-    """Record the dinner story of DESIGN §10 into ``chronicum_id`` for ``owner``; return the stored acta."""
+    """Record the dinner story into ``chronicum_id`` for ``owner``; return the stored acta."""
     return [harness.record_actum(owner, replace(actum, chronicum_id=chronicum_id)) for actum in DINNER_STORY]
 
 

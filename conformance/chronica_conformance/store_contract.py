@@ -1,4 +1,4 @@
-"""The store contract S1–S9 (DESIGN §6), checked directly on the store under test.
+"""The store contract S1–S9, checked directly on the store under test.
 
 Also: ``at`` and the order agree under concurrent writers, and a closed store refuses every
 operation.

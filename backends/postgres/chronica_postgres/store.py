@@ -85,7 +85,7 @@ async def _check_connection_async(url: str, options: Options) -> None:
 
 
 class PostgresStore(PlannedStore):
-    """A blocking, thread-safe, idempotent store in PostgreSQL (DESIGN §7).
+    """A blocking, thread-safe, idempotent store in PostgreSQL.
 
     Every call borrows a pooled connection (autocommit) for one statement: ``record``,
     ``record_idempotent``, ``acta`` and ``get`` are each one round trip.

@@ -1,4 +1,4 @@
-r"""The tables and column types, the same on every dialect (DESIGN §6, §7).
+r"""The tables and column types, the same on every dialect.
 
 Three tables (names may be qualified by a schema):
 

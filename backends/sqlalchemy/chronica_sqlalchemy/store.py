@@ -1,6 +1,7 @@
 """The blocking and the asyncio SQLAlchemy stores: thin executors of the plans in :mod:`.plans`.
 
-All keep DESIGN §6 on every dialect (checked by ``chronica-conformance``): acta ordered by a
+All keep the store contract (``chronica_core.store``) on every dialect, checked by
+``chronica-conformance``: acta ordered by a
 per-chronicum ``seq`` the store assigns, "missing" told apart from "empty", the context window in
 one query with the filters before the limit, idempotency through a unique constraint and a
 read-back. Neither checks owners nor validates: that is ``Chronicarius``'s job. The operations
