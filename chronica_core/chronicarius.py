@@ -7,14 +7,16 @@ performed (called, or awaited).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
+from chronica_core.capabilities import store_capabilities
 from chronica_core.ids import new_actum_id
-from chronica_core.model import ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.listing import DEFAULT_LIST_LIMIT
+from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage, Chronicum
 from chronica_core.plans import run_plan, run_plan_async
 from chronica_core.rules import DEFAULT_OWNER_CACHE_SIZE, Rules, StoreCall
-from chronica_core.store import AsyncIdempotentStore, AsyncStore, IdempotentStore, Store
+from chronica_core.store import AsyncStore, Store
 
 __all__ = ["AsyncChronicarius", "Chronicarius"]
 
@@ -35,7 +37,6 @@ def _wrong_flavour(keeper: object, store: object) -> TypeError:
 class _Keeper(Generic[StoreFlavour]):
     """What both flavours hold: the store and the one set of rules (see :class:`Chronicarius`)."""
 
-    _idempotent_protocol: ClassVar[type]
     _asynchronous: ClassVar[bool]
 
     def __init__(
@@ -51,7 +52,7 @@ class _Keeper(Generic[StoreFlavour]):
         self.store: StoreFlavour = store
         self._rules = Rules(
             store_name=type(store).__name__,
-            idempotent=isinstance(store, self._idempotent_protocol),
+            capabilities=store_capabilities(store),
             id_factory=id_factory,
             owner_cache_size=owner_cache_size,
             limited=callable(getattr(store, "max_content_bytes", None)),
@@ -82,7 +83,6 @@ class Chronicarius(_Keeper[Store]):
             none of whose operations is an ``async def``.
     """
 
-    _idempotent_protocol = IdempotentStore
     _asynchronous = False
 
     def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
@@ -102,8 +102,8 @@ class Chronicarius(_Keeper[Store]):
             ActumTooLarge: (an ``InvalidActum``) the content is larger than the store accepts
                 (``.size`` and ``.limit`` in bytes of UTF-8); nothing is written, not even the
                 chronicum of a first write, when the store tells its limit (every Chronica store does).
-            IdempotencyUnsupported: a key was given and the store is not idempotent; nothing is
-                written, not even the chronicum.
+            IdempotencyUnsupported: (a ``CapabilityUnsupported``) a key was given and the store is
+                not idempotent; nothing is written, not even the chronicum.
             ChronicumNotFound: the chronicum belongs to another owner; nothing is written. (An
                 id nobody holds is created instead, so this tells the writer the id is taken.)
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
@@ -156,6 +156,103 @@ class Chronicarius(_Keeper[Store]):
         """
         return run_plan(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
 
+    def record_acta(
+        self, owner_id: str, acta: Sequence[Actum], *, idempotency_key: str | None = None
+    ) -> list[Actum]:
+        """Record a batch of acta of one chronicum for ``owner_id``, all or none, one after another.
+
+        Every actum is checked before anything is written. The batch lands atomically and
+        consecutively: no other writer's actum falls between its acta, and a reader sees all of
+        it or none. The chronicum is created on the first write, as for :meth:`record_actum`.
+
+        Args:
+            owner_id: the person the chronicum belongs to.
+            acta: up to 1000 acta (:data:`chronica_core.rules.MAX_BATCH_SIZE`), all naming one
+                chronicum; their ``id`` and ``at`` are replaced.
+            idempotency_key: with a key, a retry in the same chronicum returns the acta the
+                first call stored (the whole list, same ids) and writes nothing.
+
+        Returns:
+            The stored acta in the order given, each with a fresh id and the store's UTC ``at``;
+            ``[]`` for an empty ``acta`` (nothing is created then).
+
+        Raises:
+            InvalidActum: an actum is wrong (``.index`` is its position, ``.field`` the field),
+                the acta name more than one chronicum (``field="chronicum_id"``), ``acta`` is not
+                a list of acta or holds more than 1000 (``field="acta"``), or the key is unusable;
+                nothing is written.
+            ActumTooLarge: (an ``InvalidActum``) an actum's content is larger than the store
+                accepts; nothing is written.
+            CapabilityUnsupported: the store has no ``batch`` capability (or, given a key, no
+                ``idempotency``: ``IdempotencyUnsupported``); nothing is written.
+            ChronicumNotFound: the chronicum belongs to another owner; nothing is written.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception. Nothing was written.
+        """
+        return run_plan(self._rules.record_acta(owner_id, acta, idempotency_key), self._perform)
+
+    def list_chronica(
+        self, owner_id: str, *, limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None
+    ) -> ChronicaPage:
+        """Return one page of the owner's chronica, newest ``started_at`` first, ties by id.
+
+        Pages are keyset pages: following ``next_cursor`` from the first page sees every chronicum
+        that existed when the walk began exactly once, however many are created meanwhile.
+
+        Args:
+            owner_id: the person whose chronica to list; no one else's are ever listed.
+            limit: how many chronica a page holds, 1 to 1000.
+            cursor: ``next_cursor`` of the previous page; ``None`` for the first page.
+
+        Returns:
+            A :class:`chronica_core.ChronicaPage`: ``.chronica`` and ``.next_cursor`` (``None``
+            on the last page).
+
+        Raises:
+            InvalidQuery: ``limit`` is not an int from 1 to 1000 (``field="limit"``), or ``cursor``
+                is malformed or was made for another owner (``field="cursor"``).
+            CapabilityUnsupported: the store has no ``listing`` capability.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        return run_plan(self._rules.list_chronica(owner_id, limit, cursor), self._perform)
+
+    def erase_chronicum(self, owner_id: str, chronicum_id: str) -> int:
+        """Erase one of the owner's chronica: its acta, their keys and its fields leave the store.
+
+        A data-protection operation, not an edit. What remains is a marker holding the id and a
+        digest of the owner, so the id never passes to another owner; the same owner writing to
+        it again starts a fresh, empty chronicum. Reads of it answer ``ChronicumNotFound``.
+
+        Returns:
+            How many acta were erased.
+
+        Raises:
+            ChronicumNotFound: the chronicum does not exist, was erased, or is not the owner's.
+            CapabilityUnsupported: the store has no ``erasure`` capability; nothing is erased.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception. Nothing was erased.
+        """
+        return run_plan(self._rules.erase_chronicum(owner_id, chronicum_id), self._perform)
+
+    def erase_owner(self, owner_id: str) -> int:
+        """Erase every chronicum of ``owner_id``, each as :meth:`erase_chronicum` does.
+
+        Returns:
+            How many chronica were erased (``0`` when the owner has none).
+
+        Raises:
+            CapabilityUnsupported: the store has no ``erasure`` capability; nothing is erased.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception. Each chronicum is
+                erased whole or not at all, so a retry finishes the job.
+        """
+        return run_plan(self._rules.erase_owner(owner_id), self._perform)
+
     def _perform(self, call: StoreCall) -> Any:
         method, arguments = call
         return getattr(self.store, method)(*arguments)
@@ -169,7 +266,6 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
     so are the constructor's arguments.
     """
 
-    _idempotent_protocol = AsyncIdempotentStore
     _asynchronous = True
 
     async def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
@@ -193,6 +289,26 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
     async def get_chronicum(self, owner_id: str, chronicum_id: str) -> Chronicum:
         """See :meth:`Chronicarius.get_chronicum`."""
         return await run_plan_async(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
+
+    async def record_acta(
+        self, owner_id: str, acta: Sequence[Actum], *, idempotency_key: str | None = None
+    ) -> list[Actum]:
+        """See :meth:`Chronicarius.record_acta`."""
+        return await run_plan_async(self._rules.record_acta(owner_id, acta, idempotency_key), self._perform)
+
+    async def list_chronica(
+        self, owner_id: str, *, limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None
+    ) -> ChronicaPage:
+        """See :meth:`Chronicarius.list_chronica`."""
+        return await run_plan_async(self._rules.list_chronica(owner_id, limit, cursor), self._perform)
+
+    async def erase_chronicum(self, owner_id: str, chronicum_id: str) -> int:
+        """See :meth:`Chronicarius.erase_chronicum`."""
+        return await run_plan_async(self._rules.erase_chronicum(owner_id, chronicum_id), self._perform)
+
+    async def erase_owner(self, owner_id: str) -> int:
+        """See :meth:`Chronicarius.erase_owner`."""
+        return await run_plan_async(self._rules.erase_owner(owner_id), self._perform)
 
     async def _perform(self, call: StoreCall) -> Any:
         method, arguments = call

@@ -6,12 +6,14 @@ __all__ = [
     "ActumTooLarge",
     "BackendConflict",
     "BackendUnavailable",
+    "CapabilityUnsupported",
     "ChronicaError",
     "ChronicumExists",
     "ChronicumNotFound",
     "EmptyOwnerID",
     "IdempotencyUnsupported",
     "InvalidActum",
+    "InvalidChronicum",
     "InvalidOption",
     "InvalidOwnerID",
     "InvalidQuery",
@@ -49,17 +51,34 @@ class ChronicumExists(ChronicaError):
 
 
 class InvalidActum(ChronicaError, ValueError):
-    """``record_actum`` refused an actum (or its idempotency key) before touching the store.
+    """An actum (or its key) was refused before touching the store, or a dict by ``Actum.from_dict``.
 
     Attributes:
         field: the name of the offending field, e.g. ``"content"`` or ``"idempotency_key"``.
+        reason: what was wrong with it.
+        index: for a batch, the position of the offending actum in it (0-based); ``None`` otherwise.
+    """
+
+    def __init__(self, field: str, reason: str, *, index: int | None = None) -> None:
+        self.field = field
+        self.reason = reason
+        self.index = index
+        where = "invalid actum" if index is None else f"invalid actum at index {index}"
+        super().__init__(f"{where}: {field}: {reason}")
+
+
+class InvalidChronicum(ChronicaError, ValueError):
+    """``Chronicum.from_dict`` refused a dict.
+
+    Attributes:
+        field: the name of the offending field, e.g. ``"started_at"``.
         reason: what was wrong with it.
     """
 
     def __init__(self, field: str, reason: str) -> None:
         self.field = field
         self.reason = reason
-        super().__init__(f"invalid actum: {field}: {reason}")
+        super().__init__(f"invalid chronicum: {field}: {reason}")
 
 
 class ActumTooLarge(InvalidActum):
@@ -105,13 +124,34 @@ class EmptyOwnerID(InvalidOwnerID):
         super().__init__("owner_id must be a non-empty string")
 
 
-class IdempotencyUnsupported(ChronicaError):
+class CapabilityUnsupported(ChronicaError):
+    """The store lacks an optional capability the call needs; nothing was read or written.
+
+    Raised by ``Chronicarius`` before it calls the store. The capabilities are listed in
+    :mod:`chronica_core.capabilities` (``chronica backends`` shows each backend's).
+
+    Attributes:
+        store_name: the store's class name.
+        capability: the missing capability, e.g. ``"batch"``, ``"listing"``, ``"erasure"`` or
+            ``"idempotency"``.
+    """
+
+    def __init__(self, store_name: str, capability: str, detail: str = "") -> None:
+        self.store_name = store_name
+        self.capability = capability
+        super().__init__(
+            detail or f"{store_name} does not offer the {capability} capability; use a store that does"
+        )
+
+
+class IdempotencyUnsupported(CapabilityUnsupported):
     """An idempotency key was given to a store that cannot honour it; nothing was created."""
 
     def __init__(self, store_name: str) -> None:
-        self.store_name = store_name
         super().__init__(
-            f"{store_name} cannot honour idempotency keys; record without a key or use an idempotent store"
+            store_name,
+            "idempotency",
+            f"{store_name} cannot honour idempotency keys; record without a key or use an idempotent store",
         )
 
 

@@ -12,7 +12,8 @@ and ``my_package/plugin.py`` holds::
     @hookimpl
     def chronica_backends() -> list[Backend]:
         return [Backend(name="mystore", schemes=("mystore",), idempotent=True,
-                        open=open_my_store, install="my-distribution")]
+                        capabilities=("batch", "listing"), open=open_my_store,
+                        install="my-distribution")]
 
 Keep the plugin module light: import the driver inside ``open`` so that a missing driver is
 reported as ``BackendUnavailable`` instead of hiding the backend.
@@ -52,6 +53,10 @@ class Backend:
         needs_server: whether its URLs point at a server (the conformance suite, given no URL,
             runs only backends that need none).
         example_url: a URL that works without a server, for those that need none.
+        capabilities: the other optional capabilities its stores offer, by name (``"batch"``,
+            ``"listing"``, ``"erasure"``; see :mod:`chronica_core.capabilities`). The conformance
+            suite runs, and never skips, the cases of each one declared; ``chronica backends``
+            shows them.
     """
 
     name: str
@@ -62,6 +67,7 @@ class Backend:
     install: str = ""
     needs_server: bool = True
     example_url: str = ""
+    capabilities: tuple[str, ...] = ()
 
 
 class BackendSpec:

@@ -1,9 +1,10 @@
-"""The in-memory store: one process, for tests and development. Idempotent and thread-safe."""
+"""The in-memory store: one process, for tests and development. Thread-safe, with every capability."""
 
 from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +13,17 @@ from chronica_core.closable import Closable
 from chronica_core.errors import ChronicumExists, ChronicumNotFound, InvalidOption
 from chronica_core.limits import MAX_CONTENT_OPTION, check_content_size, content_limit_option
 from chronica_core.model import ActaQuery, Actum, Chronicum
-from chronica_core.store import AsyncIdempotentStore, IdempotentStore
+from chronica_core.store import (
+    AsyncBatchStore,
+    AsyncErasableStore,
+    AsyncIdempotentStore,
+    AsyncListingStore,
+    BatchStore,
+    ErasableStore,
+    IdempotentStore,
+    ListingPosition,
+    ListingStore,
+)
 
 __all__ = ["AsyncMemoryStore", "MemoryStore"]
 
@@ -23,8 +34,12 @@ class _Entry:
 
     chronicum: Chronicum
     acta: list[Actum] = field(default_factory=list)
-    keyed: dict[str, Actum] = field(default_factory=dict)
+    keyed: dict[str, list[Actum]] = field(default_factory=dict)
+    """What each idempotency key's write stored: one actum, or a whole batch."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    erased: bool = False
+    """Set, under ``lock``, when the chronicum is erased: a writer that found the entry before
+    then answers ``ChronicumNotFound`` instead of writing into it."""
 
 
 _WHERE = "memory: store"
@@ -51,10 +66,16 @@ def _matches(actum: Actum, query: ActaQuery) -> bool:
     )
 
 
-class MemoryStore(IdempotentStore, Closable):
+def _listing_key(chronicum: Chronicum) -> ListingPosition:
+    return chronicum.started_at, chronicum.id
+
+
+class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Closable):
     """Keeps everything in this process's memory; gone when the process ends.
 
     Each chronicum has its own lock, so writers to different chronica never wait for each other.
+    Each owner's chronica are indexed by owner, so listing them never looks at other owners'.
+    An erased chronicum's acta and fields are dropped; only its id and owner digest stay.
     A context window scans backwards from the newest actum and stops once it has ``last_n``.
     An actum's ``at`` is taken under that lock, the moment it gets its place, and is never earlier
     than the chronicum's ``last_actum_at`` (should the clock step back). After :meth:`close` every
@@ -79,15 +100,77 @@ class MemoryStore(IdempotentStore, Closable):
     def __init__(self, url: str = "memory://", **options: Any) -> None:
         self._content_limit = _content_limit(options)
         self._entries: dict[str, _Entry] = {}
-        self._create_lock = threading.Lock()
+        self._erased: dict[str, str] = {}  # chronicum id -> owner digest, for erased chronica
+        self._owned: dict[str, dict[str, None]] = {}  # owner id -> its chronicum ids
+        self._create_lock = threading.Lock()  # guards the three dicts' keys
 
     def create(self, chronicum: Chronicum) -> None:
-        """Save ``chronicum``. Raises ``ChronicumExists`` if its id is taken."""
+        """Save ``chronicum``. Raises ``ChronicumExists`` if its id is taken (or erased)."""
         self._refuse_if_closed(None, _WHERE)
         with self._create_lock:
-            if chronicum.id in self._entries:
+            if chronicum.id in self._entries or chronicum.id in self._erased:
                 raise ChronicumExists(chronicum.id)
-            self._entries[chronicum.id] = _Entry(chronicum)
+            self._add(chronicum)
+
+    def list_chronica(self, owner_id: str, limit: int, after: ListingPosition | None) -> list[Chronicum]:
+        """Return up to ``limit`` of the owner's chronica, newest first (see ``ListingStore``)."""
+        self._refuse_if_closed(None, _WHERE)
+        with self._create_lock:
+            chronica = [
+                self._entries[chronicum_id].chronicum for chronicum_id in self._owned.get(owner_id, ())
+            ]
+        chronica.sort(key=_listing_key, reverse=True)
+        if after is not None:
+            chronica = [chronicum for chronicum in chronica if _listing_key(chronicum) < after]
+        return chronica[:limit]
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> int:
+        """Erase the chronicum, keeping its marker; return the acta erased. Raises ``ChronicumNotFound``."""
+        self._refuse_if_closed(None, _WHERE)
+        with self._create_lock:
+            return self._erase(chronicum_id, owner_digest)
+
+    def erase_owner(self, owner_id: str, owner_digest: str) -> int:
+        """Erase every chronicum of ``owner_id``; return how many."""
+        self._refuse_if_closed(None, _WHERE)
+        with self._create_lock:
+            owned = list(self._owned.get(owner_id, ()))
+            for chronicum_id in owned:
+                self._erase(chronicum_id, owner_digest)
+        return len(owned)
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
+        """Replace the marker of ``chronicum.id`` with ``chronicum`` if its digest is ``owner_digest``."""
+        self._refuse_if_closed(None, _WHERE)
+        with self._create_lock:
+            if self._erased.get(chronicum.id) != owner_digest:
+                return False
+            del self._erased[chronicum.id]
+            self._add(chronicum)
+            return True
+
+    def _add(self, chronicum: Chronicum) -> None:
+        """Under ``_create_lock``: save a fresh chronicum and index it under its owner."""
+        self._entries[chronicum.id] = _Entry(chronicum)
+        self._owned.setdefault(chronicum.owner_id, {})[chronicum.id] = None
+
+    def _erase(self, chronicum_id: str, owner_digest: str) -> int:
+        """Under ``_create_lock``: drop the chronicum and its acta, leaving the marker."""
+        entry = self._entries.pop(chronicum_id, None)
+        if entry is None:
+            raise ChronicumNotFound(chronicum_id)
+        with entry.lock:
+            erased = len(entry.acta)
+            entry.erased = True
+            entry.acta = []
+            entry.keyed = {}
+        owner_id = entry.chronicum.owner_id
+        owned = self._owned[owner_id]
+        del owned[chronicum_id]
+        if not owned:
+            del self._owned[owner_id]
+        self._erased[chronicum_id] = owner_digest
+        return erased
 
     def get(self, chronicum_id: str) -> Chronicum:
         """Return the chronicum. Raises ``ChronicumNotFound``."""
@@ -105,6 +188,7 @@ class MemoryStore(IdempotentStore, Closable):
         check_content_size(actum.content, self._content_limit)
         entry = self._entry(actum.chronicum_id)
         with entry.lock:
+            self._check_live(entry)
             return self._append(entry, actum)
 
     def record_idempotent(self, actum: Actum, key: str) -> Actum:
@@ -115,16 +199,35 @@ class MemoryStore(IdempotentStore, Closable):
         check_content_size(actum.content, self._content_limit)
         entry = self._entry(actum.chronicum_id)
         with entry.lock:
+            self._check_live(entry)
             stored = entry.keyed.get(key)
             if stored is None:
-                stored = entry.keyed[key] = self._append(entry, actum)
-            return stored
+                stored = entry.keyed[key] = [self._append(entry, actum)]
+            return stored[0]
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        """Append ``acta`` (one chronicum's) together; see :class:`chronica_core.BatchStore`.
+
+        Raises ``ChronicumNotFound``, or ``ActumTooLarge`` above ``max_content_bytes`` (nothing written).
+        """
+        for actum in acta:
+            check_content_size(actum.content, self._content_limit)
+        entry = self._entry(acta[0].chronicum_id)
+        with entry.lock:
+            self._check_live(entry)
+            if key is not None and key in entry.keyed:
+                return list(entry.keyed[key])
+            stored = [self._append(entry, actum) for actum in acta]
+            if key is not None:
+                entry.keyed[key] = stored
+            return list(stored)
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """Return the context window, oldest first. Raises ``ChronicumNotFound``."""
         entry = self._entry(chronicum_id)
         kinds, actor_kinds, wanted = query.actum_kinds, query.actor_kinds, query.last_n
         with entry.lock:
+            self._check_live(entry)
             if wanted <= 0:
                 return [actum for actum in entry.acta if _matches(actum, query)]
             window: list[Actum] = []
@@ -150,6 +253,12 @@ class MemoryStore(IdempotentStore, Closable):
             raise ChronicumNotFound(chronicum_id) from None
 
     @staticmethod
+    def _check_live(entry: _Entry) -> None:
+        """Under ``entry.lock``: refuse an entry erased since it was looked up."""
+        if entry.erased:
+            raise ChronicumNotFound(entry.chronicum.id)
+
+    @staticmethod
     def _append(entry: _Entry, actum: Actum) -> Actum:
         """Append under ``entry.lock``: ``at`` is now, or the chronicum's last ``at`` if that is later."""
         at = datetime.now(UTC)
@@ -165,7 +274,9 @@ class MemoryStore(IdempotentStore, Closable):
         return stored
 
 
-class AsyncMemoryStore(AsyncIdempotentStore, Closable):
+class AsyncMemoryStore(
+    AsyncIdempotentStore, AsyncBatchStore, AsyncListingStore, AsyncErasableStore, Closable
+):
     """The asyncio face of :class:`MemoryStore`.
 
     Every operation is a few dictionary and list steps under a lock held for microseconds, so
@@ -217,6 +328,33 @@ class AsyncMemoryStore(AsyncIdempotentStore, Closable):
         """See :meth:`MemoryStore.acta`."""
         self._refuse_if_closed(None, _ASYNC_WHERE)
         return self.sync_store.acta(chronicum_id, query)
+
+    async def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        """See :meth:`MemoryStore.record_many`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.record_many(acta, key)
+
+    async def list_chronica(
+        self, owner_id: str, limit: int, after: ListingPosition | None
+    ) -> list[Chronicum]:
+        """See :meth:`MemoryStore.list_chronica`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.list_chronica(owner_id, limit, after)
+
+    async def erase(self, chronicum_id: str, owner_digest: str) -> int:
+        """See :meth:`MemoryStore.erase`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.erase(chronicum_id, owner_digest)
+
+    async def erase_owner(self, owner_id: str, owner_digest: str) -> int:
+        """See :meth:`MemoryStore.erase_owner`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.erase_owner(owner_id, owner_digest)
+
+    async def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
+        """See :meth:`MemoryStore.reopen`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.reopen(chronicum, owner_digest)
 
     async def close(self) -> None:
         """Refuse every later call on this face (``StoreError``).

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any, TypeVar
 
-__all__ = ["MAX_ID_LENGTH", "MAX_LAST_N", "ActaQuery", "ActorKind", "Actum", "ActumKind", "Chronicum"]
+from chronica_core.errors import InvalidActum, InvalidChronicum
+
+__all__ = [
+    "MAX_ID_LENGTH",
+    "MAX_LAST_N",
+    "ActaQuery",
+    "ActorKind",
+    "Actum",
+    "ActumKind",
+    "ChronicaPage",
+    "Chronicum",
+]
 
 MAX_ID_LENGTH = 255
 """The longest chronicum id, owner id, actor or idempotency key, in characters (every SQL backend
@@ -78,6 +91,49 @@ class Actum:
         _set_id(self, id)
         _set_at(self, at)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return the actum's public JSON form, ready for ``json.dumps``.
+
+        Keys: ``id``, ``chronicum_id``, ``kind`` and ``actor_kind`` (their string values),
+        ``actor``, ``content`` and ``at`` (ISO 8601 in UTC ending in ``Z``, e.g.
+        ``"2026-11-30T20:45:43.123456Z"``, or ``None`` before it is recorded). These names are
+        stable; new keys may be added, never renamed.
+        """
+        return {
+            "id": self.id,
+            "chronicum_id": self.chronicum_id,
+            "kind": str(self.kind),
+            "actor_kind": str(self.actor_kind),
+            "actor": self.actor,
+            "content": self.content,
+            "at": _time_text(self.at),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Actum:
+        """Build an actum from its JSON form (:meth:`to_dict`); ``Actum.from_dict(a.to_dict()) == a``.
+
+        ``id``, ``content`` and ``at`` may be left out (``""``, ``""``, ``None``); keys it does not
+        know are ignored, so a newer writer's form still reads. ``at`` becomes a UTC datetime.
+
+        Raises:
+            InvalidActum: ``data`` is not a mapping, or a field is missing or of the wrong type, an
+                unknown kind, or an ``at`` that is not an ISO 8601 time with a UTC offset
+                (``.field`` names it).
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidActum("actum", f"must be a mapping, not {type(data).__name__}")
+        fields = _Fields(data, InvalidActum)
+        return cls(
+            fields.text("chronicum_id"),
+            fields.kind(ActumKind, "kind"),
+            fields.kind(ActorKind, "actor_kind"),
+            fields.text("actor"),
+            fields.text("content", ""),
+            fields.text("id", ""),
+            fields.time("at", required=False),
+        )
+
 
 _set_chronicum_id = vars(Actum)["chronicum_id"].__set__
 _set_kind = vars(Actum)["kind"].__set__
@@ -103,6 +159,112 @@ class Chronicum:
     owner_id: str
     started_at: datetime
     last_actum_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the chronicum's public JSON form, ready for ``json.dumps``.
+
+        Keys: ``id``, ``owner_id``, ``started_at`` and ``last_actum_at`` (ISO 8601 in UTC ending
+        in ``Z``; ``last_actum_at`` is ``None`` while it has no acta). Stable, as for
+        :meth:`Actum.to_dict`.
+        """
+        return {
+            "id": self.id,
+            "owner_id": self.owner_id,
+            "started_at": _time_text(self.started_at),
+            "last_actum_at": _time_text(self.last_actum_at),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Chronicum:
+        """Build a chronicum from its JSON form (:meth:`to_dict`); the inverse of it.
+
+        ``last_actum_at`` may be left out (``None``); unknown keys are ignored.
+
+        Raises:
+            InvalidChronicum: ``data`` is not a mapping, or a field is missing, of the wrong type,
+                or a time that is not ISO 8601 with a UTC offset (``.field`` names it).
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidChronicum("chronicum", f"must be a mapping, not {type(data).__name__}")
+        fields = _Fields(data, InvalidChronicum)
+        started_at = fields.time("started_at", required=True)
+        assert started_at is not None  # required=True never returns None
+        return cls(
+            fields.text("id"),
+            fields.text("owner_id"),
+            started_at,
+            fields.time("last_actum_at", required=False),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChronicaPage:
+    """One page of an owner's chronica (``Chronicarius.list_chronica``).
+
+    Attributes:
+        chronica: at most the page's limit of chronica, newest ``started_at`` first, ties by id.
+        next_cursor: pass it as ``cursor`` for the next page; ``None`` on the last page.
+    """
+
+    chronica: list[Chronicum]
+    next_cursor: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"chronica": [Chronicum.to_dict(), ...], "next_cursor": str | None}``."""
+        return {
+            "chronica": [chronicum.to_dict() for chronicum in self.chronica],
+            "next_cursor": self.next_cursor,
+        }
+
+
+Kind = TypeVar("Kind", ActumKind, ActorKind)
+
+
+def _time_text(moment: datetime | None) -> str | None:
+    """ISO 8601 in UTC with ``Z``; microseconds only when there are any."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class _Fields:
+    """Reads the fields of a JSON form, raising ``error(field, reason)`` for a bad one."""
+
+    def __init__(self, data: Mapping[str, Any], error: type[InvalidActum] | type[InvalidChronicum]) -> None:
+        self._data = data
+        self._error = error
+
+    def text(self, field: str, default: str | None = None) -> str:
+        value = self._data.get(field, default)
+        if value is None:
+            raise self._error(field, "is missing")
+        if not isinstance(value, str):
+            raise self._error(field, f"must be a str, not {type(value).__name__}")
+        return value
+
+    def kind(self, enum: type[Kind], field: str) -> Kind:
+        value = self.text(field)
+        try:
+            return enum(value)
+        except ValueError:
+            known = ", ".join(member.value for member in enum)
+            raise self._error(field, f"unknown {field} {value!r}; expected one of {known}") from None
+
+    def time(self, field: str, *, required: bool) -> datetime | None:
+        value = self._data.get(field)
+        if value is None:
+            if required:
+                raise self._error(field, "is missing")
+            return None
+        if not isinstance(value, str):
+            raise self._error(field, f"must be an ISO 8601 str, not {type(value).__name__}")
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise self._error(field, f"{value!r} is not an ISO 8601 time") from None
+        if moment.tzinfo is None:
+            raise self._error(field, f"{value!r} has no UTC offset (write it with Z)")
+        return moment.astimezone(UTC)
 
 
 @dataclass(frozen=True, slots=True)

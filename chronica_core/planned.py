@@ -3,14 +3,17 @@
 A backend that writes each store operation as a plan (see :mod:`chronica_core.plans`) gives its
 plans object to :class:`PlannedStore` or :class:`AsyncPlannedStore` and implements one method,
 ``_run(plan)``: how to perform the plan's operations (borrow a connection, open a pool on first
-use, await the driver). ``create``, ``get``, ``record``, ``record_idempotent`` and ``acta`` are
-then those of the base class, the same for every backend and both flavours.
+use, await the driver). ``create``, ``get``, ``record``, ``record_idempotent``, ``acta``,
+``record_many``, ``list_chronica``, ``erase``, ``erase_owner`` and ``reopen`` are then those of
+the base class, the same for every backend and both flavours: a planned store has every
+capability (see :mod:`chronica_core.capabilities`), so its plans must implement them all.
 """
 
 from __future__ import annotations
 
 import asyncio
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from chronica_core.closable import Closable
@@ -18,7 +21,17 @@ from chronica_core.errors import StoreError
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.plans import Plan
 from chronica_core.redaction import redact_error
-from chronica_core.store import AsyncIdempotentStore, IdempotentStore
+from chronica_core.store import (
+    AsyncBatchStore,
+    AsyncErasableStore,
+    AsyncIdempotentStore,
+    AsyncListingStore,
+    BatchStore,
+    ErasableStore,
+    IdempotentStore,
+    ListingPosition,
+    ListingStore,
+)
 
 __all__ = ["AsyncPlannedStore", "PlannedStore", "StorePlans"]
 
@@ -60,6 +73,28 @@ class StorePlans(Protocol):
         """
         ...
 
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Any, list[Actum]]:
+        """Plan :meth:`chronica_core.BatchStore.record_many` (same contract)."""
+        ...
+
+    def list_chronica(
+        self, owner_id: str, limit: int, after: ListingPosition | None
+    ) -> Plan[Any, list[Chronicum]]:
+        """Plan :meth:`chronica_core.ListingStore.list_chronica` (same contract)."""
+        ...
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> Plan[Any, int]:
+        """Plan :meth:`chronica_core.ErasableStore.erase` (same contract)."""
+        ...
+
+    def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Any, int]:
+        """Plan :meth:`chronica_core.ErasableStore.erase_owner` (same contract)."""
+        ...
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Any, bool]:
+        """Plan :meth:`chronica_core.ErasableStore.reopen` (same contract)."""
+        ...
+
     def content_limit(self) -> Plan[Any, int | None]:
         """Plan returning the largest content ``record`` accepts, in bytes of UTF-8 (``None``: no limit).
 
@@ -70,7 +105,7 @@ class StorePlans(Protocol):
         ...
 
 
-class PlannedStore(IdempotentStore, Closable):
+class PlannedStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Closable):
     """A blocking store whose operations are those of its :class:`StorePlans`, run by ``_run``.
 
     A subclass sets ``self.plans`` in its constructor and implements :meth:`_run`; it keeps its own
@@ -123,6 +158,26 @@ class PlannedStore(IdempotentStore, Closable):
         """See :meth:`chronica_core.Store.acta`."""
         return self._run_if_open(self.plans.acta(chronicum_id, query))
 
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        """See :meth:`chronica_core.BatchStore.record_many`."""
+        return self._run_if_open(self.plans.record_many(acta, key))
+
+    def list_chronica(self, owner_id: str, limit: int, after: ListingPosition | None) -> list[Chronicum]:
+        """See :meth:`chronica_core.ListingStore.list_chronica`."""
+        return self._run_if_open(self.plans.list_chronica(owner_id, limit, after))
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> int:
+        """See :meth:`chronica_core.ErasableStore.erase`."""
+        return self._run_if_open(self.plans.erase(chronicum_id, owner_digest))
+
+    def erase_owner(self, owner_id: str, owner_digest: str) -> int:
+        """See :meth:`chronica_core.ErasableStore.erase_owner`."""
+        return self._run_if_open(self.plans.erase_owner(owner_id, owner_digest))
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
+        """See :meth:`chronica_core.ErasableStore.reopen`."""
+        return self._run_if_open(self.plans.reopen(chronicum, owner_digest))
+
     def max_content_bytes(self) -> int | None:
         """Return the largest content ``record`` accepts, in bytes of UTF-8 (``None``: no limit).
 
@@ -133,7 +188,9 @@ class PlannedStore(IdempotentStore, Closable):
         return self._run_if_open(self.plans.content_limit())
 
 
-class AsyncPlannedStore(AsyncIdempotentStore, Closable):
+class AsyncPlannedStore(
+    AsyncIdempotentStore, AsyncBatchStore, AsyncListingStore, AsyncErasableStore, Closable
+):
     """The asyncio twin of :class:`PlannedStore`: the same plans, run by ``await self._run(plan)``.
 
     Every operation first checks that the store is usable: a store that was closed (its
@@ -214,6 +271,28 @@ class AsyncPlannedStore(AsyncIdempotentStore, Closable):
     async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """See :meth:`chronica_core.Store.acta`."""
         return await self._run_if_usable(self.plans.acta(chronicum_id, query))
+
+    async def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        """See :meth:`chronica_core.BatchStore.record_many`."""
+        return await self._run_if_usable(self.plans.record_many(acta, key))
+
+    async def list_chronica(
+        self, owner_id: str, limit: int, after: ListingPosition | None
+    ) -> list[Chronicum]:
+        """See :meth:`chronica_core.ListingStore.list_chronica`."""
+        return await self._run_if_usable(self.plans.list_chronica(owner_id, limit, after))
+
+    async def erase(self, chronicum_id: str, owner_digest: str) -> int:
+        """See :meth:`chronica_core.ErasableStore.erase`."""
+        return await self._run_if_usable(self.plans.erase(chronicum_id, owner_digest))
+
+    async def erase_owner(self, owner_id: str, owner_digest: str) -> int:
+        """See :meth:`chronica_core.ErasableStore.erase_owner`."""
+        return await self._run_if_usable(self.plans.erase_owner(owner_id, owner_digest))
+
+    async def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
+        """See :meth:`chronica_core.ErasableStore.reopen`."""
+        return await self._run_if_usable(self.plans.reopen(chronicum, owner_digest))
 
     async def max_content_bytes(self) -> int | None:
         """See :meth:`PlannedStore.max_content_bytes`."""

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from chronica_core.capabilities import BATCH, ERASURE, IDEMPOTENCY, LISTING
+from chronica_core.erasure import owner_digest
 from chronica_core.errors import (
+    CapabilityUnsupported,
     ChronicumExists,
     ChronicumNotFound,
     EmptyOwnerID,
@@ -20,15 +23,29 @@ from chronica_core.errors import (
     InvalidActum,
     InvalidOwnerID,
     InvalidQuery,
+    StoreError,
 )
 from chronica_core.limits import check_content_size
-from chronica_core.model import MAX_ID_LENGTH, MAX_LAST_N, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.listing import check_limit, decode_cursor, encode_cursor
+from chronica_core.model import (
+    MAX_ID_LENGTH,
+    MAX_LAST_N,
+    ActaQuery,
+    ActorKind,
+    Actum,
+    ActumKind,
+    ChronicaPage,
+    Chronicum,
+)
 from chronica_core.plans import Plan
 
-__all__ = ["DEFAULT_OWNER_CACHE_SIZE", "Rules", "StoreCall"]
+__all__ = ["DEFAULT_OWNER_CACHE_SIZE", "MAX_BATCH_SIZE", "Rules", "StoreCall"]
 
 DEFAULT_OWNER_CACHE_SIZE = 10_000
 """How many ``chronicum id -> owner`` pairs a Chronicarius remembers (rule R10)."""
+
+MAX_BATCH_SIZE = 1000
+"""The most acta one ``record_acta`` call may record."""
 
 _KINDS_NEEDING_CONTENT = frozenset({ActumKind.MESSAGE, ActumKind.THOUGHT})
 
@@ -149,7 +166,8 @@ class Rules:
 
     Args:
         store_name: how errors name the store, e.g. its class name.
-        idempotent: whether the store offers ``record_idempotent``.
+        capabilities: the optional capabilities the store offers (names from
+            :mod:`chronica_core.capabilities`); a call needing another raises ``CapabilityUnsupported``.
         id_factory: returns a fresh actum id for every recorded actum.
         owner_cache_size: how many ``chronicum id -> owner`` pairs to remember (0 disables it).
         limited: whether the store tells its content limit (``max_content_bytes()``, see
@@ -161,14 +179,14 @@ class Rules:
         self,
         *,
         store_name: str,
-        idempotent: bool,
+        capabilities: frozenset[str],
         id_factory: Callable[[], str],
         owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
         limited: bool = False,
     ) -> None:
         self._store_name = store_name
         self._limited = limited
-        self._idempotent = idempotent
+        self._capabilities = capabilities
         self._id_factory = id_factory
         self._owner_cache_size = owner_cache_size
         self._owners: dict[str, str] = {}  # read without the lock: a dict lookup is atomic
@@ -180,22 +198,120 @@ class Rules:
         """Rules R1–R4 and R8–R9 for one write; returns the stored actum."""
         _check_owner(owner_id)
         actum = self.validated(actum)
-        if idempotency_key is not None:
-            problem = _text_problem(idempotency_key)
-            if problem is not None:
-                raise InvalidActum("idempotency_key", problem)
-            if not self._idempotent:
-                raise IdempotencyUnsupported(self._store_name)
-        owner = self._owners.get(actum.chronicum_id)
-        if owner is None:
-            owner = yield from self._claim(owner_id, actum)
-        if owner != owner_id:
-            raise ChronicumNotFound(actum.chronicum_id)
+        self._check_key(idempotency_key)
         if idempotency_key is None:
-            stored: Actum = yield ("record", (actum,))
+            call: StoreCall = ("record", (actum,))
         else:
-            stored = yield ("record_idempotent", (actum, idempotency_key))
+            call = ("record_idempotent", (actum, idempotency_key))
+        stored: Actum = yield from self._write(owner_id, actum.chronicum_id, (actum.content,), call)
         return stored
+
+    def record_acta(
+        self, owner_id: str, acta: Sequence[Actum], idempotency_key: str | None
+    ) -> Plan[StoreCall, list[Actum]]:
+        """Rules R1–R4 and R8–R9 for a batch: every actum checked first, then one atomic write."""
+        _check_owner(owner_id)
+        if isinstance(acta, (str, bytes, Actum)) or not isinstance(acta, Sequence):
+            raise InvalidActum("acta", f"must be a list of Actum, not {type(acta).__name__}")
+        if len(acta) > MAX_BATCH_SIZE:
+            raise InvalidActum("acta", f"a batch holds at most {MAX_BATCH_SIZE} acta, not {len(acta)}")
+        checked: list[Actum] = []
+        for index, actum in enumerate(acta):
+            try:
+                checked.append(self.validated(actum))
+            except InvalidActum as error:
+                raise InvalidActum(error.field, error.reason, index=index) from None
+            if checked[index].chronicum_id != checked[0].chronicum_id:
+                raise InvalidActum(
+                    "chronicum_id",
+                    f"every actum of a batch names one chronicum: {checked[0].chronicum_id!r} at index 0, "
+                    f"{checked[index].chronicum_id!r} here",
+                    index=index,
+                )
+        self._check_key(idempotency_key)
+        if not checked:
+            return []
+        if BATCH not in self._capabilities:
+            raise CapabilityUnsupported(self._store_name, BATCH)
+        contents = tuple(actum.content for actum in checked)
+        call: StoreCall = ("record_many", (checked, idempotency_key))
+        stored: list[Actum] = yield from self._write(owner_id, checked[0].chronicum_id, contents, call)
+        return stored
+
+    def list_chronica(self, owner_id: str, limit: int, cursor: str | None) -> Plan[StoreCall, ChronicaPage]:
+        """Rules R1 and R5 for a listing: one page of the owner's own chronica, newest first."""
+        _check_owner(owner_id)
+        limit = check_limit(limit)
+        after = None if cursor is None else decode_cursor(owner_id, cursor)
+        if LISTING not in self._capabilities:
+            raise CapabilityUnsupported(self._store_name, LISTING)
+        chronica: list[Chronicum] = yield ("list_chronica", (owner_id, limit + 1, after))
+        for chronicum in chronica:
+            self._remember(chronicum.id, chronicum.owner_id)
+        if any(chronicum.owner_id != owner_id for chronicum in chronica):  # rule R5, whatever the store
+            raise StoreError(
+                f"{self._store_name}: list chronica", "the store listed another owner's chronicum"
+            )
+        if len(chronica) <= limit:
+            return ChronicaPage(chronica, None)
+        page = chronica[:limit]
+        return ChronicaPage(page, encode_cursor(owner_id, page[-1]))
+
+    def erase_chronicum(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, int]:
+        """Rules R1 and R5 for an erasure: only the owner's chronicum; returns the acta erased."""
+        _check_owner(owner_id)
+        if ERASURE not in self._capabilities:
+            raise CapabilityUnsupported(self._store_name, ERASURE)
+        owner = self._owners.get(chronicum_id) if isinstance(chronicum_id, str) else None
+        if owner is None:
+            owner = yield from self._read_owner(chronicum_id)
+        if owner != owner_id:
+            raise ChronicumNotFound(chronicum_id)
+        erased: int = yield ("erase", (chronicum_id, owner_digest(owner_id)))
+        return erased
+
+    def erase_owner(self, owner_id: str) -> Plan[StoreCall, int]:
+        """Rule R1 for an erasure of everything an owner has; returns the chronica erased."""
+        _check_owner(owner_id)
+        if ERASURE not in self._capabilities:
+            raise CapabilityUnsupported(self._store_name, ERASURE)
+        erased: int = yield ("erase_owner", (owner_id, owner_digest(owner_id)))
+        return erased
+
+    def _check_key(self, idempotency_key: str | None) -> None:
+        """Rules R8–R9: a usable key, and a store that can honour it."""
+        if idempotency_key is None:
+            return
+        problem = _text_problem(idempotency_key)
+        if problem is not None:
+            raise InvalidActum("idempotency_key", problem)
+        if IDEMPOTENCY not in self._capabilities:
+            raise IdempotencyUnsupported(self._store_name)
+
+    def _write(
+        self, owner_id: str, chronicum_id: str, contents: tuple[str, ...], call: StoreCall
+    ) -> Plan[StoreCall, Any]:
+        """Rule R4 then the write ``call``: claim the chronicum (or check its owner), then write.
+
+        An owner remembered from before may be stale in one way only: the chronicum was erased
+        since (its owner unchanged). The store then answers ``ChronicumNotFound``; the owner is
+        read again once, which reopens the chronicum for the same owner.
+        """
+        owner = self._owners.get(chronicum_id)
+        remembered = owner is not None
+        if owner is None:
+            owner = yield from self._claim(owner_id, chronicum_id, contents)
+        if owner != owner_id:
+            raise ChronicumNotFound(chronicum_id)
+        try:
+            return (yield call)
+        except ChronicumNotFound:
+            if not remembered or ERASURE not in self._capabilities:
+                raise
+        owner = yield from self._claim(owner_id, chronicum_id, contents)
+        if owner != owner_id:
+            raise ChronicumNotFound(chronicum_id)
+        return (yield call)
 
     def get_acta(
         self,
@@ -250,13 +366,13 @@ class Rules:
             raise InvalidActum("content", problem)
         return Actum(actum.chronicum_id, kind, actor_kind, actum.actor, content, self._id_factory())
 
-    def _claim(self, owner_id: str, actum: Actum) -> Plan[StoreCall, str]:
+    def _claim(self, owner_id: str, chronicum_id: str, contents: tuple[str, ...]) -> Plan[StoreCall, str]:
         """Rule R4: return the chronicum's owner, creating it for ``owner_id`` on the first write.
 
         Content the store cannot take is refused (``ActumTooLarge``) before the chronicum is
-        created, so a refused first write leaves nothing behind.
+        created, so a refused first write leaves nothing behind. An id whose chronicum was erased
+        is reopened, fresh, for the owner it belonged to, and for no one else.
         """
-        chronicum_id = actum.chronicum_id
         try:
             chronicum: Chronicum = yield ("get", (chronicum_id,))
         except ChronicumNotFound:
@@ -266,16 +382,30 @@ class Rules:
             return chronicum.owner_id
         if self._limited:
             limit: int | None = yield ("max_content_bytes", ())
-            check_content_size(actum.content, limit)
+            for content in contents:
+                check_content_size(content, limit)
         started = Chronicum(chronicum_id, owner_id, started_at=datetime.now(UTC))
         try:
             yield ("create", (started,))
             owner = owner_id
-        except ChronicumExists:  # lost a race with another first write: read the winner
-            chronicum = yield ("get", (chronicum_id,))
-            owner = chronicum.owner_id
+        except ChronicumExists:  # lost a race with another first write, or the id was erased
+            owner = yield from self._owner_after_lost_create(started)
         self._remember(chronicum_id, owner)
         return owner
+
+    def _owner_after_lost_create(self, started: Chronicum) -> Plan[StoreCall, str]:
+        """The owner of an id ``create`` found taken: a racing first write's, or an erased chronicum's."""
+        try:
+            chronicum: Chronicum = yield ("get", (started.id,))
+            return chronicum.owner_id
+        except ChronicumNotFound:
+            if ERASURE not in self._capabilities:
+                raise
+        reopened: bool = yield ("reopen", (started, owner_digest(started.owner_id)))
+        if reopened:
+            return started.owner_id
+        chronicum = yield ("get", (started.id,))  # reopened meanwhile by the owner, or not theirs
+        return chronicum.owner_id
 
     def _read_owner(self, chronicum_id: str) -> Plan[StoreCall, str]:
         """Return the owner of an existing chronicum; an id that cannot exist is not found."""

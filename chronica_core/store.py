@@ -7,12 +7,29 @@ to the driver's exception) for anything that is not one of the errors it documen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from chronica_core.model import ActaQuery, Actum, Chronicum
 
-__all__ = ["AsyncIdempotentStore", "AsyncStore", "IdempotentStore", "Store"]
+__all__ = [
+    "AsyncBatchStore",
+    "AsyncErasableStore",
+    "AsyncIdempotentStore",
+    "AsyncListingStore",
+    "AsyncStore",
+    "BatchStore",
+    "ErasableStore",
+    "IdempotentStore",
+    "ListingPosition",
+    "ListingStore",
+    "Store",
+]
+
+ListingPosition = tuple[datetime, str]
+"""Where a listing page ends: the ``(started_at, id)`` of the last chronicum it held."""
 
 
 @runtime_checkable
@@ -84,6 +101,81 @@ class IdempotentStore(Store, Protocol):
 
 
 @runtime_checkable
+class BatchStore(Store, Protocol):
+    """A store that appends several acta of one chronicum at once (the ``batch`` capability)."""
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        """Append ``acta`` (at least one, all of one chronicum) atomically and consecutively.
+
+        All land or none; no other write's actum falls between them; their ``at`` never decreases
+        along the batch. Returns the stored acta, in the order given, each with ``at`` set.
+        With a ``key``: if the key was already used in the chronicum (by a batch, or by
+        ``record_idempotent``), nothing is written and the acta that write stored are returned
+        (the whole list, their ids; one actum for a ``record_idempotent`` write). Any number of
+        concurrent calls with one key store exactly one batch. ``record_idempotent`` given a key
+        a batch used returns the first actum of that batch.
+
+        Raises ``ChronicumNotFound`` (nothing written), or ``ActumTooLarge`` when any actum's
+        content is over the store's limit (nothing written).
+        """
+        ...
+
+
+@runtime_checkable
+class ListingStore(Store, Protocol):
+    """A store that lists an owner's chronica through an index (the ``listing`` capability)."""
+
+    def list_chronica(self, owner_id: str, limit: int, after: ListingPosition | None) -> list[Chronicum]:
+        """Return up to ``limit`` (1 to 1001) of ``owner_id``'s chronica, newest first.
+
+        The order is ``started_at`` descending, ties by ``id`` descending (compared as code points,
+        or bytes of UTF-8), starting just after the position ``after`` in that order (from the
+        newest when ``None``).
+
+        Erased chronica are never listed. Served by an index on the owner and that order, so its
+        cost does not grow with other owners' chronica.
+        """
+        ...
+
+
+@runtime_checkable
+class ErasableStore(Store, Protocol):
+    """A store that erases chronica for data protection (the ``erasure`` capability).
+
+    Erasing removes a chronicum's acta, their idempotency keys and its own fields from the
+    database (deleted, not hidden), keeping only a marker: the chronicum id and
+    ``owner_digest`` (see :func:`chronica_core.erasure.owner_digest`), so that the id can never
+    be claimed by another owner. A marker is not a chronicum: ``get``, ``acta``, ``record``,
+    ``record_idempotent``, ``record_many`` and ``erase`` answer ``ChronicumNotFound`` for its id,
+    ``list_chronica`` never returns it and ``create`` answers ``ChronicumExists``.
+    """
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> int:
+        """Erase the chronicum, atomically, leaving its marker; return how many acta were erased.
+
+        A write racing with it lands wholly before (then erased) or after (then ``ChronicumNotFound``).
+        Raises ``ChronicumNotFound`` when there is no chronicum with that id (or only a marker).
+        """
+        ...
+
+    def erase_owner(self, owner_id: str, owner_digest: str) -> int:
+        """Erase every chronicum of ``owner_id`` as :meth:`erase` does; return how many were erased.
+
+        Each chronicum is erased atomically; ``0`` when the owner has none.
+        """
+        ...
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
+        """Replace the marker of ``chronicum.id`` with ``chronicum`` if its digest is ``owner_digest``.
+
+        ``chronicum`` is saved as given, with no acta; returns whether it was.
+
+        ``False`` when there is no marker for that id or its digest differs; nothing is changed then.
+        """
+        ...
+
+
+@runtime_checkable
 class AsyncStore(Protocol):
     """The asyncio twin of :class:`Store`: the same contract, every method a coroutine."""
 
@@ -125,4 +217,41 @@ class AsyncIdempotentStore(AsyncStore, Protocol):
 
     async def record_idempotent(self, actum: Actum, key: str) -> Actum:
         """Same contract as :meth:`IdempotentStore.record_idempotent`."""
+        ...
+
+
+@runtime_checkable
+class AsyncBatchStore(AsyncStore, Protocol):
+    """The asyncio twin of :class:`BatchStore`."""
+
+    async def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        """Same contract as :meth:`BatchStore.record_many`."""
+        ...
+
+
+@runtime_checkable
+class AsyncListingStore(AsyncStore, Protocol):
+    """The asyncio twin of :class:`ListingStore`."""
+
+    async def list_chronica(
+        self, owner_id: str, limit: int, after: ListingPosition | None
+    ) -> list[Chronicum]:
+        """Same contract as :meth:`ListingStore.list_chronica`."""
+        ...
+
+
+@runtime_checkable
+class AsyncErasableStore(AsyncStore, Protocol):
+    """The asyncio twin of :class:`ErasableStore`."""
+
+    async def erase(self, chronicum_id: str, owner_digest: str) -> int:
+        """Same contract as :meth:`ErasableStore.erase`."""
+        ...
+
+    async def erase_owner(self, owner_id: str, owner_digest: str) -> int:
+        """Same contract as :meth:`ErasableStore.erase_owner`."""
+        ...
+
+    async def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
+        """Same contract as :meth:`ErasableStore.reopen`."""
         ...
