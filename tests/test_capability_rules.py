@@ -1,0 +1,403 @@
+"""The rules of the capabilities (batch, listing, erasure) and the public JSON form, on the memory store.
+
+The conformance suite checks every store's side of the capabilities; these cases check what only
+``Chronicarius`` decides: validation before any write, the capability checks, the cursor, the
+erasure marker's digest and the JSON form's exact shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from test_rules import PlainStore, message
+
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    AsyncChronicarius,
+    AsyncMemoryStore,
+    CapabilityUnsupported,
+    ChronicaPage,
+    Chronicarius,
+    Chronicum,
+    ChronicumNotFound,
+    IdempotencyUnsupported,
+    InvalidActum,
+    InvalidChronicum,
+    InvalidQuery,
+    MemoryStore,
+    StoreError,
+)
+from chronica_core.capabilities import store_capabilities
+from chronica_core.erasure import owner_digest
+from chronica_core.listing import decode_cursor, encode_cursor
+from chronica_core.rules import MAX_BATCH_SIZE
+
+
+def tool_request(chronicum_id: str) -> Actum:
+    return Actum(chronicum_id, ActumKind.TOOL_REQUEST, ActorKind.AGENT, "booking", "")
+
+
+# --- capabilities -------------------------------------------------------------------------------
+
+
+def test_memory_stores_have_every_capability_and_a_base_store_none() -> None:
+    everything = {"idempotency", "batch", "listing", "erasure"}
+    assert store_capabilities(MemoryStore()) == everything
+    assert store_capabilities(AsyncMemoryStore()) == everything
+    assert store_capabilities(PlainStore()) == frozenset()
+
+
+def test_a_base_store_is_refused_each_capability_before_it_is_touched() -> None:
+    store = PlainStore()
+    keeper = Chronicarius(store)
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("batch", lambda: keeper.record_acta("ardian", [message("c", "hi")])),
+        ("listing", lambda: keeper.list_chronica("ardian")),
+        ("erasure", lambda: keeper.erase_chronicum("ardian", "c")),
+        ("erasure", lambda: keeper.erase_owner("ardian")),
+    ]
+    for capability, call in calls:
+        with pytest.raises(CapabilityUnsupported) as raised:
+            call()
+        assert raised.value.capability == capability
+        assert raised.value.store_name == "PlainStore"
+        assert f"does not offer the {capability} capability" in str(raised.value)
+    assert store.calls == []
+
+
+def test_idempotency_unsupported_is_a_capability_error() -> None:
+    with pytest.raises(CapabilityUnsupported) as raised:
+        Chronicarius(PlainStore()).record_actum("ardian", message("c", "hi"), idempotency_key="k")
+    assert isinstance(raised.value, IdempotencyUnsupported)
+    assert raised.value.capability == "idempotency"
+
+
+# --- batch --------------------------------------------------------------------------------------
+
+
+def test_an_empty_batch_returns_nothing_and_creates_nothing(
+    store: MemoryStore, chronicarius: Chronicarius
+) -> None:
+    assert chronicarius.record_acta("ardian", []) == []
+    assert chronicarius.record_acta("ardian", (), idempotency_key="k") == []
+    assert chronicarius.list_chronica("ardian").chronica == []
+
+
+def test_a_base_store_may_take_an_empty_batch() -> None:
+    assert Chronicarius(PlainStore()).record_acta("ardian", []) == []
+
+
+def test_a_batch_gets_fresh_ids_in_order(chronicarius: Chronicarius) -> None:
+    given = [
+        Actum("c", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "one", id="mine", at=datetime.now(UTC)),
+        tool_request("c"),
+        message("c", "two"),
+    ]
+    stored = chronicarius.record_acta("ardian", given)
+    assert [actum.id for actum in stored] == [f"{n:032x}" for n in (1, 2, 3)]
+    assert [actum.content for actum in stored] == ["one", "", "two"]
+    assert chronicarius.get_acta("ardian", "c") == stored
+
+
+@pytest.mark.parametrize(
+    ("acta", "field"),
+    [
+        ("not a list", "acta"),
+        (message("c", "one actum, not a list"), "acta"),
+        (b"bytes", "acta"),
+        ({"a": 1}, "acta"),
+        (7, "acta"),
+    ],
+)
+def test_a_batch_that_is_not_a_list_of_acta_is_refused(
+    chronicarius: Chronicarius, acta: Any, field: str
+) -> None:
+    with pytest.raises(InvalidActum) as raised:
+        chronicarius.record_acta("ardian", acta)
+    assert raised.value.field == field
+    assert raised.value.index is None
+
+
+def test_a_batch_over_the_limit_is_refused(chronicarius: Chronicarius) -> None:
+    with pytest.raises(InvalidActum) as raised:
+        chronicarius.record_acta("ardian", [message("c", "x")] * (MAX_BATCH_SIZE + 1))
+    assert raised.value.field == "acta"
+    assert str(MAX_BATCH_SIZE) in raised.value.reason
+    assert chronicarius.list_chronica("ardian").chronica == []
+    assert len(chronicarius.record_acta("ardian", [message("c", "x")] * MAX_BATCH_SIZE)) == MAX_BATCH_SIZE
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        (message("c", ""), "content"),
+        (Actum("c", "shout", ActorKind.HUMAN, "ardian", "hi"), "kind"),  # type: ignore[arg-type]
+        (message("other", "hi"), "chronicum_id"),
+        ("not an actum", "actum"),
+    ],
+)
+def test_one_bad_actum_names_its_index_and_field_and_nothing_is_written(
+    chronicarius: Chronicarius, bad: Any, field: str
+) -> None:
+    with pytest.raises(InvalidActum) as raised:
+        chronicarius.record_acta(
+            "ardian", [message("c", "one"), message("c", "two"), bad, message("c", "four")]
+        )
+    assert (raised.value.index, raised.value.field) == (2, field)
+    assert str(raised.value).startswith(f"invalid actum at index 2: {field}: ")
+    with pytest.raises(ChronicumNotFound):
+        chronicarius.get_chronicum("ardian", "c")
+
+
+def test_a_batch_with_a_bad_key_writes_nothing(chronicarius: Chronicarius) -> None:
+    with pytest.raises(InvalidActum) as raised:
+        chronicarius.record_acta("ardian", [message("c", "hi")], idempotency_key="")
+    assert raised.value.field == "idempotency_key"
+    assert chronicarius.list_chronica("ardian").chronica == []
+
+
+def test_a_batch_over_the_content_limit_creates_nothing() -> None:
+    keeper = Chronicarius(MemoryStore(max_content_bytes=4))
+    with pytest.raises(InvalidActum) as raised:
+        keeper.record_acta("ardian", [message("c", "ok"), message("c", "too long")])
+    assert raised.value.field == "content"
+    assert keeper.list_chronica("ardian").chronica == []
+
+
+def test_keys_are_shared_by_single_and_batch_writes(chronicarius: Chronicarius) -> None:
+    single = chronicarius.record_actum("ardian", message("c", "single"), idempotency_key="one")
+    assert chronicarius.record_acta(
+        "ardian", [message("c", "x"), message("c", "y")], idempotency_key="one"
+    ) == [single]
+    batch = chronicarius.record_acta("ardian", [message("c", "a"), message("c", "b")], idempotency_key="two")
+    assert chronicarius.record_actum("ardian", message("c", "z"), idempotency_key="two") == batch[0]
+    assert chronicarius.record_acta("ardian", [message("c", "again")], idempotency_key="two") == batch
+    assert [actum.content for actum in chronicarius.get_acta("ardian", "c")] == ["single", "a", "b"]
+
+
+def test_a_batch_into_another_owners_chronicum_is_not_found(chronicarius: Chronicarius) -> None:
+    chronicarius.record_actum("ardian", message("c", "mine"))
+    with pytest.raises(ChronicumNotFound):
+        chronicarius.record_acta("bob", [message("c", "theirs")])
+    assert len(chronicarius.get_acta("ardian", "c")) == 1
+
+
+# --- listing ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", [0, -1, 1001, "5", True, 2.0, None])
+def test_a_listing_limit_outside_1_to_1000_is_refused(chronicarius: Chronicarius, limit: Any) -> None:
+    with pytest.raises(InvalidQuery) as raised:
+        chronicarius.list_chronica("ardian", limit=limit)
+    assert raised.value.field == "limit"
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "",
+        "not base64 !",
+        base64.urlsafe_b64encode(b"[1, 2]").decode(),
+        base64.urlsafe_b64encode(b'["x", "yesterday", "c"]').decode(),
+        base64.urlsafe_b64encode(b'["x", "2026-11-30T20:00:00", "c"]').decode(),  # no offset
+        base64.urlsafe_b64encode(b'["x", "2026-11-30T20:00:00Z", ""]').decode(),
+        base64.urlsafe_b64encode(b"\xff\xfe").decode(),
+        7,
+    ],
+)
+def test_a_malformed_cursor_is_refused(chronicarius: Chronicarius, cursor: Any) -> None:
+    with pytest.raises(InvalidQuery) as raised:
+        chronicarius.list_chronica("ardian", cursor=cursor)
+    assert raised.value.field == "cursor"
+
+
+def test_pages_walk_every_chronicum_once_and_a_cursor_serves_its_owner_only(
+    store: MemoryStore, chronicarius: Chronicarius
+) -> None:
+    start = datetime(2026, 11, 30, 20, tzinfo=UTC)
+    for index in range(7):  # two share a started_at: ties go by id, descending
+        store.create(Chronicum(f"c{index}", "ardian", start + timedelta(seconds=min(index, 5))))
+    store.create(Chronicum("theirs", "bob", start))
+    page = chronicarius.list_chronica("ardian", limit=3)
+    seen = [chronicum.id for chronicum in page.chronica]
+    while page.next_cursor is not None:
+        cursor = page.next_cursor
+        with pytest.raises(InvalidQuery) as raised:
+            chronicarius.list_chronica("bob", cursor=cursor)
+        assert raised.value.field == "cursor"
+        page = chronicarius.list_chronica("ardian", limit=3, cursor=cursor)
+        seen += [chronicum.id for chronicum in page.chronica]
+    assert seen == ["c6", "c5", "c4", "c3", "c2", "c1", "c0"]
+    assert chronicarius.list_chronica("ardian", limit=7).next_cursor is None
+
+
+def test_a_cursor_holds_the_position_exactly() -> None:
+    last = Chronicum(
+        "c/ü", "ardian", datetime(2026, 11, 30, 21, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+    )
+    cursor = encode_cursor("ardian", last)
+    assert set(cursor) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    assert decode_cursor("ardian", cursor) == (datetime(2026, 11, 30, 19, 0, 0, 123456, tzinfo=UTC), "c/ü")
+
+
+def test_a_store_listing_another_owners_chronicum_is_a_store_error() -> None:
+    class LeakyStore(MemoryStore):
+        def list_chronica(self, owner_id: str, limit: int, after: Any) -> list[Chronicum]:
+            return super().list_chronica("bob", limit, after)
+
+    store = LeakyStore()
+    store.create(Chronicum("theirs", "bob", datetime.now(UTC)))
+    with pytest.raises(StoreError, match="another owner's chronicum"):
+        Chronicarius(store).list_chronica("ardian")
+
+
+# --- erasure ------------------------------------------------------------------------------------
+
+
+def test_the_owner_digest_is_sha256_of_the_owner_id() -> None:
+    assert owner_digest("ardian") == "sha256:" + hashlib.sha256(b"ardian").hexdigest()
+    assert owner_digest("ü") == "sha256:" + hashlib.sha256("ü".encode()).hexdigest()
+
+
+def test_an_erased_chronicum_reopens_for_its_owner_only_even_through_a_stale_owner_cache(
+    store: MemoryStore,
+) -> None:
+    first, second = Chronicarius(store), Chronicarius(store)
+    first.record_acta("ardian", [message("c", "one"), message("c", "two")], idempotency_key="k")
+    assert second.get_acta("ardian", "c") != []  # the second now remembers the owner
+    assert first.erase_chronicum("ardian", "c") == 2
+    with pytest.raises(ChronicumNotFound):
+        second.get_acta("ardian", "c")
+    with pytest.raises(ChronicumNotFound):
+        Chronicarius(store).record_actum("bob", message("c", "claim"))
+    fresh = second.record_acta("ardian", [message("c", "again")], idempotency_key="k")
+    assert [actum.content for actum in fresh] == ["again"]
+    assert first.get_acta("ardian", "c") == fresh
+    with pytest.raises(ChronicumNotFound):
+        first.erase_chronicum("bob", "c")
+    with pytest.raises(ChronicumNotFound):
+        first.erase_chronicum("ardian", "missing")
+
+
+def test_erasing_an_owner_counts_chronica_and_spares_others(chronicarius: Chronicarius) -> None:
+    for chronicum_id in ("a", "b", "c"):
+        chronicarius.record_actum("ardian", message(chronicum_id, "hi"))
+    chronicarius.record_actum("bob", message("d", "hi"))
+    assert chronicarius.erase_owner("ardian") == 3
+    assert chronicarius.erase_owner("ardian") == 0
+    assert chronicarius.list_chronica("ardian").chronica == []
+    assert [chronicum.id for chronicum in chronicarius.list_chronica("bob").chronica] == ["d"]
+
+
+def test_the_async_twin_offers_the_same_capabilities() -> None:
+    async def scenario() -> None:
+        keeper = AsyncChronicarius(AsyncMemoryStore())
+        stored = await keeper.record_acta("ardian", [message("c", "one"), message("c", "two")])
+        page = await keeper.list_chronica("ardian", limit=1)
+        assert [chronicum.id for chronicum in page.chronica] == ["c"]
+        assert page.next_cursor is None
+        assert await keeper.erase_chronicum("ardian", "c") == len(stored) == 2
+        assert await keeper.erase_owner("ardian") == 0
+
+    asyncio.run(scenario())
+
+
+# --- the JSON form ------------------------------------------------------------------------------
+
+
+def test_an_actum_to_dict_has_stable_names_and_utc_z_times() -> None:
+    at = datetime(2026, 11, 30, 22, 15, 0, 5, tzinfo=timezone(timedelta(hours=1)))
+    actum = Actum("c", ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, "clock", "é\x00", "ab" * 16, at)
+    assert actum.to_dict() == {
+        "id": "ab" * 16,
+        "chronicum_id": "c",
+        "kind": "tool_response",
+        "actor_kind": "system",
+        "actor": "clock",
+        "content": "é\x00",
+        "at": "2026-11-30T21:15:00.000005Z",
+    }
+    assert Actum.from_dict(json.loads(json.dumps(actum.to_dict()))) == actum
+    assert message("c", "hi").to_dict()["at"] is None
+
+
+def test_a_chronicum_to_dict_round_trips() -> None:
+    chronicum = Chronicum("c", "ardian", datetime(2026, 11, 30, 20, tzinfo=UTC))
+    assert chronicum.to_dict() == {
+        "id": "c",
+        "owner_id": "ardian",
+        "started_at": "2026-11-30T20:00:00Z",
+        "last_actum_at": None,
+    }
+    assert Chronicum.from_dict(json.loads(json.dumps(chronicum.to_dict()))) == chronicum
+    page = ChronicaPage([chronicum], "next")
+    assert json.loads(json.dumps(page.to_dict())) == {
+        "chronica": [chronicum.to_dict()],
+        "next_cursor": "next",
+    }
+
+
+def test_from_dict_ignores_unknown_keys_and_defaults_the_optional_ones() -> None:
+    actum = Actum.from_dict(
+        {"chronicum_id": "c", "kind": "thought", "actor_kind": "agent", "actor": "a", "x": 1}
+    )
+    assert actum == Actum("c", ActumKind.THOUGHT, ActorKind.AGENT, "a")
+    assert Actum.from_dict({**actum.to_dict(), "at": "2026-11-30T21:00:00+01:00"}).at == datetime(
+        2026, 11, 30, 20, tzinfo=UTC
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"chronicum_id": None}, "chronicum_id"),
+        ({"kind": "shout"}, "kind"),
+        ({"actor_kind": 3}, "actor_kind"),
+        ({"actor": ["a"]}, "actor"),
+        ({"content": 5}, "content"),
+        ({"id": 5}, "id"),
+        ({"at": "yesterday"}, "at"),
+        ({"at": "2026-11-30T20:00:00"}, "at"),
+        ({"at": 1764532800}, "at"),
+    ],
+)
+def test_actum_from_dict_names_the_bad_field(change: dict[str, Any], field: str) -> None:
+    good = Actum("c", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hi").to_dict()
+    with pytest.raises(InvalidActum) as raised:
+        Actum.from_dict({**good, **change})
+    assert raised.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"id": None}, "id"),
+        ({"owner_id": 1}, "owner_id"),
+        ({"started_at": None}, "started_at"),
+        ({"started_at": "2026-11-30"}, "started_at"),
+        ({"last_actum_at": "soon"}, "last_actum_at"),
+    ],
+)
+def test_chronicum_from_dict_names_the_bad_field(change: dict[str, Any], field: str) -> None:
+    good = Chronicum("c", "ardian", datetime(2026, 11, 30, tzinfo=UTC)).to_dict()
+    with pytest.raises(InvalidChronicum) as raised:
+        Chronicum.from_dict({**good, **change})
+    assert raised.value.field == field
+
+
+def test_from_dict_refuses_what_is_not_a_mapping() -> None:
+    with pytest.raises(InvalidActum) as raised:
+        Actum.from_dict([("chronicum_id", "c")])  # type: ignore[arg-type]
+    assert raised.value.field == "actum"
+    with pytest.raises(InvalidChronicum) as refused:
+        Chronicum.from_dict("c")  # type: ignore[arg-type]
+    assert refused.value.field == "chronicum"
