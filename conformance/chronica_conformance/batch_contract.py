@@ -209,7 +209,7 @@ class BatchContract(SuiteBase):
             harness.perform(store_call("record_many", acta, None))
         assert ids(harness.get_acta(owner, chronicum_id)) == [kept.id]
 
-    def test_empty_batch_returns_nothing_and_creates_nothing(self, batch_harness: Harness) -> None:
+    def test_batch_empty_returns_nothing_and_creates_nothing(self, batch_harness: Harness) -> None:
         """``record_acta(owner, [])`` returns ``[]`` and calls no store method."""
         harness = batch_harness
         watched = harness.with_chronicarius()
@@ -240,7 +240,7 @@ class BatchContract(SuiteBase):
         last = assert_aware_utc(harness.get(created.id).last_actum_at, "last_actum_at")
         assert stored[-1].at is not None and abs(last - stored[-1].at) <= TIME_TOLERANCE
 
-    def test_forty_concurrent_batches_each_stay_consecutive(self, batch_harness: Harness) -> None:
+    def test_batch_forty_concurrent_each_stay_consecutive(self, batch_harness: Harness) -> None:
         """40 concurrent batches into one chronicum: all land, each one's acta consecutive, in order."""
         harness = batch_harness
         owner, chronicum_id = new_owner(), new_id("batch")
@@ -258,7 +258,7 @@ class BatchContract(SuiteBase):
             assert_same_acta([by_id[actum.id] for actum in outcome], outcome, "a batch's acta read back")
         _assert_at_never_decreases(read)
 
-    def test_keyed_batch_retry_returns_the_first_batch(self, keyed_batch_harness: Harness) -> None:
+    def test_batch_keyed_retry_returns_the_first_batch(self, keyed_batch_harness: Harness) -> None:
         """A retried keyed batch (other contents, other length) returns the first batch; writes nothing."""
         harness = keyed_batch_harness
         owner, chronicum_id = new_owner(), new_id("batch")
@@ -272,7 +272,7 @@ class BatchContract(SuiteBase):
         assert_same_acta(on_the_store, first, "record_many with the key")
         assert ids(harness.acta(chronicum_id)) == ids(first) + ids(other)
 
-    def test_forty_concurrent_batches_with_one_key_store_one(self, keyed_batch_harness: Harness) -> None:
+    def test_batch_forty_concurrent_with_one_key_store_one(self, keyed_batch_harness: Harness) -> None:
         """40 concurrent keyed batches (into a new chronicum): one batch stored, every caller gets it."""
         harness = keyed_batch_harness
         owner, chronicum_id = new_owner(), new_id("batch")
@@ -289,7 +289,7 @@ class BatchContract(SuiteBase):
             assert_same_acta(outcome, read, "what a caller got")
         assert len({actum.content.rsplit(" ", 1)[0] for actum in read}) == 1, "the batch mixes attempts"
 
-    def test_a_key_is_shared_by_single_writes_and_batches(self, keyed_batch_harness: Harness) -> None:
+    def test_batch_key_is_shared_with_single_writes(self, keyed_batch_harness: Harness) -> None:
         """A single write's key given to a batch returns ``[that actum]``; a batch's key, its first actum."""
         harness = keyed_batch_harness
         owner, chronicum_id = new_owner(), new_id("batch")
