@@ -299,11 +299,9 @@ class ListsEveryOwner(CapableStore):
         self.owners.add(chronicum.owner_id)
 
     def list_chronica(self, owner_id: str, limit: int, after: ListingPosition | None) -> list[Chronicum]:
-        every = [
-            chronicum
-            for owner in sorted(self.owners)
-            for chronicum in super().list_chronica(owner, limit, after)
-        ]
+        every: list[Chronicum] = []
+        for owner in sorted(self.owners):
+            every.extend(super().list_chronica(owner, limit, after))
         every.sort(key=lambda chronicum: (chronicum.started_at, chronicum.id), reverse=True)
         return every[:limit]
 
