@@ -3,9 +3,10 @@
 A plan yields :class:`Statement` (run it on a pooled connection in autocommit mode and send back
 its rows), :class:`Transaction` (run its statements, in order, in one transaction on one pooled
 connection and send back the last one's rows) or :data:`DISCARD_BROKEN_CONNECTIONS` (test the
-pool's idle connections and drop the dead ones). It builds the parameters, turns rows into :class:`Actum` / :class:`Chronicum` and psycopg
-errors into Chronica errors. :class:`chronica_postgres.PostgresStore` and
-:class:`chronica_postgres.AsyncPostgresStore` only perform the operations.
+pool's idle connections and drop the dead ones). It builds the parameters, turns rows into
+:class:`Actum` / :class:`Chronicum` and psycopg errors into Chronica errors.
+:class:`chronica_postgres.PostgresStore` and :class:`chronica_postgres.AsyncPostgresStore` only
+perform the operations.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ Operation = Statement | Transaction | _DiscardBrokenConnections
 _KINDS = {kind.value: kind for kind in ActumKind}
 _ACTOR_KINDS = {kind.value: kind for kind in ActorKind}
 _NOT_MIGRATED_HINT = (
-    "; the schema is not migrated: run `chronica migrate --store URL`"
+    "; the schema is not migrated (or not to this version): run `chronica migrate --store URL`"
     " or open the store with auto_migrate=True"
 )
 
@@ -257,7 +258,9 @@ def _stored(actum: Actum, at: datetime) -> Actum:
 def _chronicum(row: tuple[Any, ...]) -> Chronicum:
     """A chronicum from ``(id, owner_id, started_at, last_actum_at)``."""
     row_id, owner_id, started_at, last_actum_at = row
-    return Chronicum(row_id, owner_id, _utc(started_at), None if last_actum_at is None else _utc(last_actum_at))
+    return Chronicum(
+        row_id, owner_id, _utc(started_at), None if last_actum_at is None else _utc(last_actum_at)
+    )
 
 
 def _actum(row: tuple[Any, ...]) -> Actum:
@@ -309,7 +312,7 @@ def translate(error: psycopg.Error, operation: str, chronicum_id: str) -> Chroni
     if isinstance(error, errors.UniqueViolation) and constraint == CHRONICA_PRIMARY_KEY:
         return ChronicumExists(chronicum_id)
     detail = str(error).strip() or type(error).__name__
-    if isinstance(error, errors.UndefinedTable | errors.InvalidSchemaName):
+    if isinstance(error, errors.UndefinedTable | errors.InvalidSchemaName | errors.UndefinedColumn):
         detail += _NOT_MIGRATED_HINT
     return StoreError(f"postgres: {operation}", detail)
 
@@ -545,7 +548,9 @@ class Plans:
         rows = yield from self._read(Statement(self.statements.owned, (owner_id,)), "erase owner", owner_id)
         erased = 0
         for (chronicum_id,) in rows:
-            done = yield from self._write(self._erasure(chronicum_id, owner_digest), "erase owner", chronicum_id)
+            done = yield from self._write(
+                self._erasure(chronicum_id, owner_digest), "erase owner", chronicum_id
+            )
             if done:
                 check_row("postgres: erase owner", "chronicum id", chronicum_id, done[0][0])
                 erased += 1
