@@ -685,8 +685,10 @@ class Plans:
             ),
         )
 
-    def _write(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
-        """Perform ``statement`` once: a write whose fate is unknown after a lost connection."""
+    def _write(
+        self, statement: Statement | Transaction, operation: str, chronicum_id: str
+    ) -> Plan[Operation, Rows]:
+        """Perform ``statement`` (or ``Transaction``) once: its fate is unknown after a lost connection."""
         try:
             rows: Rows = yield statement
         except psycopg.Error as error:
