@@ -24,6 +24,7 @@ from chronica_core import (
     ActorKind,
     Actum,
     ActumKind,
+    ActumTooLarge,
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
@@ -643,3 +644,29 @@ def test_the_backend_declares_every_capability_its_stores_have(
     with open_store(postgres_url, schema=schema) as store:
         assert store_capabilities(store) == {IDEMPOTENCY, BATCH_CAPABILITY, LISTING, ERASURE}
     assert store_capabilities(async_store) == {IDEMPOTENCY, BATCH_CAPABILITY, LISTING, ERASURE}
+
+
+def test_a_batch_with_one_actum_over_the_limit_sends_nothing(
+    postgres_url: str, schema: str, admin: Admin, counted: Counted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chronicum_id = new_id("too-large")
+    with PostgresStore(postgres_url, schema=schema, max_content_bytes=12) as small:
+        small.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+        _count_operations(small, monkeypatch, counted)
+        acta = [actum(chronicum_id, "short"), actum(chronicum_id, "é" * 7), actum(chronicum_id, "short")]
+        with pytest.raises(ActumTooLarge) as raised:
+            small.record_many(acta, "too-large-key")
+        assert (raised.value.size, raised.value.limit) == (14, 12)
+        assert counted.operations == []
+    assert seqs(admin, chronicum_id) == []
+    async_small = AsyncPostgresStore(postgres_url, schema=schema, max_content_bytes=12)
+
+    async def scenario() -> None:
+        try:
+            with pytest.raises(ActumTooLarge):
+                await async_small.record_many(acta, None)
+        finally:
+            await async_small.close()
+
+    asyncio.run(scenario())
+    assert seqs(admin, chronicum_id) == []
