@@ -21,7 +21,7 @@ from chronica_conformance.base import (
     require_capability,
 )
 from chronica_conformance.harness import Harness, rules_call, store_call
-from chronica_conformance.size_contract import LARGEST_TESTED_LIMIT, content_of_size
+from chronica_conformance.size_contract import LARGEST_TESTED_LIMIT, UNLIMITED_TEST_BYTES, content_of_size
 from chronica_conformance.store_contract import CONCURRENT_WRITERS
 from chronica_core import (
     ActorKind,
@@ -183,17 +183,30 @@ class BatchContract(SuiteBase):
         assert ids(harness.get_acta(owner, chronicum_id)) == [kept.id]
 
     def test_batch_with_content_over_the_limit_writes_nothing(self, batch_harness: Harness) -> None:
-        """One actum over the store's limit in the middle: ActumTooLarge, nothing written, no chronicum."""
+        """One actum over the store's limit in the middle: ActumTooLarge, nothing written, no chronicum.
+
+        A store without a limit (``max_content_bytes()`` is ``None``) keeps a batch with 4 MiB of
+        content in its middle whole instead.
+        """
         harness = batch_harness
         if not hasattr(harness.store, "max_content_bytes"):
             pytest.skip(f"{harness.store_name} does not tell its content limit (no max_content_bytes)")
         limit = harness.perform(store_call("max_content_bytes"))
-        if limit is None or limit > LARGEST_TESTED_LIMIT:
+        owner, chronicum_id = new_owner(), new_id("batch")
+        if limit is None:  # no limit: a batch with large content in its middle is kept whole
+            large = _batch(chronicum_id, "large", 3)
+            large[1] = replace(large[1], content=content_of_size(UNLIMITED_TEST_BYTES))
+            stored = harness.record_acta(owner, large)
+            assert [actum.content for actum in harness.get_acta(owner, chronicum_id)] == [
+                actum.content for actum in large
+            ]
+            assert ids(harness.get_acta(owner, chronicum_id)) == ids(stored)
+            return
+        if limit > LARGEST_TESTED_LIMIT:
             pytest.skip(
-                f"{harness.store_name}'s content limit is {limit!r}: open it with a max_content_bytes "
+                f"{harness.store_name}'s content limit is {limit} bytes: open it with a max_content_bytes "
                 f"of at most {LARGEST_TESTED_LIMIT} to test a batch over it"
             )
-        owner, chronicum_id = new_owner(), new_id("batch")
         acta = _batch(chronicum_id, "sized", 5)
         acta[1] = replace(acta[1], content=content_of_size(limit))
         acta[2] = replace(acta[2], content=content_of_size(limit + 1))
@@ -209,7 +222,7 @@ class BatchContract(SuiteBase):
             harness.perform(store_call("record_many", acta, None))
         assert ids(harness.get_acta(owner, chronicum_id)) == [kept.id]
 
-    def test_empty_batch_returns_nothing_and_creates_nothing(self, batch_harness: Harness) -> None:
+    def test_batch_empty_returns_nothing_and_creates_nothing(self, batch_harness: Harness) -> None:
         """``record_acta(owner, [])`` returns ``[]`` and calls no store method."""
         harness = batch_harness
         watched = harness.with_chronicarius()
@@ -240,7 +253,7 @@ class BatchContract(SuiteBase):
         last = assert_aware_utc(harness.get(created.id).last_actum_at, "last_actum_at")
         assert stored[-1].at is not None and abs(last - stored[-1].at) <= TIME_TOLERANCE
 
-    def test_forty_concurrent_batches_each_stay_consecutive(self, batch_harness: Harness) -> None:
+    def test_batch_forty_concurrent_each_stay_consecutive(self, batch_harness: Harness) -> None:
         """40 concurrent batches into one chronicum: all land, each one's acta consecutive, in order."""
         harness = batch_harness
         owner, chronicum_id = new_owner(), new_id("batch")
@@ -258,7 +271,7 @@ class BatchContract(SuiteBase):
             assert_same_acta([by_id[actum.id] for actum in outcome], outcome, "a batch's acta read back")
         _assert_at_never_decreases(read)
 
-    def test_keyed_batch_retry_returns_the_first_batch(self, keyed_batch_harness: Harness) -> None:
+    def test_batch_keyed_retry_returns_the_first_batch(self, keyed_batch_harness: Harness) -> None:
         """A retried keyed batch (other contents, other length) returns the first batch; writes nothing."""
         harness = keyed_batch_harness
         owner, chronicum_id = new_owner(), new_id("batch")
@@ -272,7 +285,7 @@ class BatchContract(SuiteBase):
         assert_same_acta(on_the_store, first, "record_many with the key")
         assert ids(harness.acta(chronicum_id)) == ids(first) + ids(other)
 
-    def test_forty_concurrent_batches_with_one_key_store_one(self, keyed_batch_harness: Harness) -> None:
+    def test_batch_forty_concurrent_with_one_key_store_one(self, keyed_batch_harness: Harness) -> None:
         """40 concurrent keyed batches (into a new chronicum): one batch stored, every caller gets it."""
         harness = keyed_batch_harness
         owner, chronicum_id = new_owner(), new_id("batch")
@@ -289,7 +302,7 @@ class BatchContract(SuiteBase):
             assert_same_acta(outcome, read, "what a caller got")
         assert len({actum.content.rsplit(" ", 1)[0] for actum in read}) == 1, "the batch mixes attempts"
 
-    def test_a_key_is_shared_by_single_writes_and_batches(self, keyed_batch_harness: Harness) -> None:
+    def test_batch_key_is_shared_with_single_writes(self, keyed_batch_harness: Harness) -> None:
         """A single write's key given to a batch returns ``[that actum]``; a batch's key, its first actum."""
         harness = keyed_batch_harness
         owner, chronicum_id = new_owner(), new_id("batch")

@@ -29,7 +29,7 @@ _ACTUM = st.tuples(st.sampled_from(tuple(ActumKind)), st.sampled_from(tuple(Acto
 
 def _json_settings() -> settings:
     """The active profile, bounded to :data:`JSON_EXAMPLES` examples, without a deadline."""
-    current = settings.default
+    current = settings()  # the active profile's values
     return settings(
         current,
         max_examples=min(current.max_examples, JSON_EXAMPLES),
