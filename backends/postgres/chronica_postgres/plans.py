@@ -1,16 +1,18 @@
 """Every store operation written once, as a plan that does no I/O (see ``chronica_core.plans``).
 
 A plan yields :class:`Statement` (run it on a pooled connection in autocommit mode and send back
-its rows) or :data:`DISCARD_BROKEN_CONNECTIONS` (test the pool's idle connections and drop the dead
-ones). It builds the parameters, turns rows into :class:`Actum` / :class:`Chronicum` and psycopg
-errors into Chronica errors. :class:`chronica_postgres.PostgresStore` and
-:class:`chronica_postgres.AsyncPostgresStore` only perform the operations.
+its rows), :class:`Transaction` (run its statements, in order, in one transaction on one pooled
+connection and send back the last one's rows) or :data:`DISCARD_BROKEN_CONNECTIONS` (test the
+pool's idle connections and drop the dead ones). It builds the parameters, turns rows into
+:class:`Actum` / :class:`Chronicum` and psycopg errors into Chronica errors.
+:class:`chronica_postgres.PostgresStore` and :class:`chronica_postgres.AsyncPostgresStore` only
+perform the operations.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -29,6 +31,7 @@ from chronica_core import (
     ChronicumExists,
     ChronicumNotFound,
     InvalidOption,
+    ListingPosition,
     StoreError,
 )
 from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check_idle_after_option
@@ -61,6 +64,7 @@ __all__ = [
     "Plans",
     "Rows",
     "Statement",
+    "Transaction",
 ]
 
 Rows = list[tuple[Any, ...]]
@@ -75,6 +79,17 @@ class Statement:
     params: tuple[Any, ...] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """Run ``statements`` in order in one transaction on one connection; the rows are the last one's.
+
+    Each statement sees what was committed before it started (PostgreSQL's read committed), so a
+    statement after one that waited for a row lock sees every write committed until then.
+    """
+
+    statements: tuple[Statement, ...]
+
+
 class _DiscardBrokenConnections:
     """Test the idle connections of the pool and replace the broken ones (after a lost connection)."""
 
@@ -85,13 +100,13 @@ class _DiscardBrokenConnections:
 DISCARD_BROKEN_CONNECTIONS: Final = _DiscardBrokenConnections()
 """The operation a plan yields once it saw a connection die (a server restart kills them all)."""
 
-Operation = Statement | _DiscardBrokenConnections
+Operation = Statement | Transaction | _DiscardBrokenConnections
 """What a plan of this package yields."""
 
 _KINDS = {kind.value: kind for kind in ActumKind}
 _ACTOR_KINDS = {kind.value: kind for kind in ActorKind}
 _NOT_MIGRATED_HINT = (
-    "; the schema is not migrated: run `chronica migrate --store URL`"
+    "; the schema is not migrated (or not to this version): run `chronica migrate --store URL`"
     " or open the store with auto_migrate=True"
 )
 
@@ -240,6 +255,14 @@ def _stored(actum: Actum, at: datetime) -> Actum:
     )
 
 
+def _chronicum(row: tuple[Any, ...]) -> Chronicum:
+    """A chronicum from ``(id, owner_id, started_at, last_actum_at)``."""
+    row_id, owner_id, started_at, last_actum_at = row
+    return Chronicum(
+        row_id, owner_id, _utc(started_at), None if last_actum_at is None else _utc(last_actum_at)
+    )
+
+
 def _actum(row: tuple[Any, ...]) -> Actum:
     """An actum from ``(chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at)``."""
     chronicum_id, _, actum_id, kind, actor_kind, actor, content, content_bytes, at = row
@@ -289,7 +312,7 @@ def translate(error: psycopg.Error, operation: str, chronicum_id: str) -> Chroni
     if isinstance(error, errors.UniqueViolation) and constraint == CHRONICA_PRIMARY_KEY:
         return ChronicumExists(chronicum_id)
     detail = str(error).strip() or type(error).__name__
-    if isinstance(error, errors.UndefinedTable | errors.InvalidSchemaName):
+    if isinstance(error, errors.UndefinedTable | errors.InvalidSchemaName | errors.UndefinedColumn):
         detail += _NOT_MIGRATED_HINT
     return StoreError(f"postgres: {operation}", detail)
 
@@ -335,11 +358,8 @@ class Plans:
         )
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        row_id, owner_id, started_at, last_actum_at = rows[0]
-        check_row("postgres: get chronicum", "chronicum id", chronicum_id, row_id)
-        return Chronicum(
-            row_id, owner_id, _utc(started_at), None if last_actum_at is None else _utc(last_actum_at)
-        )
+        check_row("postgres: get chronicum", "chronicum id", chronicum_id, rows[0][0])
+        return _chronicum(rows[0])
 
     def record(self, actum: Actum) -> Plan[Operation, Actum]:
         """Append ``actum`` in one statement.
@@ -362,7 +382,9 @@ class Plans:
 
         One statement in the steady state; a writer that lost a race on the same key (its
         statement fails on the unique index once the winner commits) reads the winner's actum
-        with a second. Raises ``ActumTooLarge``, ``ChronicumNotFound``, ``StoreError``.
+        with a second (the first actum of the winner's batch, when a batch used the key). Raises
+        ``ActumTooLarge``, ``ChronicumNotFound`` (also when the chronicum was erased between the
+        two), ``StoreError``.
         """
         chronicum_id = actum.chronicum_id
         _refuse_nul(chronicum_id)
@@ -375,14 +397,8 @@ class Plans:
         except errors.UniqueViolation as error:
             if error.diag.constraint_name != ACTA_IDEMPOTENCY_INDEX:
                 raise translate(error, "record actum", chronicum_id) from error
-            keyed = Statement(self.statements.read_keyed, (chronicum_id, key))
-            rows = yield from self._read(keyed, "record actum", chronicum_id)
-            if not rows:  # nothing is ever deleted, so the winner's row is there
-                raise StoreError(
-                    "postgres: record actum", f"the actum stored with key {key!r} vanished"
-                ) from error
-            check_row("postgres: record actum", "chronicum id", chronicum_id, rows[0][0])
-            return _actum(rows[0])
+            stored = yield from self._read_keyed(chronicum_id, key, "record actum", error)
+            return stored[0]
         except psycopg.Error as error:
             yield from self._discard_if_lost(error)
             raise translate(error, "record actum", chronicum_id) from error
@@ -420,6 +436,166 @@ class Plans:
         check_rows("postgres: read acta", "chronicum id", chronicum_id, rows)
         if rows[0][1] is None:  # the chronicum exists; no actum matched
             return []
+        return [_actum(row) for row in rows]
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Operation, list[Actum]]:
+        """Append ``acta`` (at least one, all of one chronicum) in one statement, or return the keyed write.
+
+        The statement takes ``len(acta)`` consecutive ``seq`` under the chronicum's row lock, with
+        one ``at`` for all; with ``key``, the key and the batch's size go on its first actum. A
+        writer that lost a race on the same key reads the winner's acta with a second statement,
+        as in :meth:`record_idempotent`. Returns the stored acta in the order given (or the acta
+        the key's first write stored, in their order). Raises ``ActumTooLarge`` (any actum, before
+        sending anything), ``ChronicumNotFound`` (nothing written), ``StoreError``.
+        """
+        chronicum_id = acta[0].chronicum_id
+        _refuse_nul(chronicum_id)
+        limit = self.max_content_bytes
+        texts: list[str | None] = []
+        encoded: list[bytes | None] = []
+        for actum in acta:
+            check_content_size(actum.content, limit)
+            text, content_bytes = _content_parameters(actum.content)
+            texts.append(text)
+            encoded.append(content_bytes)
+        statement = Statement(
+            self.statements.record_many,
+            (
+                chronicum_id,
+                key,
+                len(acta),
+                [actum.id for actum in acta],
+                [str(actum.kind) for actum in acta],
+                [str(actum.actor_kind) for actum in acta],
+                [actum.actor for actum in acta],
+                texts,
+                encoded,
+            ),
+        )
+        where = "postgres: record acta"
+        try:
+            if key is None:
+                rows = yield statement
+            else:
+                rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
+        except errors.UniqueViolation as error:
+            if key is None or error.diag.constraint_name != ACTA_IDEMPOTENCY_INDEX:
+                raise translate(error, "record acta", chronicum_id) from error
+            return (yield from self._read_keyed(chronicum_id, key, "record acta", error))
+        except psycopg.Error as error:
+            yield from self._discard_if_lost(error)
+            raise translate(error, "record acta", chronicum_id) from error
+        if not rows:
+            raise ChronicumNotFound(chronicum_id)
+        check_rows(where, "chronicum id", chronicum_id, rows, column=1)
+        if not rows[0][0]:  # the key was used before: its write's acta
+            return [_actum(row[1:]) for row in rows]
+        if len(rows) != len(acta):
+            raise StoreError(where, f"the database stored {len(rows)} acta of a batch of {len(acta)}")
+        stored: list[Actum] = []
+        for actum, row in zip(acta, rows, strict=True):
+            check_row(where, "actum id", actum.id, row[3])
+            stored.append(_stored(actum, row[-1]))
+        return stored
+
+    def list_chronica(
+        self, owner_id: str, limit: int, after: ListingPosition | None
+    ) -> Plan[Operation, list[Chronicum]]:
+        """Up to ``limit`` of the owner's live chronica, newest first, after ``after``; one query.
+
+        Served by the listing index (``owner_id, started_at DESC, id DESC``). Raises ``StoreError``.
+        """
+        if "\x00" in owner_id:  # text cannot hold NUL: no chronicum has that owner
+            return []
+        if after is None:
+            statement = Statement(self.statements.list_chronica, (owner_id, limit))
+        else:
+            started_at, after_id = after
+            sql = self.statements.list_chronica_after
+            if "\x00" in after_id:  # text cannot hold NUL: cut there, the cut id included
+                after_id, sql = after_id[: after_id.index("\x00")], self.statements.list_chronica_after_or_at
+            statement = Statement(sql, (owner_id, started_at, after_id, limit))
+        rows = yield from self._read(statement, "list chronica", owner_id)
+        chronica = [_chronicum(row) for row in rows]
+        for chronicum in chronica:
+            check_row("postgres: list chronica", "owner id", owner_id, chronicum.owner_id)
+        return chronica
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> Plan[Operation, int]:
+        """Erase the chronicum in one transaction, leaving its marker; return the acta erased.
+
+        The transaction locks the chronicum's row (as ``record`` does, so a racing write lands
+        wholly before or finds the marker), then deletes the acta and turns the row into the
+        marker holding ``owner_digest``. Raises ``ChronicumNotFound`` (no chronicum, or a
+        marker), ``StoreError``.
+        """
+        _refuse_nul(chronicum_id)
+        rows = yield from self._write(self._erasure(chronicum_id, owner_digest), "erase", chronicum_id)
+        if not rows:
+            raise ChronicumNotFound(chronicum_id)
+        row_chronicum, erased = rows[0]
+        check_row("postgres: erase", "chronicum id", chronicum_id, row_chronicum)
+        return int(erased)
+
+    def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Operation, int]:
+        """Erase every live chronicum of ``owner_id``, each in its own transaction; return how many.
+
+        The owner's chronica are read first; one erased meanwhile by another call is not counted.
+        Raises ``StoreError`` (the chronica erased before it stay erased; a retry finishes).
+        """
+        if "\x00" in owner_id:
+            return 0
+        rows = yield from self._read(Statement(self.statements.owned, (owner_id,)), "erase owner", owner_id)
+        erased = 0
+        for (chronicum_id,) in rows:
+            done = yield from self._write(
+                self._erasure(chronicum_id, owner_digest), "erase owner", chronicum_id
+            )
+            if done:
+                check_row("postgres: erase owner", "chronicum id", chronicum_id, done[0][0])
+                erased += 1
+        return erased
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Operation, bool]:
+        """Replace the marker of ``chronicum.id`` holding ``owner_digest`` with ``chronicum``, in one UPDATE.
+
+        Returns whether it did (``False``: no marker for that id, or another digest). Raises
+        ``StoreError``.
+        """
+        if "\x00" in chronicum.id:
+            return False
+        statement = Statement(
+            self.statements.reopen,
+            (chronicum.owner_id, chronicum.started_at, chronicum.last_actum_at, chronicum.id, owner_digest),
+        )
+        rows = yield from self._write(statement, "reopen chronicum", chronicum.id)
+        if not rows:
+            return False
+        check_row("postgres: reopen chronicum", "chronicum id", chronicum.id, rows[0][0])
+        return True
+
+    def _erasure(self, chronicum_id: str, owner_digest: str) -> Transaction:
+        """The transaction erasing one chronicum: lock its row, then delete and mark."""
+        return Transaction(
+            (
+                Statement(self.statements.lock_live, (chronicum_id,)),
+                Statement(self.statements.erase, (chronicum_id, owner_digest, chronicum_id)),
+            )
+        )
+
+    def _read_keyed(
+        self, chronicum_id: str, key: str, operation: str, lost_race: Exception
+    ) -> Plan[Operation, list[Actum]]:
+        """The acta the write that used ``key`` stored (after losing a race to it on the unique index).
+
+        Raises ``ChronicumNotFound`` when they are gone (the chronicum was erased since),
+        ``StoreError``.
+        """
+        keyed = Statement(self.statements.read_keyed, (chronicum_id, key))
+        rows = yield from self._read(keyed, operation, chronicum_id)
+        if not rows:  # only an erasure deletes acta
+            raise ChronicumNotFound(chronicum_id) from lost_race
+        check_rows(f"postgres: {operation}", "chronicum id", chronicum_id, rows)
         return [_actum(row) for row in rows]
 
     def migrate(self) -> Plan[Operation, int]:
@@ -509,8 +685,10 @@ class Plans:
             ),
         )
 
-    def _write(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
-        """Perform ``statement`` once: a write whose fate is unknown after a lost connection."""
+    def _write(
+        self, statement: Statement | Transaction, operation: str, chronicum_id: str
+    ) -> Plan[Operation, Rows]:
+        """Perform ``statement`` (or ``Transaction``) once: its fate is unknown after a lost connection."""
         try:
             rows: Rows = yield statement
         except psycopg.Error as error:

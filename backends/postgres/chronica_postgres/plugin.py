@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from chronica_core import AsyncStore, Backend, Store, hookimpl
+from chronica_core.capabilities import BATCH, ERASURE, LISTING
 
 __all__ = ["chronica_backends", "open_async_store", "open_store"]
 
@@ -29,12 +30,13 @@ def open_async_store(url: str, **options: Any) -> AsyncStore:
 
 @hookimpl
 def chronica_backends() -> list[Backend]:
-    """Declare the PostgreSQL backend: idempotent, needs a server."""
+    """Declare the PostgreSQL backend: idempotent, with every capability, needs a server."""
     return [
         Backend(
             name="postgres",
             schemes=("postgresql", "postgres"),
             idempotent=True,
+            capabilities=(BATCH, LISTING, ERASURE),
             open=open_store,
             open_async=open_async_store,
             install="chronica-postgres",

@@ -2,13 +2,21 @@
 
 Layout (in the schema given by the ``schema`` option, ``public`` by default):
 
-- ``chronica``: ``id`` (primary key), ``owner_id``, ``started_at``, ``last_actum_at`` and
-  ``last_seq``, the ``seq`` of the chronicum's newest actum (0 while it has none).
+- ``chronica``: ``id`` (primary key), ``owner_id``, ``started_at``, ``last_actum_at``,
+  ``last_seq``, the ``seq`` of the chronicum's newest actum (0 while it has none), and
+  ``erased_owner_digest``: set only on the marker an erased chronicum leaves (see
+  :mod:`chronica_core.erasure`), which holds nothing else of it: ``owner_id`` and
+  ``last_actum_at`` NULL, ``started_at`` the epoch, ``last_seq`` 0 (a check constraint says so).
+  Every statement but ``create`` (whose primary key keeps the id taken) and ``reopen`` skips
+  markers. An index on ``(owner_id, started_at DESC, id DESC)`` over the live chronica serves
+  listing.
 - ``acta``: ``chronicum_id`` (references ``chronica``), ``seq``, ``id``, ``kind``, ``actor_kind``,
-  ``actor``, ``content`` / ``content_bytes``, ``at`` and ``idempotency_key``; primary key
-  ``(chronicum_id, seq)`` and no index led by ``seq`` alone (with one the planner may walk the whole
-  table backwards for a context window); a unique index on ``(chronicum_id, idempotency_key)``
-  where the key is set.
+  ``actor``, ``content`` / ``content_bytes``, ``at``, ``idempotency_key`` and ``batch_size``;
+  primary key ``(chronicum_id, seq)`` and no index led by ``seq`` alone (with one the planner may
+  walk the whole table backwards for a context window); a unique index on
+  ``(chronicum_id, idempotency_key)`` where the key is set. A keyed write puts its key on its
+  first actum only, with ``batch_size``, the number of acta it stored (NULL: one), so that a
+  repeat reads back the acta with ``seq`` from that actum's to ``seq + batch_size - 1``.
 - ``chronica_schema_version``: one row per migration applied (``version``, ``applied_at``,
   ``description``). It is also what makes the tables this package's own: a schema holding
   ``chronica`` or ``acta`` without it holds someone else's tables (chronica-sqlalchemy's, whose
@@ -28,6 +36,12 @@ actum ordered before it. (A sequence would not do: commit order can differ from 
 The actum's ``at`` is taken under that lock too, from the server's clock, and never earlier than
 the chronicum's ``last_actum_at``: ``at`` never decreases along the order.
 
+A batch (``record_many``) takes ``n`` consecutive ``seq`` under that lock, all with one ``at``.
+``erase`` runs in one transaction: it locks the chronicum's row first, as ``record`` does, then (in
+a second statement, whose snapshot sees every actum committed before the lock was granted) deletes
+the acta and turns the row into the marker. A write racing with it lands wholly before (and is
+erased) or finds the marker.
+
 Every statement returns the chronicum id of its rows (and ``record`` the actum id), so that the
 store can check that a row answers the statement it sent.
 """
@@ -43,7 +57,9 @@ from psycopg import sql
 __all__ = [
     "ACTA_IDEMPOTENCY_INDEX",
     "ACTA_TO_CHRONICA_KEY",
+    "CHRONICA_LISTING_INDEX",
     "CHRONICA_PRIMARY_KEY",
+    "EPOCH",
     "FOREIGN_TABLES",
     "LATEST_VERSION",
     "MAX_SCHEMA_NAME_BYTES",
@@ -104,6 +120,12 @@ ACTA_TO_CHRONICA_KEY = "acta_chronicum_id_fkey"
 ACTA_IDEMPOTENCY_INDEX = "acta_idempotency_key"
 """Name of the unique index on ``(chronicum_id, idempotency_key)``."""
 
+CHRONICA_LISTING_INDEX = "chronica_owner_listing"
+"""Name of the index on ``(owner_id, started_at DESC, id DESC)`` of the live chronica (listing)."""
+
+EPOCH = "1970-01-01 00:00:00+00"
+"""The ``started_at`` of a marker: a value that says nothing about the erased chronicum."""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -152,6 +174,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             WHERE idempotency_key IS NOT NULL;
         """,
     ),
+    Migration(
+        2,
+        "erasure markers, keyed batch sizes, the listing index",
+        f"""
+        ALTER TABLE {{schema}}.chronica
+            ADD COLUMN erased_owner_digest text,
+            ALTER COLUMN owner_id DROP NOT NULL,
+            ADD CONSTRAINT chronica_marker_holds_only_the_digest CHECK (
+                CASE WHEN erased_owner_digest IS NULL THEN owner_id IS NOT NULL
+                ELSE owner_id IS NULL AND last_actum_at IS NULL AND last_seq = 0
+                    AND started_at = '{EPOCH}' END
+            );
+        ALTER TABLE {{schema}}.acta
+            ADD COLUMN batch_size integer,
+            ADD CONSTRAINT acta_batch_size_keyed CHECK (
+                batch_size IS NULL OR (batch_size > 0 AND idempotency_key IS NOT NULL)
+            );
+        CREATE INDEX {CHRONICA_LISTING_INDEX} ON {{schema}}.chronica (owner_id, started_at DESC, id DESC)
+            WHERE erased_owner_digest IS NULL;
+        """,
+    ),
 )
 """Every migration, oldest first."""
 
@@ -166,6 +209,29 @@ _ACTUM_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, conte
 
 _NEXT_AT = "greatest(clock_timestamp(), last_actum_at)"
 """The ``at`` of the next actum, taken under the chronicum's row lock (``greatest`` skips NULL)."""
+
+
+_LIVE = "erased_owner_digest IS NULL"
+"""The predicate of a live chronicum's row (not an erased chronicum's marker)."""
+
+_STORED_COLUMNS = ", ".join(f"stored.{column}" for column in _ACTUM_COLUMNS.split(", "))
+""":data:`_ACTUM_COLUMNS` of the ``acta`` row named ``stored``."""
+
+
+def _listing(*, after: str | None) -> str:
+    """The listing query, from the newest or after a ``(started_at, id)`` position.
+
+    ``after`` is the comparison with the position (``"<"``: strictly after it in the listing's
+    order), ``None`` for none. The row comparison matches the listing index's order, so the index
+    scan starts at the position.
+    """
+    position = f" AND (started_at, id) {after} (%s::timestamptz, %s::text)" if after else ""
+    return f"""
+        SELECT id, owner_id, started_at, last_actum_at FROM {{schema}}.chronica
+        WHERE owner_id = %s AND {_LIVE}{position}
+        ORDER BY started_at DESC, id DESC
+        LIMIT %s
+        """
 
 
 def _migration_lock_key(schema: str) -> int:
@@ -214,7 +280,9 @@ class Statements:
             " VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING true",
         )
         self.get = self._compose(
-            quoted, "SELECT id, owner_id, started_at, last_actum_at FROM {schema}.chronica WHERE id = %s"
+            quoted,
+            "SELECT id, owner_id, started_at, last_actum_at FROM {schema}.chronica"
+            f" WHERE id = %s AND {_LIVE}",
         )
         # Parameters: chronicum id, id, kind, actor kind, actor, content, content bytes, key.
         self.record = self._compose(
@@ -223,7 +291,7 @@ class Statements:
             WITH chronicum AS (
                 UPDATE {{schema}}.chronica
                 SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
-                WHERE id = %s
+                WHERE id = %s AND {_LIVE}
                 RETURNING id, last_seq, last_actum_at
             )
             INSERT INTO {{schema}}.acta
@@ -247,7 +315,7 @@ class Statements:
             ), chronicum AS (
                 UPDATE {{schema}}.chronica
                 SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
-                WHERE id = %s AND NOT EXISTS (SELECT FROM existing)
+                WHERE id = %s AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
                 RETURNING id, last_seq, last_actum_at
             ), inserted AS (
                 INSERT INTO {{schema}}.acta
@@ -263,9 +331,104 @@ class Statements:
             SELECT false, {_ACTUM_COLUMNS} FROM existing
             """,
         )
+        # Parameters: chronicum id, key. Rows: every actum the keyed write stored, in order (none
+        # when the key is unknown, or the chronicum was erased since).
         self.read_keyed = self._compose(
             quoted,
-            f"SELECT {_ACTUM_COLUMNS} FROM {{schema}}.acta WHERE chronicum_id = %s AND idempotency_key = %s",
+            f"""
+            SELECT {_STORED_COLUMNS} FROM {{schema}}.acta AS keyed
+            JOIN {{schema}}.acta AS stored ON stored.chronicum_id = keyed.chronicum_id
+                AND stored.seq BETWEEN keyed.seq AND keyed.seq + coalesce(keyed.batch_size, 1) - 1
+            WHERE keyed.chronicum_id = %s AND keyed.idempotency_key = %s
+            ORDER BY stored.seq
+            """,
+        )
+        # Parameters: chronicum id, key (NULL: none), the number of acta, then one array each of
+        # ids, kinds, actor kinds, actors, contents (text) and contents (bytes), in batch order.
+        # Rows, ordered by seq: (true, chronicum id, seq, id, NULLs..., at) for each actum inserted;
+        # (false, the stored actum's columns) for each actum of the write that used the key
+        # before; none when the chronicum is missing. A writer racing on the same key fails on
+        # the unique index, as in `record_idempotent`.
+        self.record_many = self._compose(
+            quoted,
+            f"""
+            WITH given AS (
+                SELECT %s::text AS chronicum_id, %s::text AS key, %s::integer AS size
+            ), existing AS (
+                SELECT keyed.seq, coalesce(keyed.batch_size, 1) AS size
+                FROM {{schema}}.acta AS keyed, given
+                WHERE keyed.chronicum_id = given.chronicum_id AND keyed.idempotency_key = given.key
+            ), chronicum AS (
+                UPDATE {{schema}}.chronica
+                SET last_seq = last_seq + given.size, last_actum_at = {_NEXT_AT}
+                FROM given
+                WHERE id = given.chronicum_id AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
+                RETURNING id, last_seq - given.size AS before_seq, last_actum_at, given.key, given.size
+            ), inserted AS (
+                INSERT INTO {{schema}}.acta
+                    (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,
+                     idempotency_key, batch_size)
+                SELECT chronicum.id, chronicum.before_seq + actum.place, actum.id, actum.kind,
+                    actum.actor_kind, actum.actor, actum.content, actum.content_bytes,
+                    chronicum.last_actum_at,
+                    CASE WHEN actum.place = 1 THEN chronicum.key END,
+                    CASE WHEN actum.place = 1 AND chronicum.key IS NOT NULL THEN chronicum.size END
+                FROM chronicum CROSS JOIN unnest(
+                    %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[]
+                ) WITH ORDINALITY AS actum (id, kind, actor_kind, actor, content, content_bytes, place)
+                RETURNING chronicum_id, seq, id, at
+            )
+            SELECT true, chronicum_id, seq, id, NULL, NULL, NULL, NULL, NULL::bytea, at FROM inserted
+            UNION ALL
+            SELECT false, {_STORED_COLUMNS} FROM existing, given
+            JOIN {{schema}}.acta AS stored ON stored.chronicum_id = given.chronicum_id
+            WHERE stored.seq BETWEEN existing.seq AND existing.seq + existing.size - 1
+            ORDER BY 3
+            """,
+        )
+        # Parameters: owner id, the limit. Rows: the owner's live chronica, newest first.
+        self.list_chronica = self._compose(quoted, _listing(after=None))
+        # Parameters: owner id, started_at and id of the position, the limit.
+        self.list_chronica_after = self._compose(quoted, _listing(after="<"))
+        # The same, the position itself included: for a position whose id holds NUL, cut there
+        # (no stored id holds NUL, so those before it are those up to the cut id, inclusive).
+        self.list_chronica_after_or_at = self._compose(quoted, _listing(after="<="))
+        # Parameters: chronicum id. Locks the live chronicum's row (one row: its id) for `erase`.
+        self.lock_live = self._compose(
+            quoted, f"SELECT id FROM {{schema}}.chronica WHERE id = %s AND {_LIVE} FOR UPDATE"
+        )
+        # Parameters: chronicum id, owner digest, chronicum id. Run after `lock_live`, in its
+        # transaction. One row (chronicum id, acta deleted) when the chronicum was live.
+        self.erase = self._compose(
+            quoted,
+            f"""
+            WITH erased AS (
+                DELETE FROM {{schema}}.acta WHERE chronicum_id = %s RETURNING seq
+            ), marked AS (
+                UPDATE {{schema}}.chronica
+                SET owner_id = NULL, started_at = '{EPOCH}', last_actum_at = NULL, last_seq = 0,
+                    erased_owner_digest = %s
+                WHERE id = %s AND {_LIVE}
+                RETURNING id
+            )
+            SELECT id, (SELECT count(*) FROM erased) FROM marked
+            """,
+        )
+        # Parameters: owner id. Rows: the ids of the owner's live chronica.
+        self.owned = self._compose(
+            quoted, f"SELECT id FROM {{schema}}.chronica WHERE owner_id = %s AND {_LIVE} ORDER BY id"
+        )
+        # Parameters: owner id, started_at, last_actum_at, chronicum id, owner digest. One row
+        # (the chronicum id) when the marker held that digest and is now the fresh chronicum.
+        self.reopen = self._compose(
+            quoted,
+            """
+            UPDATE {schema}.chronica
+            SET owner_id = %s, started_at = %s, last_actum_at = %s, last_seq = 0,
+                erased_owner_digest = NULL
+            WHERE id = %s AND erased_owner_digest = %s
+            RETURNING id
+            """,
         )
         self._windows: dict[tuple[bool, bool, bool], bytes] = {
             (kinds, actor_kinds, limited): self._window(quoted, kinds, actor_kinds, limited)
@@ -305,7 +468,7 @@ class Statements:
                 SELECT {_ACTUM_COLUMNS} FROM {{schema}}.acta
                 WHERE chronicum_id = %s{filters}{newest}
             ) AS recent ON true
-            WHERE chronicum.id = %s
+            WHERE chronicum.id = %s AND chronicum.{_LIVE}
             ORDER BY recent.seq
             """,
         )

@@ -21,7 +21,7 @@ from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import redact_error
 from chronica_core.urls import split_query_options, split_schema
 from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
-from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, translate
+from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
 from chronica_postgres.schema import Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
 
@@ -88,7 +88,9 @@ class PostgresStore(PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL.
 
     Every call borrows a pooled connection (autocommit) for one statement: ``record``,
-    ``record_idempotent``, ``acta`` and ``get`` are each one round trip.
+    ``record_idempotent``, ``record_many``, ``acta``, ``get``, ``list_chronica`` and ``reopen``
+    are each one round trip; ``erase`` is one transaction of two statements (``erase_owner``
+    reads the owner's chronica, then erases each so).
 
     Args:
         url: a libpq URL, ``postgresql://user@host:5432/database`` (``postgres://`` works too),
@@ -158,7 +160,7 @@ class PostgresStore(PlannedStore):
         self._idle.opened(connection, idle_timeout_seconds(cursor.fetchone()))
 
     def _perform(self, operation: Operation) -> Rows:
-        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS, at best
+        if not isinstance(operation, Statement | Transaction):  # DISCARD_BROKEN_CONNECTIONS, at best
             with contextlib.suppress(psycopg.Error):  # (a pool closed meanwhile): the plan's error stands
                 self._pool.check()
             return []
@@ -168,7 +170,12 @@ class PostgresStore(PlannedStore):
             if not connection.autocommit:  # a pool given by the caller
                 connection.autocommit = True
             with bounded(self.options, started, connection):
-                return connection.execute(operation.sql, operation.params).fetchall()
+                if isinstance(operation, Statement):
+                    return connection.execute(operation.sql, operation.params).fetchall()
+                with connection.transaction():
+                    for statement in operation.statements:
+                        cursor = connection.execute(statement.sql, statement.params)
+                    return cursor.fetchall()
         finally:
             self._idle.returned(connection)
             self._pool.putconn(connection)
@@ -288,7 +295,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         pool = self._pool
         if pool is None:
             raise StoreError("postgres: async store", "the store is closed")
-        if not isinstance(operation, Statement):  # DISCARD_BROKEN_CONNECTIONS, at best
+        if not isinstance(operation, Statement | Transaction):  # DISCARD_BROKEN_CONNECTIONS, at best
             with contextlib.suppress(psycopg.Error):
                 await pool.check()
             return []
@@ -298,8 +305,13 @@ class AsyncPostgresStore(AsyncPlannedStore):
             if not connection.autocommit:  # a pool given by the caller
                 await connection.set_autocommit(True)
             with bounded(self.options, started, connection):
-                cursor = await connection.execute(operation.sql, operation.params)
-                return await cursor.fetchall()
+                if isinstance(operation, Statement):
+                    cursor = await connection.execute(operation.sql, operation.params)
+                    return await cursor.fetchall()
+                async with connection.transaction():
+                    for statement in operation.statements:
+                        cursor = await connection.execute(statement.sql, statement.params)
+                    return await cursor.fetchall()
         finally:
             self._idle.returned(connection)
             await pool.putconn(connection)

@@ -42,6 +42,9 @@ from chronica_core import (
 
 Admin = psycopg.Connection[tuple[Any, ...]]
 
+ALL_VERSIONS = [(version,) for version in range(1, LATEST_VERSION + 1)]
+"""The rows of ``chronica_schema_version`` in a schema at the latest version: one per migration."""
+
 
 def new_chronicum(store: PostgresStore, label: str = "c") -> str:
     chronicum_id = f"pg-{label}-{uuid.uuid4().hex}"
@@ -74,8 +77,16 @@ def test_schema_has_the_promised_keys_and_indexes(store: PostgresStore, admin: A
     )
     assert indexes["acta_idempotency_key"].startswith("CREATE UNIQUE INDEX")
     assert not [name for name, definition in indexes.items() if "(seq" in definition]
-    versions = admin.execute("SELECT version FROM chronica_schema_version").fetchall()
-    assert versions == [(LATEST_VERSION,)]
+    listing = admin.execute(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = 'chronica_owner_listing'",
+        (schema,),
+    ).fetchone()
+    assert listing is not None
+    assert listing[0].endswith(
+        "USING btree (owner_id, started_at DESC, id DESC) WHERE (erased_owner_digest IS NULL)"
+    )
+    versions = admin.execute("SELECT version FROM chronica_schema_version ORDER BY version").fetchall()
+    assert versions == ALL_VERSIONS
 
 
 def test_ten_concurrent_auto_migrations_of_an_empty_schema_all_succeed(
@@ -95,9 +106,11 @@ def test_ten_concurrent_auto_migrations_of_an_empty_schema_all_succeed(
     assert results == [1] * 10
     with psycopg.connect(postgres_url) as connection:
         versions = connection.execute(
-            sql.SQL("SELECT version FROM {}.chronica_schema_version").format(sql.Identifier(fresh_schema))
+            sql.SQL("SELECT version FROM {}.chronica_schema_version ORDER BY version").format(
+                sql.Identifier(fresh_schema)
+            )
         ).fetchall()
-    assert versions == [(LATEST_VERSION,)]
+    assert versions == ALL_VERSIONS
 
 
 def test_migrate_function_creates_the_schema_once(postgres_url: str, fresh_schema: str) -> None:
