@@ -38,3 +38,16 @@ def test_three_agents_share_one_chronicum() -> None:
     reads = {line.split()[0]: int(line.split()[2]) for line in lines[:-1]}
     assert set(reads) == {"concierge", "search", "booking"}
     assert all(1 <= count <= 3 for count in reads.values())
+
+
+def test_batches_listing_erasure_and_the_json_form() -> None:
+    assert run("capabilities.py") == [
+        "3 acta in one batch; the retry stored nothing new: True",
+        "ardian has 2 chronica; rafa has 0",
+        "['actor', 'actor_kind', 'at', 'chronicum_id', 'content', 'id', 'kind']",
+        "erased 3 acta",
+        "dinner: ChronicumNotFound",
+        "dinner again: ['Starting over.']",
+        "rafa writing to it: ChronicumNotFound",
+        "erased all of ardian's: 2 chronica",
+    ]
