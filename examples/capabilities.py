@@ -20,7 +20,7 @@ with open_store(url) as store:
     chronicarius = Chronicarius(store)
     dinner, lunch = new_chronicum_id(), new_chronicum_id()
 
-    # A batch: all of it lands or none, its acta one after another, in one round trip.
+    # A batch: all of it lands or none, its acta one after another, in one write.
     turn = [
         Actum(dinner, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Dinner for four on Friday?"),
         Actum(dinner, ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", '{"query": "table for four"}'),
