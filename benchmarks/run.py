@@ -626,9 +626,9 @@ class StoreBench:
                     if "concurrent" in phases:
                         self._measure_concurrent(runner)
                     if "batch" in phases:
-                        self._measure_batch(runner)
+                        self._phase("batch", functools.partial(self._measure_batch, runner))
                     if "listing" in phases:
-                        self._measure_listing(runner)
+                        self._phase("listing", functools.partial(self._measure_listing, runner))
                 finally:
                     for variant in self._async_variants().values():
                         runner.run(variant.close())
@@ -869,6 +869,13 @@ class StoreBench:
                     self.report.flat[label] = large.raw[name].median_ns / small.raw[name].median_ns
 
     # -- capabilities: a batch, a listing --------------------------------------------------
+
+    def _phase(self, name: str, measure: Callable[[], None]) -> None:
+        """Run one capability phase; a failure becomes a note and the run goes on."""
+        try:
+            measure()
+        except Exception as error:  # noqa: BLE001 - reported in the notes, the other phases still count
+            self.note(f"{name}: failed: {type(error).__name__}: {error}")
 
     def _capable(self, capability: str, what: str) -> bool:
         """Whether the store has ``capability``; a note says what is skipped when it has not."""
