@@ -7,7 +7,10 @@ actum_kinds=[message])`` beside the backend's raw baseline (``benchmarks/baselin
 doing the same work, and their ratio; how flat the last-20 read stays from the smallest to the
 largest history; the total throughput of 40 writer threads on distinct chronica, store against
 raw; and, when the backend has an asyncio store, the async flavour of each operation (ratio to
-sync) and 40 concurrent tasks against 40 threads. See ``benchmarks/README.md``.
+sync) and 40 concurrent tasks against 40 threads. Where the store has the capabilities, it also
+times a batch of 20 acta (``Chronicarius.record_acta``) against one ``record_actum``, and the first
+page of an owner's ``list_chronica`` with 100 and with 100,000 chronica held by other owners.
+``--phases`` picks what runs. See ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -37,11 +40,13 @@ from chronica_core import (
     AsyncChronicarius,
     AsyncStore,
     Chronicarius,
+    Chronicum,
     Store,
     new_actum_id,
     open_async_store,
     open_store,
 )
+from chronica_core.capabilities import BATCH, LISTING, store_capabilities
 from chronica_core.hookspecs import Backend
 from chronica_core.registry import registry
 from chronica_core.story import DINNER_STORY
@@ -56,6 +61,30 @@ LAST_N = 20
 FLAT_LIMIT = 1.5
 """A last-20 read counts as flat when its median at the largest history is at most this many
 times its median at the smallest."""
+
+BATCH_SIZE = 20
+"""How many acta the timed ``record_acta`` batch holds (``--batch-size``)."""
+
+BATCH_LIMIT = 3.0
+"""A batch of :data:`BATCH_SIZE` acta meets its target when its median is at most this many times
+one ``record_actum``'s (on memory, PostgreSQL through psycopg and SQLite through SQLAlchemy)."""
+
+LIST_LIMIT = 50
+"""The page size of the timed ``list_chronica``."""
+
+LISTED = 20
+"""How many chronica the listed owner holds (``--owned``); each other owner holds as many."""
+
+OTHERS = (100, 100_000)
+"""How many chronica other owners hold, per listing measurement (``--others``)."""
+
+LISTING_FLAT_LIMIT = 1.3
+"""Listing meets its target when its median with the most other owners' chronica is at most this
+many times its median with the fewest."""
+
+PHASES = ("history", "concurrent", "batch", "listing")
+"""What a run can measure (``--phases``): latency per history size (and flatness), many writers,
+a batch against one append, and listing against other owners' chronica."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,6 +152,40 @@ class ConcurrentRow:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchRow:
+    """A batch against one append, timed in the same rounds, each into a chronicum of its own.
+
+    Attributes:
+        size: acta per batch.
+        single: ``Chronicarius.record_actum`` of one actum.
+        batch: ``Chronicarius.record_acta`` of ``size`` acta.
+        ratio: batch median / single median.
+    """
+
+    size: int
+    single: Timing
+    batch: Timing
+    ratio: float
+
+
+@dataclass(frozen=True, slots=True)
+class ListingRow:
+    """The first page of one owner's chronica while other owners hold ``others`` chronica.
+
+    Attributes:
+        others: chronica held by other owners when it was timed.
+        owned: chronica the listed owner holds (all on the first page).
+        limit: the page size asked for.
+        store: ``Chronicarius.list_chronica(owner, limit=limit)``.
+    """
+
+    others: int
+    owned: int
+    limit: int
+    store: Timing
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """One performance target: what it says, the measured value and whether it holds."""
 
@@ -148,6 +211,9 @@ class Report:
     latency: list[LatencyRow] = field(default_factory=list)
     flat: dict[str, float] = field(default_factory=dict)
     concurrent: list[ConcurrentRow] = field(default_factory=list)
+    batch: list[BatchRow] = field(default_factory=list)
+    listing: list[ListingRow] = field(default_factory=list)
+    listing_flat: float | None = None
     targets: list[Verdict] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -434,6 +500,17 @@ class Baselines:
             if acta:
                 baseline.fill(chronicum_id, acta)
 
+    def fill_chronica(self, chronica: Sequence[Chronicum]) -> bool:
+        """Bulk-load ``chronica`` through the baseline's ``fill_chronica``; whether it has one.
+
+        Only when the baseline writes the store's own tables (``fills_store``).
+        """
+        fill: Callable[[Sequence[Chronicum]], object] | None = getattr(self.main, "fill_chronica", None)
+        if fill is None or not self.fills_store:
+            return False
+        fill(chronica)
+        return True
+
     def for_thread(self) -> Baselines:
         """This object when it is thread-safe, else a fresh one (with its own connections)."""
         if self.thread_safe:
@@ -486,6 +563,10 @@ class Settings:
     writes_per_writer: int
     run_async: bool
     max_seconds: float = float("inf")
+    phases: tuple[str, ...] = PHASES
+    batch_size: int = BATCH_SIZE
+    others: tuple[int, ...] = OTHERS
+    owned: int = LISTED
 
 
 class StoreBench:
@@ -537,10 +618,17 @@ class StoreBench:
                 elif self.settings.run_async:
                     self.note(f"backend {self.backend.name!r} has no asyncio store: no async rows")
                 try:
-                    chronica = [self._filled(size, runner) for size in self.settings.sizes]
-                    self._measure_reads(chronica, runner)
-                    self._measure_appends(chronica, runner)
-                    self._measure_concurrent(runner)
+                    phases = self.settings.phases
+                    if "history" in phases:
+                        chronica = [self._filled(size, runner) for size in self.settings.sizes]
+                        self._measure_reads(chronica, runner)
+                        self._measure_appends(chronica, runner)
+                    if "concurrent" in phases:
+                        self._measure_concurrent(runner)
+                    if "batch" in phases:
+                        self._phase("batch", functools.partial(self._measure_batch, runner))
+                    if "listing" in phases:
+                        self._phase("listing", functools.partial(self._measure_listing, runner))
                 finally:
                     for variant in self._async_variants().values():
                         runner.run(variant.close())
@@ -780,6 +868,119 @@ class StoreBench:
                     label = name if flavour == "sync" else f"{name} async"
                     self.report.flat[label] = large.raw[name].median_ns / small.raw[name].median_ns
 
+    # -- capabilities: a batch, a listing --------------------------------------------------
+
+    def _phase(self, name: str, measure: Callable[[], None]) -> None:
+        """Run one capability phase; a failure becomes a note and the run goes on."""
+        try:
+            measure()
+        except Exception as error:  # noqa: BLE001 - reported in the notes, the other phases still count
+            self.note(f"{name}: failed: {type(error).__name__}: {error}")
+
+    def _capable(self, capability: str, what: str) -> bool:
+        """Whether the store has ``capability``; a note says what is skipped when it has not."""
+        assert self.store is not None
+        if capability in store_capabilities(self.store):
+            return True
+        self.note(f"the store has no {capability} capability: no {what} rows")
+        return False
+
+    def _measure_batch(self, runner: asyncio.Runner) -> None:
+        """Time ``record_acta`` of a batch against ``record_actum`` of one, in the same rounds.
+
+        Each appends into a chronicum of its own, created (and its owner cached) before timing.
+        """
+        assert self.chronicarius is not None
+        if not self._capable(BATCH, "batch"):
+            return
+        chronicarius, size = self.chronicarius, self.settings.batch_size
+        rounds = self.settings.warmup + self.settings.repeat
+        print(f"  batch of {size} against one append", file=sys.stderr, flush=True)
+        single_id, batch_id = fresh_id("single"), fresh_id(f"batch-{size}")
+        singles = [story_actum(single_id, index) for index in range(rounds + 1)]
+        batches = [
+            [story_actum(batch_id, number * size + index) for index in range(size)]
+            for number in range(rounds + 1)
+        ]
+        chronicarius.record_actum(OWNER, singles[rounds])  # creates it: the rounds append
+        chronicarius.record_acta(OWNER, batches[rounds])
+        operations: dict[str, Callable[[int], object]] = {
+            "single": lambda number: chronicarius.record_actum(OWNER, singles[number]),
+            "batch": lambda number: chronicarius.record_acta(OWNER, batches[number]),
+        }
+        timings = runner.run(
+            time_interleaved(
+                operations, self.settings.warmup, self.settings.repeat, None, self.settings.max_seconds
+            )
+        )
+        self._note_if_cut(f"record_acta of {size}", timings)
+        single, batch = timings["single"], timings["batch"]
+        self.report.batch.append(BatchRow(size, single, batch, batch.median_ns / single.median_ns))
+
+    def _measure_listing(self, runner: asyncio.Runner) -> None:
+        """Time the first page of one owner's chronica as other owners' chronica grow in number.
+
+        The owner's chronica are made through ``record_actum``; the other owners' are bulk-loaded
+        through the baseline's ``fill_chronica`` (else ``Store.create`` for each), before each
+        count is timed. The counts run one after the other in one store (they share its tables),
+        so unlike the history sizes they are not interleaved.
+        """
+        assert self.chronicarius is not None and self.store is not None
+        if not self._capable(LISTING, "listing"):
+            return
+        chronicarius, owned, limit = self.chronicarius, self.settings.owned, LIST_LIMIT
+        label = secrets.token_hex(4)
+        owner = f"bench-lister-{label}"
+        for index in range(owned):
+            chronicarius.record_actum(owner, story_actum(fresh_id(f"listed-{index}"), index))
+        loaded = 0
+        for others in sorted(set(self.settings.others)):
+            if others > loaded:
+                self._load_other_owners(label, loaded, others)
+                loaded = others
+            page = chronicarius.list_chronica(owner, limit=limit)
+            if len(page.chronica) != min(owned, limit) or any(one.owner_id != owner for one in page.chronica):
+                self.note(f"listing with {others:,} others: the first page has {len(page.chronica)} chronica")
+            print(f"  listing with {others:,} other owners' chronica: timing", file=sys.stderr, flush=True)
+            timings = runner.run(
+                time_interleaved(
+                    {"list": lambda _: chronicarius.list_chronica(owner, limit=limit)},
+                    self.settings.warmup,
+                    self.settings.repeat,
+                    None,
+                    self.settings.max_seconds,
+                )
+            )
+            self._note_if_cut(f"list_chronica with {others:,} others", timings)
+            self.report.listing.append(ListingRow(others, owned, limit, timings["list"]))
+        rows = self.report.listing
+        if len(rows) >= 2:
+            self.report.listing_flat = rows[-1].store.median_ns / rows[0].store.median_ns
+
+    def _load_other_owners(self, label: str, start: int, end: int) -> None:
+        """Add other owners' chronica number ``start`` to ``end`` (each owner holds ``owned``)."""
+        assert self.store is not None
+        owned = self.settings.owned
+        began = datetime.now(UTC) - timedelta(seconds=end)
+        chronica = [
+            Chronicum(
+                f"bench-other-{label}-{number:07d}",
+                f"bench-other-{label}-{number // owned}",
+                began + timedelta(seconds=number),
+            )
+            for number in range(start, end)
+        ]
+        print(f"  listing: loading {len(chronica):,} other owners' chronica", file=sys.stderr, flush=True)
+        loading = time.perf_counter()
+        how = "the baseline's fill_chronica"
+        if self.baselines is None or not self.baselines.fill_chronica(chronica):
+            how = "Store.create"
+            create = self.store.create
+            for chronicum in chronica:
+                create(chronicum)
+        seconds = time.perf_counter() - loading
+        print(f"  listing: loaded through {how} in {seconds:.1f} s", file=sys.stderr, flush=True)
+
     # -- many writers ----------------------------------------------------------------------
 
     def _measure_concurrent(self, runner: asyncio.Runner) -> None:
@@ -955,6 +1156,7 @@ def judge(report: Report) -> list[Verdict]:
                 f"last-{LAST_N} flat: largest/smallest history <= {FLAT_LIMIT}", value, value <= FLAT_LIMIT
             )
         )
+    verdicts += _capability_verdicts(report)
     by_writer = {row.writer: row for row in report.concurrent}
     threads = by_writer.get("chronica threads")
     if targets.threads_ratio is not None and threads is not None and report.raw_variants:
@@ -985,6 +1187,37 @@ def judge(report: Report) -> list[Verdict]:
             verdicts.append(
                 Verdict(f"{tasks.writers} tasks total time <= {threads.writers} threads", value, value <= 1.0)
             )
+    return verdicts
+
+
+def batch_target_applies(report: Report) -> bool:
+    """Whether the batch target holds for ``report``'s store: memory, psycopg or SQLite."""
+    if report.backend in ("memory", "postgres"):
+        return True
+    return report.backend == "sqlalchemy" and report.store_url.lower().startswith("sqlite")
+
+
+def _capability_verdicts(report: Report) -> list[Verdict]:
+    verdicts: list[Verdict] = []
+    if batch_target_applies(report):
+        for row in report.batch:
+            verdicts.append(
+                Verdict(
+                    f"record_acta of {row.size} <= {BATCH_LIMIT}x record_actum (median)",
+                    row.ratio,
+                    row.ratio <= BATCH_LIMIT,
+                )
+            )
+    if report.listing_flat is not None:
+        fewest, most = report.listing[0].others, report.listing[-1].others
+        verdicts.append(
+            Verdict(
+                f"list_chronica first page: {most:,} / {fewest:,} other owners' chronica "
+                f"<= {LISTING_FLAT_LIMIT}x",
+                report.listing_flat,
+                report.listing_flat <= LISTING_FLAT_LIMIT,
+            )
+        )
     return verdicts
 
 
@@ -1050,7 +1283,8 @@ def render(report: Report) -> str:
         line.append(f"{row.ratio['sync']:.2f}x" if "sync" in row.ratio else "")
         line.append(f"{row.ratio['driver']:.2f}x" if "driver" in row.ratio else "")
         rows.append(line)
-    out.append(_table(header, rows))
+    if rows:
+        out.append(_table(header, rows))
     if report.flat:
         sizes = sorted(report.sizes)
         flat = ", ".join(f"{name} {value:.2f}x" for name, value in report.flat.items())
@@ -1079,6 +1313,7 @@ def render(report: Report) -> str:
                 ratios.append(f"tasks/threads time {tasks.seconds / threads.seconds:.2f}x")
             if ratios:
                 out.append("store threads throughput: " + ", ".join(ratios))
+    out += _render_capabilities(report)
     if report.targets:
         out.append("\ntargets:")
         for verdict in report.targets:
@@ -1089,6 +1324,36 @@ def render(report: Report) -> str:
     return "\n".join(out)
 
 
+def _render_capabilities(report: Report) -> list[str]:
+    """The batch and listing tables, when they were measured."""
+    out: list[str] = []
+    for row in report.batch:
+        out.append("")
+        rows = [
+            ["record_actum", "1", _micro(row.single.median_ns), _micro(row.single.p90_ns)],
+            ["record_acta", str(row.size), _micro(row.batch.median_ns), _micro(row.batch.p90_ns)],
+        ]
+        out.append(_table(["batch against one append", "acta", "median", "p90"], rows))
+        target = "" if batch_target_applies(report) else " (no target for this backend)"
+        per_actum = row.ratio / row.size
+        out.append(f"batch/single: {row.ratio:.2f}x{target}; per actum {per_actum:.2f}x one append")
+    if report.listing:
+        out.append("")
+        first = report.listing[0]
+        heading = f"list_chronica limit {first.limit}, owner holds {first.owned}: other owners' chronica"
+        rows = [
+            [f"{row.others:,}", "", "", _micro(row.store.median_ns), _micro(row.store.p90_ns)]
+            for row in report.listing
+        ]
+        out.append(_table([heading, "", "", "median", "p90"], rows))
+        if report.listing_flat is not None:
+            most, fewest = report.listing[-1].others, first.others
+            out.append(
+                f"listing {most:,}/{fewest:,}: {report.listing_flat:.2f}x (timed one count after the other)"
+            )
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Command line
 
@@ -1097,10 +1362,18 @@ def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--sizes wants comma-separated counts, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated counts, got {text!r}") from None
     if not sizes or any(size < 1 for size in sizes):
-        raise argparse.ArgumentTypeError(f"--sizes wants positive counts, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected positive counts, got {text!r}")
     return sizes
+
+
+def _phases(text: str) -> tuple[str, ...]:
+    phases = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [phase for phase in phases if phase not in PHASES]
+    if not phases or unknown:
+        raise argparse.ArgumentTypeError(f"--phases wants some of {','.join(PHASES)}, got {text!r}")
+    return phases
 
 
 def _option(text: str) -> tuple[str, str]:
@@ -1162,6 +1435,24 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help="time budget of each latency phase (reads, appends); cuts --repeat when exceeded (60)",
     )
     parser.add_argument("--no-async", action="store_true", help="skip the asyncio rows")
+    parser.add_argument(
+        "--phases",
+        type=_phases,
+        default=PHASES,
+        help=f"what to measure, comma-separated (default all: {','.join(PHASES)})",
+    )
+    parser.add_argument(
+        "--batch-size", type=_positive, default=BATCH_SIZE, help=f"acta per timed batch ({BATCH_SIZE})"
+    )
+    parser.add_argument(
+        "--others",
+        type=_sizes,
+        default=list(OTHERS),
+        help="chronica other owners hold, per listing measurement (default 100,100000)",
+    )
+    parser.add_argument(
+        "--owned", type=_positive, default=LISTED, help=f"chronica the listed owner holds ({LISTED})"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     return parser.parse_args(argv)
 
@@ -1179,6 +1470,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         writes_per_writer=arguments.writes,
         run_async=not arguments.no_async,
         max_seconds=arguments.max_seconds,
+        phases=arguments.phases,
+        batch_size=arguments.batch_size,
+        others=tuple(arguments.others),
+        owned=arguments.owned,
     )
     reports: list[Report] = []
     status = 0

@@ -4,9 +4,11 @@ Every subcommand but ``backends`` and ``conformance`` takes ``--store URL`` (def
 ``$CHRONICA_STORE``, else the embedded default ``sqlite:///chronica.db`` when chronica-sqlalchemy
 is installed, else ``memory://``) and ``--option KEY=VALUE`` (repeatable, the last of a key wins;
 each goes to ``open_store`` as a string, the value as written).
-Exit codes: 0 success; 2 bad usage; 3 chronicum not found; 4 invalid input (an actum, a query,
-an owner or a store option); 5 no usable backend for the URL; 6 the store failed; 1 any other
-Chronica error or failed conformance cases.
+Exit codes: 0 success; 2 bad usage (and an ``erase`` that cannot ask for confirmation and was not
+given ``--yes``); 3 chronicum not found; 4 invalid input (an actum, a query, a cursor, an owner or
+a store option); 5 no usable backend for the URL; 6 the store failed; 7 the store lacks a
+capability the command needs (``chronica backends`` lists them); 1 any other Chronica error, an
+erasure that was not confirmed, or failed conformance cases.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
+from chronica_core.capabilities import ALL_CAPABILITIES, ERASURE, IDEMPOTENCY, store_capabilities
 from chronica_core.chronicarius import Chronicarius
 from chronica_core.errors import (
     BackendConflict,
     BackendUnavailable,
+    CapabilityUnsupported,
     ChronicaError,
     ChronicumNotFound,
     InvalidActum,
@@ -33,7 +37,9 @@ from chronica_core.errors import (
     StoreError,
     UnknownBackend,
 )
-from chronica_core.model import ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.hookspecs import Backend
+from chronica_core.listing import DEFAULT_LIST_LIMIT
+from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage
 from chronica_core.redaction import masked_url, redact, redact_error
 from chronica_core.registry import list_backends, open_store, registry
 from chronica_core.store import Store
@@ -45,13 +51,18 @@ EMBEDDED_DEFAULT_URL = "sqlite:///chronica.db"
 """The store the CLI uses when none is named and chronica-sqlalchemy is installed."""
 
 EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_BACKEND, EXIT_STORE = 1, 2, 3, 4, 5, 6
+EXIT_UNSUPPORTED = 7
 
 _EXIT_CODES: tuple[tuple[type[ChronicaError] | tuple[type[ChronicaError], ...], int], ...] = (
     (ChronicumNotFound, EXIT_NOT_FOUND),
     ((InvalidActum, InvalidQuery, InvalidOwnerID, InvalidOption), EXIT_INVALID),
     ((UnknownBackend, BackendUnavailable, BackendConflict), EXIT_BACKEND),
     (StoreError, EXIT_STORE),
+    (CapabilityUnsupported, EXIT_UNSUPPORTED),
 )
+
+ERASE_ALL_CONFIRMATION = "erase all"
+"""What a person types at ``chronica erase --owner O --all`` to confirm it."""
 
 
 def default_store_url() -> str:
@@ -70,27 +81,6 @@ def _split(values: str | None) -> list[str] | None:
     if values is None:
         return None
     return [value.strip() for value in values.split(",") if value.strip()]
-
-
-def _actum_json(actum: Actum) -> dict[str, Any]:
-    return {
-        "id": actum.id,
-        "chronicum_id": actum.chronicum_id,
-        "kind": actum.kind.value,
-        "actor_kind": actum.actor_kind.value,
-        "actor": actum.actor,
-        "content": actum.content,
-        "at": actum.at.isoformat() if actum.at else None,
-    }
-
-
-def _chronicum_json(chronicum: Chronicum) -> dict[str, Any]:
-    return {
-        "id": chronicum.id,
-        "owner_id": chronicum.owner_id,
-        "started_at": chronicum.started_at.isoformat(),
-        "last_actum_at": chronicum.last_actum_at.isoformat() if chronicum.last_actum_at else None,
-    }
 
 
 def _actum_line(position: int, actum: Actum) -> str:
@@ -168,7 +158,7 @@ def _record(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _
             file=sys.stderr,
         )
     if arguments.json:
-        output.json(_actum_json(stored))
+        output.json(stored.to_dict())
     else:
         output.line(stored.id)
     return 0
@@ -183,7 +173,7 @@ def _acta(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
         last_n=arguments.last,
     )
     if arguments.json:
-        output.json([_actum_json(actum) for actum in acta])
+        output.json([actum.to_dict() for actum in acta])
     else:
         for position, actum in enumerate(acta, start=1):
             output.line(_actum_line(position, actum))
@@ -193,21 +183,135 @@ def _acta(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
 def _show(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
     chronicum = chronicarius.get_chronicum(arguments.owner, arguments.chronicum_id)
     if arguments.json:
-        output.json(_chronicum_json(chronicum))
+        output.json(chronicum.to_dict())
     else:
-        for key, value in _chronicum_json(chronicum).items():
+        for key, value in chronicum.to_dict().items():
             output.line(f"{key}: {value}")
     return 0
 
 
+def _list(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    page = chronicarius.list_chronica(arguments.owner, limit=arguments.limit, cursor=arguments.cursor)
+    if arguments.json:
+        output.json(page.to_dict())
+        return 0
+    _print_page(page, arguments, output)
+    return 0
+
+
+def _print_page(page: ChronicaPage, arguments: argparse.Namespace, output: _Output) -> None:
+    """One line per chronicum (id, started_at, last_actum_at), then the next page's cursor."""
+    if page.chronica:
+        forms = [chronicum.to_dict() for chronicum in page.chronica]
+        rows = [("id", "started_at", "last_actum_at")] + [
+            (form["id"], form["started_at"], form["last_actum_at"] or "-") for form in forms
+        ]
+        widths = [max(len(row[column]) for row in rows) for column in range(2)]
+        for row in rows:
+            output.line(f"{row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}")
+    else:
+        after = " after this cursor" if arguments.cursor else ""
+        output.line(f"owner {arguments.owner!r} has no chronica{after}")
+    if page.next_cursor is None:
+        output.line("next cursor: none (this is the last page)")
+    else:
+        output.line(f"next cursor: {page.next_cursor}")
+
+
+def _erase_refusal(arguments: argparse.Namespace) -> str | None:
+    """Why ``erase`` must not run (bad usage, or no way to confirm), or ``None`` when it may."""
+    if arguments.all and arguments.chronicum_id is not None:
+        return "give a chronicum id or --all, not both"
+    if not arguments.all and arguments.chronicum_id is None:
+        return "name the chronicum to erase, or give --all to erase every chronicum of the owner"
+    if not arguments.yes and not _interactive(sys.stdin):
+        return (
+            "refusing to erase without confirmation: standard input is not a terminal, so "
+            "nothing can be confirmed; pass --yes to erase without asking (nothing was erased)"
+        )
+    return None
+
+
+def _interactive(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is a terminal a person can answer a question on."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except ValueError:  # a closed stream
+        return False
+
+
+def _confirmed(question: str, expected: str) -> bool:
+    """Ask ``question`` on standard error; whether the person typed ``expected`` exactly."""
+    print(question, end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    return answer.rstrip("\r\n") == expected
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _not_confirmed() -> int:
+    print("chronica: not confirmed; nothing was erased", file=sys.stderr)
+    return EXIT_OTHER
+
+
+def _erase(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    owner = arguments.owner
+    store = chronicarius.store
+    if ERASURE not in store_capabilities(store):  # said before asking anything
+        raise CapabilityUnsupported(type(store).__name__, ERASURE)
+    if arguments.all:
+        if not arguments.yes and not _confirmed(
+            f"Erase EVERY chronicum of owner {owner!r}, with all their acta? This cannot be undone.\n"
+            f"Type {ERASE_ALL_CONFIRMATION!r} to confirm: ",
+            ERASE_ALL_CONFIRMATION,
+        ):
+            return _not_confirmed()
+        chronica = chronicarius.erase_owner(owner)
+        if arguments.json:
+            output.json({"owner_id": owner, "chronica_erased": chronica})
+        else:
+            output.line(f"erased {_plural(chronica, 'chronicum', 'chronica')} of owner {owner!r}")
+        return 0
+    chronicum_id = arguments.chronicum_id
+    if not arguments.yes:
+        form = chronicarius.get_chronicum(owner, chronicum_id).to_dict()  # not found: before asking
+        if not _confirmed(
+            f"Erase chronicum {chronicum_id!r} of owner {owner!r} (started {form['started_at']}, "
+            f"last actum {form['last_actum_at'] or 'never'}) with all its acta? This cannot be "
+            "undone.\nType the chronicum id to confirm: ",
+            chronicum_id,
+        ):
+            return _not_confirmed()
+    acta = chronicarius.erase_chronicum(owner, chronicum_id)
+    if arguments.json:
+        output.json({"chronicum_id": chronicum_id, "owner_id": owner, "acta_erased": acta})
+    else:
+        output.line(f"erased chronicum {chronicum_id!r} of owner {owner!r}: {_plural(acta, 'actum', 'acta')}")
+    return 0
+
+
+def backend_capabilities(backend: Backend) -> list[str]:
+    """The capabilities ``backend`` declares: ``idempotency`` when it is idempotent, then its others.
+
+    Known ones come in :data:`chronica_core.capabilities.ALL_CAPABILITIES` order, unknown ones
+    after them as declared, each once.
+    """
+    declared = ([IDEMPOTENCY] if backend.idempotent else []) + list(backend.capabilities)
+    known = [name for name in ALL_CAPABILITIES if name in declared]
+    return known + [name for name in dict.fromkeys(declared) if name not in ALL_CAPABILITIES]
+
+
 def _backends(arguments: argparse.Namespace, output: _Output) -> int:
     installed, broken = list_backends()
-    rows = [("backend", "schemes", "idempotent", "async", "plugin")] + [
+    rows = [("backend", "schemes", "async", "capabilities", "plugin")] + [
         (
             item.backend.name,
             ", ".join(f"{scheme}://" for scheme in item.backend.schemes),
-            "yes" if item.backend.idempotent else "no",
             "yes" if item.backend.open_async is not None else "no",
+            ", ".join(backend_capabilities(item.backend)) or "none",
             item.plugin,
         )
         for item in installed
@@ -308,6 +412,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     acta.add_argument("--last", type=int, default=0, help="keep only the newest N (default: all)")
     commands.add_parser("show", parents=[owned], help="print a chronicum")
+    listing = commands.add_parser(
+        "list", parents=[store], help="print one page of an owner's chronica, newest first"
+    )
+    listing.add_argument("--owner", required=True, help="the owner whose chronica to list")
+    listing.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIST_LIMIT,
+        help=f"chronica per page, 1 to 1000 (default {DEFAULT_LIST_LIMIT})",
+    )
+    listing.add_argument("--cursor", default=None, help="the next cursor a previous page printed")
+    listing.add_argument("--json", action="store_true", help="print JSON: chronica and next_cursor")
+    erase = commands.add_parser(
+        "erase",
+        parents=[store],
+        help="erase a chronicum (or every chronicum of an owner) for data protection",
+        description="Erase a chronicum, or with --all every chronicum of the owner: their acta, "
+        "idempotency keys and fields leave the store; only the id and a digest of the owner stay, "
+        "so the id never passes to another owner. This cannot be undone. On a terminal it asks you "
+        "to confirm (type the chronicum id, or 'erase all'); elsewhere it needs --yes.",
+    )
+    erase.add_argument("chronicum_id", nargs="?", default=None, help="the chronicum to erase")
+    erase.add_argument("--owner", required=True, help="the owner id (the person the chronica belong to)")
+    erase.add_argument("--all", action="store_true", help="erase every chronicum of the owner")
+    erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    erase.add_argument("--json", action="store_true", help="print what was erased as JSON")
     conformance = commands.add_parser("conformance", help="run the conformance suite against a store URL")
     conformance.add_argument("url", help="the store URL to check")
     conformance.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
@@ -319,6 +449,8 @@ _WITH_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, Chronicarius, _Outpu
     "record": _record,
     "acta": _acta,
     "show": _show,
+    "list": _list,
+    "erase": _erase,
 }
 _WITHOUT_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "backends": _backends,
@@ -337,6 +469,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     exceptions chained to it) before it propagates.
     """
     arguments = _parser().parse_args(argv)
+    if arguments.command == "erase":  # refused before the store is opened: nothing is erased
+        refusal = _erase_refusal(arguments)
+        if refusal is not None:
+            print(f"chronica erase: {refusal}", file=sys.stderr)
+            return EXIT_USAGE
     output = _Output(out if out is not None else sys.stdout)
     if getattr(arguments, "store", "unset") is None:
         arguments.store = default_store_url()
@@ -348,7 +485,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         with _opened_store(arguments) as store:
             return _WITH_CHRONICARIUS[arguments.command](arguments, Chronicarius(store), output)
     except ChronicaError as error:
-        print(f"chronica: {type(error).__name__}: {redact(str(error), url)}", file=sys.stderr)
+        unsupported = isinstance(error, CapabilityUnsupported)
+        hint = " (`chronica backends` lists each backend's capabilities)" if unsupported else ""
+        print(f"chronica: {type(error).__name__}: {redact(str(error), url)}{hint}", file=sys.stderr)
         return next((code for kinds, code in _EXIT_CODES if isinstance(error, kinds)), EXIT_OTHER)
     except BrokenPipeError:  # `chronica demo | head`: the reader left; stop quietly
         sys.stderr.close()

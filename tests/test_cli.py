@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+
+from chronica_core import (
+    ActaQuery,
+    ActorKind,
+    Actum,
+    ActumKind,
+    Backend,
+    ChronicaPage,
+    Chronicarius,
+    Chronicum,
+    ChronicumNotFound,
+    MemoryStore,
+    hookimpl,
+)
+from chronica_core.cli import main
+from chronica_core.registry import registry
 
 CHRONICA = str(Path(sys.executable).with_name("chronica"))
 
@@ -71,7 +91,8 @@ def test_record_then_read_a_window_as_json_in_one_process_store() -> None:
     stored = json.loads(result.stdout)
     assert stored["content"] == "line one\nline two"
     assert stored["kind"] == "thought" and stored["actor_kind"] == "agent"
-    assert stored["at"].endswith("+00:00")
+    assert stored["at"].endswith("Z")  # the public JSON form: Actum.to_dict()
+    assert Actum.from_dict(stored).to_dict() == stored
 
 
 def test_acta_of_a_missing_chronicum_is_not_found_with_exit_3() -> None:
@@ -155,13 +176,20 @@ def test_store_comes_from_the_environment_when_not_given() -> None:
 def test_backends_lists_installed_and_broken_plugins() -> None:
     result = chronica("backends", store=None)
     assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    header = lines[0]
+    assert header.split() == ["backend", "schemes", "async", "capabilities", "plugin"]
+    columns = [header.index(name) for name in ("backend", "schemes", "async", "capabilities", "plugin")]
     rows = {
-        line.split()[0]: line.split()
-        for line in result.stdout.splitlines()[1:]
+        cells[0]: cells
+        for line in lines[1:]
         if not line.startswith("BROKEN")
+        for cells in [
+            [line[start:end].strip() for start, end in zip(columns, [*columns[1:], None], strict=True)]
+        ]
     }
-    assert rows["memory"][1:4] == ["memory://", "yes", "yes"]
-    assert rows["notebook"][1:4] == ["notebook://", "yes", "no"]
+    assert rows["memory"] == ["memory", "memory://", "yes", "idempotency, batch, listing, erasure", "memory"]
+    assert rows["notebook"] == ["notebook", "notebook://", "no", "idempotency", "notebook"]
     assert "BROKEN plugin 'broken-example'" in result.stdout
     assert "chronica_frobnicator_driver" in result.stdout
 
@@ -198,3 +226,357 @@ def test_store_options_reach_the_store_and_a_malformed_one_is_a_usage_error() ->
     malformed = chronica("acta", "x", "--owner", "ardian", "--option", "colour")
     assert malformed.returncode == 2
     assert "argument --option: expected KEY=VALUE, got 'colour'" in malformed.stderr
+
+
+# --- listing and erasure --------------------------------------------------------------------------
+# Each CLI process opens its own memory store, so runs that must share data call `main` in this
+# process on a `kept://` store: a memory store registered as a backend that outlives each run.
+
+
+class KeptMemoryStore(MemoryStore):
+    """A memory store that stays open when a CLI run closes it, so one test's runs share it."""
+
+    def close(self) -> None:
+        """Keep everything: the test reads it afterwards."""
+
+
+class KeptPlugin:
+    def __init__(self, store: KeptMemoryStore) -> None:
+        self.store = store
+
+    @hookimpl
+    def chronica_backends(self) -> list[Backend]:
+        return [
+            Backend(
+                name="kept",
+                schemes=("kept",),
+                idempotent=True,
+                open=lambda url, **options: self.store,
+                needs_server=False,
+                capabilities=("batch", "listing", "erasure"),
+            )
+        ]
+
+
+@pytest.fixture
+def kept() -> Iterator[KeptMemoryStore]:
+    store = KeptMemoryStore()
+    registry().register(KeptPlugin(store), "kept-for-a-test")
+    try:
+        yield store
+    finally:
+        registry().plugin_manager.unregister(name="kept-for-a-test")
+
+
+class Terminal(io.StringIO):
+    """Standard input that says it is a terminal, holding what the person types."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    *arguments: str,
+    typed: str | None = None,
+) -> Run:
+    """Run `chronica ARGUMENTS --store kept://` in this process; `typed` is a terminal's input."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO("") if typed is None else Terminal(typed))
+    capsys.readouterr()
+    code = main([*arguments, "--store", "kept://"])
+    captured = capsys.readouterr()
+    return Run(code, captured.out, captured.err)
+
+
+START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+def started(store: MemoryStore, owner: str, chronicum_id: str, minutes: int) -> Chronicum:
+    chronicum = Chronicum(chronicum_id, owner, START + timedelta(minutes=minutes))
+    store.create(chronicum)
+    return chronicum
+
+
+def said(owner: str, chronicum_id: str, content: str) -> Actum:
+    return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, owner, content)
+
+
+def test_list_prints_a_page_newest_first_and_the_cursor_walks_the_rest(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started(kept, "ardian", "lunch", 0)
+    started(kept, "ardian", "dinner-friday", 30)
+    started(kept, "ardian", "breakfast", 10)
+    started(kept, "rafa", "rafa-only", 20)
+    Chronicarius(kept).record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+    last = kept.get("lunch").last_actum_at
+    assert last is not None
+
+    first = run(capsys, monkeypatch, "list", "--owner", "ardian", "--limit", "2")
+    assert first.code == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert [line.split() for line in lines[:3]] == [
+        ["id", "started_at", "last_actum_at"],
+        ["dinner-friday", "2026-11-30T09:30:00Z", "-"],
+        ["breakfast", "2026-11-30T09:10:00Z", "-"],
+    ]
+    assert lines[3].startswith("next cursor: ") and len(lines) == 4
+    cursor = lines[3].removeprefix("next cursor: ")
+
+    rest = run(capsys, monkeypatch, "list", "--owner", "ardian", "--limit", "2", "--cursor", cursor)
+    assert rest.code == 0, rest.stderr
+    assert [line.split() for line in rest.stdout.splitlines()] == [
+        ["id", "started_at", "last_actum_at"],
+        ["lunch", "2026-11-30T09:00:00Z", last.isoformat().replace("+00:00", "Z")],
+        ["next", "cursor:", "none", "(this", "is", "the", "last", "page)"],
+    ]
+
+    as_json = run(capsys, monkeypatch, "list", "--owner", "ardian", "--json")
+    assert as_json.code == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == {
+        "chronica": [kept.get(name).to_dict() for name in ("dinner-friday", "breakfast", "lunch")],
+        "next_cursor": None,
+    }
+    assert ChronicaPage(
+        [Chronicum.from_dict(form) for form in json.loads(as_json.stdout)["chronica"]], None
+    ) == ChronicaPage([kept.get(name) for name in ("dinner-friday", "breakfast", "lunch")], None)
+
+    nobody = run(capsys, monkeypatch, "list", "--owner", "nobody")
+    assert nobody.stdout.splitlines() == [
+        "owner 'nobody' has no chronica",
+        "next cursor: none (this is the last page)",
+    ]
+    stolen = run(capsys, monkeypatch, "list", "--owner", "rafa", "--cursor", cursor)
+    assert stolen.code == 4
+    assert stolen.stderr == (
+        "chronica: InvalidQuery: invalid query: cursor: was made for another owner's listing\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--limit", "0"], "chronica: InvalidQuery: invalid query: limit: must be from 1 to 1000, not 0\n"),
+        (
+            ["--limit", "1001"],
+            "chronica: InvalidQuery: invalid query: limit: must be from 1 to 1000, not 1001\n",
+        ),
+        (
+            ["--cursor", "not-a-cursor"],
+            "chronica: InvalidQuery: invalid query: cursor: "
+            "is not a cursor from a previous page's next_cursor\n",
+        ),
+    ],
+)
+def test_a_bad_limit_or_cursor_exits_4(arguments: list[str], message: str) -> None:
+    result = chronica("list", "--owner", "ardian", *arguments)
+    assert result.returncode == 4
+    assert result.stdout == ""
+    assert result.stderr == message
+
+
+def test_list_on_memory_in_a_new_process_is_an_empty_last_page() -> None:
+    result = chronica("list", "--owner", "ardian", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"chronica": [], "next_cursor": None}
+
+
+def test_erase_with_yes_erases_the_acta_and_the_same_owner_starts_afresh(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for content in ("one", "two", "three"):
+        recorded = run(
+            capsys, monkeypatch, "record", "lunch", "--owner", "ardian", "--kind", "message",
+            "--actor-kind", "human", "--actor", "ardian", "--content", content,
+        )  # fmt: skip
+        assert recorded.code == 0, recorded.stderr
+    started(kept, "ardian", "dinner-friday", 0)
+
+    refused = run(capsys, monkeypatch, "erase", "lunch", "--owner", "rafa", "--yes")
+    assert refused.code == 3
+    assert refused.stderr == "chronica: ChronicumNotFound: chronicum 'lunch' not found\n"
+    assert len(kept.acta("lunch", ActaQuery())) == 3
+
+    erased = run(capsys, monkeypatch, "erase", "lunch", "--owner", "ardian", "--yes")
+    assert erased.code == 0, erased.stderr
+    assert erased.stdout == "erased chronicum 'lunch' of owner 'ardian': 3 acta\n"
+    with pytest.raises(ChronicumNotFound):
+        kept.get("lunch")
+    assert [chronicum.id for chronicum in kept.list_chronica("ardian", 10, None)] == ["dinner-friday"]
+    assert run(capsys, monkeypatch, "show", "lunch", "--owner", "ardian").code == 3
+    again = run(capsys, monkeypatch, "erase", "lunch", "--owner", "ardian", "--yes", "--json")
+    assert again.code == 3
+
+    taken = run(
+        capsys, monkeypatch, "record", "lunch", "--owner", "rafa", "--kind", "message",
+        "--actor-kind", "human", "--actor", "rafa", "--content", "mine now?",
+    )  # fmt: skip
+    assert taken.code == 3  # the id never passes to another owner
+    fresh = run(
+        capsys, monkeypatch, "record", "lunch", "--owner", "ardian", "--kind", "message",
+        "--actor-kind", "human", "--actor", "ardian", "--content", "four",
+    )  # fmt: skip
+    assert fresh.code == 0, fresh.stderr
+    window = run(capsys, monkeypatch, "acta", "lunch", "--owner", "ardian", "--json")
+    assert [actum["content"] for actum in json.loads(window.stdout)] == ["four"]
+
+    as_json = run(capsys, monkeypatch, "erase", "lunch", "--owner", "ardian", "--yes", "--json")
+    assert as_json.code == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == {"chronicum_id": "lunch", "owner_id": "ardian", "acta_erased": 1}
+
+
+def test_erase_all_erases_every_chronicum_of_the_owner_only(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chronicarius = Chronicarius(kept)
+    for chronicum_id in ("lunch", "dinner-friday"):
+        chronicarius.record_acta(
+            "ardian", [said("ardian", chronicum_id, "hi"), said("ardian", chronicum_id, "?")]
+        )
+    chronicarius.record_actum("rafa", said("rafa", "rafa-only", "mine"))
+
+    erased = run(capsys, monkeypatch, "erase", "--owner", "ardian", "--all", "--yes")
+    assert erased.code == 0, erased.stderr
+    assert erased.stdout == "erased 2 chronica of owner 'ardian'\n"
+    assert kept.list_chronica("ardian", 10, None) == []
+    assert [actum.content for actum in kept.acta("rafa-only", ActaQuery())] == ["mine"]
+
+    nothing = run(capsys, monkeypatch, "erase", "--owner", "ardian", "--all", "--yes", "--json")
+    assert nothing.code == 0, nothing.stderr
+    assert json.loads(nothing.stdout) == {"owner_id": "ardian", "chronica_erased": 0}
+    one = run(capsys, monkeypatch, "erase", "--owner", "rafa", "--all", "--yes")
+    assert one.stdout == "erased 1 chronicum of owner 'rafa'\n"
+
+
+def test_erase_on_a_terminal_asks_for_the_chronicum_id(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Chronicarius(kept).record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+    form = kept.get("lunch").to_dict()
+    for answer in ("y\n", "yes\n", "lunch \n", "LUNCH\n", "\n", ""):  # "" is end of input
+        declined = run(capsys, monkeypatch, "erase", "lunch", "--owner", "ardian", typed=answer)
+        assert declined.code == 1, answer
+        assert declined.stdout == ""
+        assert declined.stderr == (
+            f"Erase chronicum 'lunch' of owner 'ardian' (started {form['started_at']}, last actum "
+            f"{form['last_actum_at']}) with all its acta? This cannot be undone.\n"
+            "Type the chronicum id to confirm: chronica: not confirmed; nothing was erased\n"
+        )
+        assert len(kept.acta("lunch", ActaQuery())) == 1
+
+    missing = run(capsys, monkeypatch, "erase", "dinner", "--owner", "ardian", typed="dinner\n")
+    assert missing.code == 3  # told before being asked
+    assert missing.stderr == "chronica: ChronicumNotFound: chronicum 'dinner' not found\n"
+
+    confirmed = run(capsys, monkeypatch, "erase", "lunch", "--owner", "ardian", typed="lunch\n")
+    assert confirmed.code == 0, confirmed.stderr
+    assert confirmed.stdout == "erased chronicum 'lunch' of owner 'ardian': 1 actum\n"
+    with pytest.raises(ChronicumNotFound):
+        kept.get("lunch")
+
+
+def test_erase_all_on_a_terminal_asks_for_erase_all(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started(kept, "ardian", "lunch", 0)
+    started(kept, "ardian", "dinner-friday", 1)
+    for answer in ("y\n", "yes\n", "ardian\n", "erase\n", "ERASE ALL\n", ""):
+        declined = run(capsys, monkeypatch, "erase", "--owner", "ardian", "--all", typed=answer)
+        assert declined.code == 1, answer
+        assert declined.stderr == (
+            "Erase EVERY chronicum of owner 'ardian', with all their acta? This cannot be undone.\n"
+            "Type 'erase all' to confirm: chronica: not confirmed; nothing was erased\n"
+        )
+        assert len(kept.list_chronica("ardian", 10, None)) == 2
+
+    confirmed = run(capsys, monkeypatch, "erase", "--owner", "ardian", "--all", typed="erase all\n")
+    assert confirmed.code == 0, confirmed.stderr
+    assert confirmed.stdout == "erased 2 chronica of owner 'ardian'\n"
+    assert kept.list_chronica("ardian", 10, None) == []
+
+
+def test_erase_without_a_terminal_or_yes_refuses_with_exit_2_and_erases_nothing(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Chronicarius(kept).record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+    refusal = (
+        "chronica erase: refusing to erase without confirmation: standard input is not a terminal, "
+        "so nothing can be confirmed; pass --yes to erase without asking (nothing was erased)\n"
+    )
+    for arguments in (["lunch"], ["--all"]):
+        piped = run(capsys, monkeypatch, "erase", *arguments, "--owner", "ardian", typed=None)
+        assert (piped.code, piped.stdout, piped.stderr) == (2, "", refusal)
+    assert [actum.content for actum in kept.acta("lunch", ActaQuery())] == ["A quiet table?"]
+
+    # A real process whose standard input is a pipe, even one that says "lunch":
+    result = chronica("erase", "lunch", "--owner", "ardian", stdin="lunch\n")
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", refusal)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["lunch", "--all"], "chronica erase: give a chronicum id or --all, not both\n"),
+        (
+            [],
+            "chronica erase: name the chronicum to erase, "
+            "or give --all to erase every chronicum of the owner\n",
+        ),
+    ],
+)
+def test_erase_needs_exactly_one_of_a_chronicum_and_all(arguments: list[str], message: str) -> None:
+    result = chronica("erase", *arguments, "--owner", "ardian", "--yes")
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", message)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "capability"),
+    [
+        (["list", "--owner", "ardian"], "listing"),
+        (["erase", "lunch", "--owner", "ardian", "--yes"], "erasure"),
+        (["erase", "--owner", "ardian", "--all", "--yes"], "erasure"),
+    ],
+)
+def test_a_store_without_the_capability_exits_7_and_says_so(arguments: list[str], capability: str) -> None:
+    result = chronica(*arguments, store="notebook://")
+    assert result.returncode == 7
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"chronica: CapabilityUnsupported: NotebookStore does not offer the {capability} capability; "
+        "use a store that does (`chronica backends` lists each backend's capabilities)\n"
+    )
+
+
+def test_erase_on_a_terminal_says_a_missing_capability_before_asking(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", Terminal("lunch\n"))
+    assert main(["erase", "lunch", "--owner", "ardian", "--store", "notebook://"]) == 7
+    captured = capsys.readouterr()
+    assert captured.err.startswith("chronica: CapabilityUnsupported: ")
+    assert "Type" not in captured.err
+
+
+def test_show_and_acta_print_the_public_json_form(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored = Chronicarius(kept).record_acta(
+        "ardian", [said("ardian", "lunch", "A quiet table?"), said("ardian", "lunch", "For four.")]
+    )
+    shown = run(capsys, monkeypatch, "show", "lunch", "--owner", "ardian", "--json")
+    assert json.loads(shown.stdout) == kept.get("lunch").to_dict()
+    assert Chronicum.from_dict(json.loads(shown.stdout)) == kept.get("lunch")
+    acta = run(capsys, monkeypatch, "acta", "lunch", "--owner", "ardian", "--json")
+    assert [Actum.from_dict(form) for form in json.loads(acta.stdout)] == stored
+    text = run(capsys, monkeypatch, "show", "lunch", "--owner", "ardian")
+    assert text.stdout.splitlines() == [
+        f"{key}: {value}" for key, value in kept.get("lunch").to_dict().items()
+    ]

@@ -7,6 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chronica_core import ActorKind, Actum, ActumKind, CapabilityUnsupported, Chronicarius
+from chronica_core.capabilities import store_capabilities
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 STORE = os.environ.get("CHRONICA_EXAMPLE_STORE", "memory://")
@@ -38,3 +44,62 @@ def test_three_agents_share_one_chronicum() -> None:
     reads = {line.split()[0]: int(line.split()[2]) for line in lines[:-1]}
     assert set(reads) == {"concierge", "search", "booking"}
     assert all(1 <= count <= 3 for count in reads.values())
+
+
+def test_batches_listing_erasure_and_the_json_form() -> None:
+    assert run("capabilities.py") == [
+        "3 acta in one batch; the retry stored nothing new: True",
+        "ardian has 2 chronica; rafa has 0",
+        "['actor', 'actor_kind', 'at', 'chronicum_id', 'content', 'id', 'kind']",
+        "erased 3 acta",
+        "dinner: ChronicumNotFound",
+        "dinner again: ['Starting over.']",
+        "rafa writing to it: ChronicumNotFound",
+        "erased all of ardian's: 2 chronica",
+    ]
+
+
+README = EXAMPLES.parent / "README.md"
+
+
+def readme_block(containing: str) -> str:
+    """The README's Python code block that contains ``containing``."""
+    blocks = README.read_text().split("```python\n")[1:]
+    [block] = [block.split("```", 1)[0] for block in blocks if containing in block]
+    return block
+
+
+def test_the_readme_shows_the_capabilities_example_as_it_runs() -> None:
+    example = (EXAMPLES / "capabilities.py").read_text()
+    imports = example.split("from __future__ import annotations\n\n", 1)[1].split("url = sys.argv", 1)[0]
+    body = example.split('url = sys.argv[1] if len(sys.argv) > 1 else "memory://"\n', 1)[1]
+    body = body.replace(
+        "with open_store(url) as store:", 'with open_store("memory://") as store:  # or any bundled store'
+    )
+    assert readme_block("record_acta") == imports.replace("import sys\n", "") + body
+
+
+def test_the_readme_store_with_a_capability_lists() -> None:
+    namespace: dict[str, Any] = {}
+    exec(compile(readme_block("class ListingNotebookStore"), "README.md", "exec"), namespace)
+    [backend] = namespace["chronica_backends"]()
+    assert backend.capabilities == ("listing",)
+    with backend.open("notebook://") as store:
+        assert store_capabilities(store) == {"idempotency", "listing"}
+        chronicarius = Chronicarius(store)
+        for chronicum_id in ("lunch", "dinner", "tea"):
+            chronicarius.record_actum(
+                "ardian", Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hi")
+            )
+        chronicarius.record_actum("rafa", Actum("rafa-1", ActumKind.MESSAGE, ActorKind.HUMAN, "rafa", "hi"))
+        first = chronicarius.list_chronica("ardian", limit=2)
+        rest = chronicarius.list_chronica("ardian", limit=2, cursor=first.next_cursor)
+        listed = first.chronica + rest.chronica
+        assert rest.next_cursor is None
+        assert sorted(chronicum.id for chronicum in listed) == ["dinner", "lunch", "tea"]
+        assert listed == sorted(
+            listed, key=lambda chronicum: (chronicum.started_at, chronicum.id), reverse=True
+        )
+        with pytest.raises(CapabilityUnsupported) as refused:
+            chronicarius.erase_owner("ardian")
+        assert refused.value.capability == "erasure"

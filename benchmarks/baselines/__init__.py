@@ -18,6 +18,10 @@ baseline say more (all read with ``getattr`` and a default, so a baseline withou
 - ``fills_store: bool`` (default ``True``) — ``fill`` writes into the tables the store reads, so the
   store is measured on the very history the baseline loaded. ``False`` (memory) makes the harness
   fill the store through ``Chronicarius.record_actum`` as well.
+- ``fill_chronica(chronica: Sequence[Chronicum]) -> None`` — bulk-load many chronica (no acta)
+  into the store's tables, as ``Store.create`` would save each, any fast way (the listing
+  benchmark's other owners). Used only when ``fills_store``; without it the harness calls
+  ``Store.create`` for each.
 """
 
 from __future__ import annotations

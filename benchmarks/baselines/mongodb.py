@@ -18,7 +18,7 @@ from typing import Any
 from bson.int64 import Int64
 from pymongo import AsyncMongoClient, MongoClient
 
-from chronica_core import Actum
+from chronica_core import Actum, Chronicum
 
 __all__ = ["RawBaseline"]
 
@@ -33,6 +33,16 @@ def _window_filter(chronicum_id: str) -> dict[str, Any]:
 def _now() -> datetime:
     now = datetime.now(UTC)
     return now.replace(microsecond=now.microsecond - now.microsecond % 1000)
+
+
+def _chronicum_document(chronicum_id: str, owner_id: str, started: datetime) -> dict[str, Any]:
+    """A chronicum's document as the store's ``create`` writes it (BSON keeps milliseconds)."""
+    return {
+        "_id": chronicum_id,
+        "owner_id": owner_id,
+        "started_at": started.replace(microsecond=started.microsecond - started.microsecond % 1000),
+        "started_at_us": started.microsecond % 1000,
+    }
 
 
 def _document(actum: Actum, seq: int, at: datetime) -> dict[str, Any]:
@@ -111,17 +121,18 @@ class RawBaseline:
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
         """Insert the chronicum's document, as ``Store.create`` does."""
-        started = datetime.now(UTC)
-        self._database["chronica"].insert_one(
-            {
-                "_id": chronicum_id,
-                "owner_id": owner_id,
-                "started_at": started.replace(microsecond=started.microsecond - started.microsecond % 1000),
-                "started_at_us": started.microsecond % 1000,
-            }
-        )
+        self._database["chronica"].insert_one(_chronicum_document(chronicum_id, owner_id, datetime.now(UTC)))
         with self._lock:
             self._newest[chronicum_id] = 0
+
+    def fill_chronica(self, chronica: Sequence[Chronicum]) -> None:
+        """``insert_many`` the chronica's documents (as ``Store.create`` writes them), in batches."""
+        for start in range(0, len(chronica), 1000):
+            documents = [
+                _chronicum_document(chronicum.id, chronicum.owner_id, chronicum.started_at)
+                for chronicum in chronica[start : start + 1000]
+            ]
+            self._database["chronica"].insert_many(documents, ordered=False)
 
     def fill(self, chronicum_id: str, acta: Sequence[Actum]) -> None:
         """``insert_many`` the history with sequence numbers 1..n, in batches."""

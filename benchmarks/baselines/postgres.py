@@ -24,7 +24,7 @@ from chronica_postgres.plans import text_array
 from chronica_postgres.schema import SET_UTC, Statements
 from psycopg import sql
 
-from chronica_core import Actum
+from chronica_core import Actum, Chronicum
 
 __all__ = ["RawBaseline"]
 
@@ -154,6 +154,16 @@ class RawBaseline:
         self._raw.connection.execute(
             self._raw.statements.create, (chronicum_id, owner_id, datetime.now(UTC), None)
         ).fetchall()
+
+    def fill_chronica(self, chronica: Sequence[Chronicum]) -> None:
+        """Insert many chronica with the store's own create statement (pipelined), then ANALYZE."""
+        connection = self._raw.connection
+        with connection.transaction(), connection.cursor() as cursor:
+            cursor.executemany(
+                self._raw.statements.create,
+                [(chronicum.id, chronicum.owner_id, chronicum.started_at, None) for chronicum in chronica],
+            )
+        connection.execute(sql.SQL("ANALYZE {}").format(self._raw.table("chronica")))
 
     def fill(self, chronicum_id: str, acta: Sequence[Actum]) -> None:
         """COPY the history into ``acta``, move the chronicum's counters, then ANALYZE."""

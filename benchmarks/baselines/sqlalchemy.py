@@ -36,13 +36,24 @@ from sqlalchemy import Engine, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
-from chronica_core import ActaQuery, Actum, ActumKind
+from chronica_core import ActaQuery, Actum, ActumKind, Chronicum
 
 __all__ = ["RawBaseline"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FILL_BATCH = 5_000
 _ACTA_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, at, idempotency_key"
+
+
+def _chronicum_row(chronicum_id: str, owner_id: str, started_at: datetime) -> dict[str, Any]:
+    """A chronicum's row as ``Store.create`` inserts it."""
+    return {
+        "id": chronicum_id,
+        "owner_id": owner_id,
+        "started_at": started_at,
+        "last_actum_at": None,
+        "last_seq": 0,
+    }
 
 
 class _Core:
@@ -297,14 +308,24 @@ class RawBaseline:
             connection.execution_options(**{WRITE_OPTION: True})
             connection.execute(
                 self._core.plans.tables.chronica.insert(),
-                {
-                    "id": chronicum_id,
-                    "owner_id": owner_id,
-                    "started_at": datetime.now(UTC),
-                    "last_actum_at": None,
-                    "last_seq": 0,
-                },
+                _chronicum_row(chronicum_id, owner_id, datetime.now(UTC)),
             )
+            connection.commit()
+
+    def fill_chronica(self, chronica: Sequence[Chronicum]) -> None:
+        """Insert many chronica's rows in batches (executemany), in one transaction, then ANALYZE."""
+        table = self._core.plans.tables.chronica
+        with self._core.engine.connect() as connection:
+            connection.execution_options(**{WRITE_OPTION: True})
+            for start in range(0, len(chronica), _FILL_BATCH):
+                rows = [
+                    _chronicum_row(chronicum.id, chronicum.owner_id, chronicum.started_at)
+                    for chronicum in chronica[start : start + _FILL_BATCH]
+                ]
+                connection.execute(table.insert(), rows)
+            connection.commit()
+            analyze = "ANALYZE TABLE" if is_mysql(self._core.engine.dialect) else "ANALYZE"
+            connection.exec_driver_sql(f"{analyze} {table.fullname}")
             connection.commit()
 
     def fill(self, chronicum_id: str, acta: Sequence[Actum]) -> None:
