@@ -8,12 +8,13 @@ that ``json.loads`` gives back an equal object; its kind, actor kind and actor s
   ``system`` and ``developer`` a system message by an actor named after the role, any other role a
   system message by ``system``;
 - ``reasoning``: a thought by the agent;
-- a tool call (``function_call``, ``computer_call``, ``mcp_call``, ``mcp_approval_request``, any
-  type ending in ``_call``): a tool request by the agent;
-- a tool call's output (``function_call_output``, ``mcp_approval_response``, ``mcp_list_tools``,
-  any type ending in ``_output``): a tool response by the agent (its runtime ran the tool);
-- any other type (``compaction``, ``item_reference``, types newer than this module): a message by
-  the agent. The item's own ``type`` stays in the content, so it reads back unchanged.
+- a tool call (``function_call``, ``computer_call``, ``mcp_call``, ``mcp_approval_request``,
+  ``program``, any type ending in ``_call``): a tool request by the agent;
+- a tool call's output (``function_call_output``, ``program_output``, ``mcp_approval_response``,
+  ``mcp_list_tools``, any type ending in ``_output``): a tool response by the agent (its runtime
+  ran the tool);
+- any other type (``compaction``, ``item_reference``, ``additional_tools``, types newer than this
+  module): a message by the agent. The item's own ``type`` stays in the content, so it reads back unchanged.
 
 A **tombstone** marks a popped item: a tool response by the system actor :data:`POP_ACTOR`
 whose content is ``{"popped": "<actum id>", "pop": "<random nonce>"}``. No item maps to that
@@ -40,7 +41,7 @@ __all__ = [
 POP_ACTOR: Final = "chronica-openai-agents:pop"
 """The system actor of tombstones, the acta that mark a popped item."""
 
-TOOL_REQUEST_TYPES: Final = frozenset({"mcp_approval_request"})
+TOOL_REQUEST_TYPES: Final = frozenset({"mcp_approval_request", "program"})
 """Item types that are tool requests although they do not end in ``_call``."""
 
 TOOL_RESPONSE_TYPES: Final = frozenset({"mcp_approval_response", "mcp_list_tools"})
