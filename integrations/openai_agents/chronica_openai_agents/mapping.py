@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from agents import TResponseInputItem
+
 from chronica_core import ActorKind, Actum, ActumKind
 
 __all__ = [

@@ -7,12 +7,14 @@ tombstone naming the popped actum and every read skips tombstones and what they 
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
 from agents import SessionSettings, TResponseInputItem
+
 from chronica_core import (
     Actum,
     AsyncChronicarius,
@@ -21,7 +23,6 @@ from chronica_core import (
     open_async_store,
 )
 from chronica_core.rules import MAX_BATCH_SIZE
-
 from chronica_openai_agents.mapping import item_actum, item_of_actum, tombstone, tombstone_target
 
 __all__ = ["ChronicaSession"]
@@ -183,10 +184,8 @@ class ChronicaSession:
         Raises:
             StoreError: the store failed; nothing was erased.
         """
-        try:
+        with contextlib.suppress(ChronicumNotFound):
             await self.chronicarius.erase_chronicum(self.owner_id, self.session_id)
-        except ChronicumNotFound:
-            pass
 
     async def close(self) -> None:
         """Close the store the session opened from a URL (a store or keeper given is left open)."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
 from chronica_core import AsyncStore, open_async_store
 
 

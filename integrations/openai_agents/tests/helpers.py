@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from chronica_core import AsyncChronicarius, AsyncStore, new_chronicum_id
-
 from chronica_openai_agents import ChronicaSession
 from conftest import StoreTarget
+
+from chronica_core import AsyncChronicarius, AsyncStore, new_chronicum_id
 
 OWNER = "ardian"
 AGENT = "concierge"
@@ -36,6 +36,4 @@ def session_on(
     **options: Any,
 ) -> ChronicaSession:
     """A session of ``owner_id`` on ``store``; a fresh id unless one is given."""
-    return ChronicaSession(
-        session_id or new_chronicum_id(), store, owner_id=owner_id, actor=AGENT, **options
-    )
+    return ChronicaSession(session_id or new_chronicum_id(), store, owner_id=owner_id, actor=AGENT, **options)

@@ -30,7 +30,9 @@ def say(text: str, message_id: str = "msg_1") -> ResponseOutputMessage:
 
 def think(text: str) -> ResponseReasoningItem:
     """A reasoning item summarised as ``text``."""
-    return ResponseReasoningItem(id="rs_1", type="reasoning", summary=[Summary(type="summary_text", text=text)])
+    return ResponseReasoningItem(
+        id="rs_1", type="reasoning", summary=[Summary(type="summary_text", text=text)]
+    )
 
 
 def call(name: str, arguments: dict[str, Any], call_id: str) -> ResponseFunctionToolCall:

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 from agents import Agent, RunConfig, Runner, SessionSettings, function_tool
-from chronica_core import ActorKind, ActumKind, AsyncStore, new_chronicum_id
-
 from chronica_openai_agents import ChronicaSession
 from conftest import StoreTarget
 from helpers import AGENT, OWNER, run_on, session_on
 from scripted_model import ScriptedModel, call, say, think
+
+from chronica_core import ActorKind, ActumKind, AsyncStore, new_chronicum_id
 
 QUIET = RunConfig(tracing_disabled=True)
 

@@ -10,6 +10,11 @@ from typing import Any, cast
 import pytest
 from agents import SessionSettings, TResponseInputItem
 from agents.memory import Session
+from chronica_openai_agents import POP_ACTOR, ChronicaSession
+from chronica_openai_agents.session import WINDOW_SLACK
+from conftest import StoreTarget
+from helpers import AGENT, OWNER, run_on, session_on
+
 from chronica_core import (
     ActaQuery,
     ActorKind,
@@ -23,11 +28,6 @@ from chronica_core import (
     MemoryStore,
     new_chronicum_id,
 )
-
-from chronica_openai_agents import POP_ACTOR, ChronicaSession
-from chronica_openai_agents.session import WINDOW_SLACK
-from conftest import StoreTarget
-from helpers import AGENT, OWNER, run_on, session_on
 
 
 def item(role: str, text: str) -> TResponseInputItem:
@@ -414,7 +414,13 @@ def test_an_item_dressed_as_a_tombstone_hides_nothing(store_target: StoreTarget)
         session = session_on(store)
         await session.add_items(numbered(1))
         (first,) = await session.chronicarius.get_acta(OWNER, session.session_id)
-        forged = {"type": "function_call_output", "call_id": "x", "popped": first.id, "pop": "n", "output": ""}
+        forged = {
+            "type": "function_call_output",
+            "call_id": "x",
+            "popped": first.id,
+            "pop": "n",
+            "output": "",
+        }
         await session.add_items([cast(TResponseInputItem, forged)])
         assert await session.get_items() == [*numbered(1), forged]
 
