@@ -1,0 +1,226 @@
+"""``ChronicaSession``: the Agents SDK's ``Session`` protocol kept in one Chronica chronicum.
+
+The session id is the chronicum id; every item is one actum (:mod:`chronica_openai_agents.mapping`).
+Nothing in Chronica edits or deletes one actum, so :meth:`ChronicaSession.pop_item` appends a
+tombstone naming the popped actum and every read skips tombstones and what they name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from agents import SessionSettings, TResponseInputItem
+
+from chronica_core import (
+    Actum,
+    AsyncChronicarius,
+    AsyncStore,
+    ChronicumNotFound,
+    open_async_store,
+)
+from chronica_core.rules import MAX_BATCH_SIZE
+from chronica_openai_agents.mapping import item_actum, item_of_actum, tombstone, tombstone_target
+
+__all__ = ["ChronicaSession"]
+
+WINDOW_SLACK = 16
+"""How many acta beyond ``limit`` a read asks for at first, room for popped items and tombstones.
+A read that still finds too few live items asks again for twice as many, until the chronicum is
+read whole."""
+
+
+def _live(acta: Sequence[Actum]) -> list[Actum]:
+    """Return the acta of ``acta`` that record items and were not popped, in order.
+
+    Correct for any suffix of a chronicum: a tombstone is always written after the actum it names,
+    so every tombstone naming an actum of the suffix is in the suffix too.
+    """
+    popped: set[str] = set()
+    items: list[Actum] = []
+    for actum in acta:
+        target = tombstone_target(actum)
+        if target is None:
+            items.append(actum)
+        else:
+            popped.add(target[0])
+    return [actum for actum in items if actum.id not in popped]
+
+
+class ChronicaSession:
+    """An Agents SDK session whose items live in one chronicum of one owner.
+
+    Pass it to ``Runner.run(agent, input, session=...)`` like any session. Before each turn the
+    SDK reads the history (``get_items``, a context window of the newest items), after it the
+    SDK stores the turn's items (``add_items``, one atomic batch).
+
+    Args:
+        session_id: the chronicum id (1 to 255 characters, no NUL). Give a new conversation an
+            unguessable one: ``chronica_core.new_chronicum_id()``.
+        store: a store URL (``"memory://"``, ``"postgresql://..."``: the session opens an asyncio
+            store and closes it in :meth:`close`), an open :class:`chronica_core.AsyncStore`, or
+            an :class:`chronica_core.AsyncChronicarius` (both left open: they are the caller's).
+            The store needs the ``idempotency``, ``batch`` and ``erasure`` capabilities.
+        owner_id: the person the conversation belongs to; only they read or write it.
+        actor: the agent's actor id, the writer of assistant messages, thoughts and tool calls.
+        human_actor: the writer of user messages; the owner by default.
+        session_settings: the SDK's settings; ``limit`` is the window ``get_items()`` reads when
+            called without one (``None``: the whole history).
+        store_options: options for ``open_async_store`` when ``store`` is a URL.
+
+    Raises:
+        TypeError: ``store`` is a blocking store or ``Chronicarius`` (use the asyncio ones).
+        UnknownBackend, BackendUnavailable, InvalidOption: from ``open_async_store`` for a URL.
+    """
+
+    session_id: str
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        store: str | AsyncStore | AsyncChronicarius,
+        *,
+        owner_id: str,
+        actor: str,
+        human_actor: str | None = None,
+        session_settings: SessionSettings | None = None,
+        store_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.session_settings = session_settings
+        self.owner_id = owner_id
+        self.actor = actor
+        self.human_actor = owner_id if human_actor is None else human_actor
+        self._owned_store: AsyncStore | None = None
+        if isinstance(store, str):
+            self._owned_store = open_async_store(store, **(store_options or {}))
+            self.chronicarius = AsyncChronicarius(self._owned_store)
+        elif isinstance(store, AsyncChronicarius):
+            self.chronicarius = store
+        else:
+            self.chronicarius = AsyncChronicarius(store)
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """Return the newest ``limit`` items, oldest first (the session's items when none was popped).
+
+        Args:
+            limit: how many of the newest items; ``None`` takes ``session_settings.limit``, and
+                when that is ``None`` too, every item; ``0`` or less: no items.
+
+        Returns:
+            The items as they were added (equal JSON objects), popped ones left out; ``[]`` for a
+            session with no items, a cleared one, one never written, or another owner's.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        if limit is None:
+            return [item_of_actum(actum) for actum in _live(await self._read(0))]
+        if limit <= 0:
+            return []
+        live = await self._newest_live(limit)
+        return [item_of_actum(actum) for actum in live[-limit:]]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` in order, as one atomic batch (all or none, no other write between them).
+
+        More than 1000 items (Chronica's largest batch) land as consecutive batches of 1000, each
+        atomic on its own. An empty list writes nothing.
+
+        Raises:
+            TypeError: an item is not a dict or holds a value JSON cannot represent; nothing is written.
+            ChronicumNotFound: the session id is another owner's chronicum; nothing is written.
+            ActumTooLarge: an item's JSON is larger than the store accepts; nothing is written.
+            StoreError: the store failed; nothing of that batch was written.
+        """
+        acta = [item_actum(self.session_id, item, self.actor, self.human_actor) for item in items]
+        for start in range(0, len(acta), MAX_BATCH_SIZE):
+            await self.chronicarius.record_acta(self.owner_id, acta[start : start + MAX_BATCH_SIZE])
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove the newest item for every later reader of this session and return it.
+
+        Appends a tombstone naming the item's actum, written with the idempotency key
+        ``pop:<actum id>``: of several pops racing for the same item exactly one writes it, and
+        each loser reads again and pops the next newest item, so concurrent pops remove
+        different items.
+
+        Returns:
+            The item removed; ``None`` when the session has no items (or is another owner's).
+
+        Raises:
+            StoreError: the store failed (a retry pops at most one item more).
+        """
+        nonce = secrets.token_hex(16)
+        while True:
+            live = await self._newest_live(1)
+            if not live:
+                return None
+            newest = live[-1]
+            try:
+                stored = await self.chronicarius.record_actum(
+                    self.owner_id,
+                    tombstone(self.session_id, newest.id, nonce),
+                    idempotency_key=f"pop:{newest.id}",
+                )
+            except ChronicumNotFound:
+                return None
+            if tombstone_target(stored) == (newest.id, nonce):
+                return item_of_actum(newest)
+            # Another pop took this item first; its tombstone is now visible: take the next one.
+
+    async def clear_session(self) -> None:
+        """Erase the session's chronicum: every item and tombstone leaves the store.
+
+        The same owner adding items later starts a fresh, empty session under the same id.
+        Clearing a session never written, already cleared, or another owner's does nothing.
+
+        Raises:
+            StoreError: the store failed; nothing was erased.
+        """
+        with contextlib.suppress(ChronicumNotFound):
+            await self.chronicarius.erase_chronicum(self.owner_id, self.session_id)
+
+    async def close(self) -> None:
+        """Close the store the session opened from a URL (a store or keeper given is left open)."""
+        if self._owned_store is not None:
+            await self._owned_store.close()
+
+    async def __aenter__(self) -> ChronicaSession:
+        return self
+
+    async def __aexit__(
+        self,
+        exception_type: type[BaseException] | None,
+        exception: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _read(self, last_n: int) -> list[Actum]:
+        """The newest ``last_n`` acta (``0``: all), or ``[]`` for a missing or foreign chronicum."""
+        try:
+            return await self.chronicarius.get_acta(self.owner_id, self.session_id, last_n=last_n)
+        except ChronicumNotFound:
+            return []
+
+    async def _newest_live(self, wanted: int) -> list[Actum]:
+        """At least the newest ``wanted`` live item acta (all of them if fewer), oldest first.
+
+        Reads a window of ``wanted`` + :data:`WINDOW_SLACK` acta, and twice as many each time
+        popped items leave fewer than ``wanted`` live ones in a window that is not the whole
+        chronicum.
+        """
+        window = wanted + WINDOW_SLACK
+        while True:
+            acta = await self._read(window)
+            live = _live(acta)
+            if len(live) >= wanted or len(acta) < window:
+                return live
+            window *= 2
