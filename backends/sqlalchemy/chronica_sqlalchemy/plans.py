@@ -38,6 +38,7 @@ from sqlalchemy import (
     select,
     text,
     true,
+    tuple_,
     union_all,
     update,
 )
@@ -473,10 +474,18 @@ class Plans:
         listed_id: Any = chronica.c.id.collate("C") if self.dialect_name == "postgresql" else chronica.c.id
         listing = select(*chronicum_columns).where(chronica.c.owner_id == bindparam("owner"), live)
         after_at = bindparam("after_at", type_=UTCDateTime())
-        after = or_(
-            chronica.c.started_at < after_at,
-            and_(chronica.c.started_at == after_at, listed_id < bindparam("after_id", type_=Identifier())),
-        )
+        after_id = bindparam("after_id", type_=Identifier())
+        after: Any
+        if self.dialect_name == "postgresql":
+            # a row comparison: PostgreSQL walks the index backwards from that position (the OR
+            # form would be a bitmap scan of every earlier chronicum of the owner, then a sort)
+            after = tuple_(chronica.c.started_at, listed_id) < tuple_(after_at, after_id)
+        else:
+            # the first bound lets the index range start at the position
+            after = and_(
+                chronica.c.started_at <= after_at,
+                or_(chronica.c.started_at < after_at, and_(chronica.c.started_at == after_at, listed_id < after_id)),
+            )
         order = (chronica.c.started_at.desc(), listed_id.desc())
         limit = bindparam("limit", type_=Integer())
         self._listings: dict[bool, Executable] = {
