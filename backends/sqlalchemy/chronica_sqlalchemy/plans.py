@@ -350,7 +350,12 @@ class Plans:
         chronica, acta = tables.chronica, tables.acta
         live = chronica.c.owner_digest.is_(None)  # not an erased chronicum's marker
         self._insert_chronicum = insert(chronica)
-        chronicum_columns = (chronica.c.id, chronica.c.owner_id, chronica.c.started_at, chronica.c.last_actum_at)
+        chronicum_columns = (
+            chronica.c.id,
+            chronica.c.owner_id,
+            chronica.c.started_at,
+            chronica.c.last_actum_at,
+        )
         self._select_chronicum = select(*chronicum_columns).where(chronica.c.id == bindparam("id"), live)
         self._select_any_chronicum = select(chronica.c.id).where(chronica.c.id == bindparam("id"))
         # The actum's `at`: the writer's clock, raised to the chronicum's last_actum_at when that is
@@ -484,7 +489,10 @@ class Plans:
             # the first bound lets the index range start at the position
             after = and_(
                 chronica.c.started_at <= after_at,
-                or_(chronica.c.started_at < after_at, and_(chronica.c.started_at == after_at, listed_id < after_id)),
+                or_(
+                    chronica.c.started_at < after_at,
+                    and_(chronica.c.started_at == after_at, listed_id < after_id),
+                ),
             )
         order = (chronica.c.started_at.desc(), listed_id.desc())
         limit = bindparam("limit", type_=Integer())
@@ -790,7 +798,9 @@ class Plans:
             check_row(where, "chronicum id", chronicum_id, row[0])
             first_seq = int(row[1]) - count + 1
             at = row[2]
-        echoes = self.counter == "returning" or (self.counter == "lastrowid" and self.dialect.insert_returning)
+        echoes = self.counter == "returning" or (
+            self.counter == "lastrowid" and self.dialect.insert_returning
+        )
         start = 0
         for end in self._chunks(sizes):
             rows = [
@@ -824,7 +834,9 @@ class Plans:
         row = actum_row(actum, 0, at, key if index == 0 else None)
         row["batch_size"] = count if index == 0 and key is not None and count > 1 else None
         if first_seq is None:
-            last_seq = select(chronica.c.last_seq).where(chronica.c.id == actum.chronicum_id).scalar_subquery()
+            last_seq = (
+                select(chronica.c.last_seq).where(chronica.c.id == actum.chronicum_id).scalar_subquery()
+            )
             row["seq"] = last_seq - (count - 1 - index)
         else:
             row["seq"] = first_seq + index
@@ -874,7 +886,9 @@ class Plans:
         result: CursorResult[Any] = yield _execute(self._listings[after is not None], parameters)
         rows: list[Any] = list(result.all())
         check_rows("sqlalchemy: list chronica", "owner id", owner_id, rows, column=1)
-        return [Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3]) for row in rows]
+        return [
+            Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3]) for row in rows
+        ]
 
     def _erase(self, chronicum_id: str, owner_digest: str) -> Plan[Step, int]:
         """Mark (locking the row, as ``record`` does first), delete the acta, commit; return how many."""
@@ -1114,7 +1128,9 @@ class Plans:
             for step in range(version + 1, target + 1):
                 yield from self._step(step)
             yield _execute(
-                update(tables.versions).where(tables.versions.c.component == _COMPONENT).values(version=target)
+                update(tables.versions)
+                .where(tables.versions.c.component == _COMPONENT)
+                .values(version=target)
             )
         yield COMMIT
 
@@ -1130,7 +1146,10 @@ class Plans:
             raise StoreError("sqlalchemy: migrate", f"no migration step to schema version {version}")
         tables, preparer = self.tables, self.dialect.identifier_preparer
         guard = " IF NOT EXISTS" if self.dialect_name == "mysql" else ""
-        for table, added in ((tables.chronica, tables.chronica.c.owner_digest), (tables.acta, tables.acta.c.batch_size)):
+        for table, added in (
+            (tables.chronica, tables.chronica.c.owner_digest),
+            (tables.acta, tables.acta.c.batch_size),
+        ):
             column = CreateColumn(added).compile(dialect=self.dialect)
             yield _execute(text(f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN{guard} {column}"))
         yield _execute(CreateIndex(self._listing_index, if_not_exists=True))

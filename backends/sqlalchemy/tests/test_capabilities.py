@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -47,14 +47,12 @@ def started(chronicum_id: str, owner_id: str, at: datetime | None = None) -> Chr
 
 
 def said(chronicum_id: str, content: str, *, actor: str = "ardian", actum_id: str | None = None) -> Actum:
-    return Actum(
-        chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, actor, content, id=actum_id or new_id("a")
-    )
+    return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, actor, content, id=actum_id or new_id("a"))
 
 
 def blocking_engine(store: Any) -> Engine:
     engine = store.engine
-    return engine.sync_engine if isinstance(engine, AsyncEngine) else engine  # type: ignore[no-any-return]
+    return engine.sync_engine if isinstance(engine, AsyncEngine) else engine
 
 
 def raw_rows(engine: Engine, tables: Tables, chronicum_id: str) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -125,7 +123,9 @@ def assert_only_the_marker(
 def test_erasure_deletes_the_acta_and_keys_and_leaves_only_the_marker(store: SQLAlchemyStore) -> None:
     owner, chronicum_id = new_id("owner"), new_id()
     store.create(started(chronicum_id, owner))
-    single = store.record_idempotent(said(chronicum_id, new_id("content"), actor=new_id("actor")), new_id("key"))
+    single = store.record_idempotent(
+        said(chronicum_id, new_id("content"), actor=new_id("actor")), new_id("key")
+    )
     batch_key = new_id("key")
     batch = store.record_many(
         [said(chronicum_id, new_id("content"), actor=new_id("actor")) for _ in range(3)], batch_key
@@ -140,7 +140,7 @@ def test_erasure_deletes_the_acta_and_keys_and_leaves_only_the_marker(store: SQL
     assert store.erase(chronicum_id, owner_digest(owner)) == 5
 
     assert_only_the_marker(store.engine, store.plans.tables, chronicum_id, owner, secrets)
-    operations = [
+    operations: list[Callable[[], object]] = [
         lambda: store.get(chronicum_id),
         lambda: store.acta(chronicum_id, ActaQuery()),
         lambda: store.record(said(chronicum_id, "again")),
@@ -197,7 +197,9 @@ def test_async_erasure_leaves_only_the_marker(
     async def scenario() -> tuple[list[Actum], int, int]:
         try:
             await async_store.create(started(chronicum_id, owner))
-            stored = await async_store.record_many([said(chronicum_id, new_id("content")) for _ in range(4)], key)
+            stored = await async_store.record_many(
+                [said(chronicum_id, new_id("content")) for _ in range(4)], key
+            )
             erased = await async_store.erase(chronicum_id, owner_digest(owner))
             with pytest.raises(ChronicumNotFound):
                 await async_store.record_many([said(chronicum_id, "late")], key)
@@ -443,11 +445,15 @@ def test_listing_runs_along_the_index_among_other_owners(fresh_target: tuple[str
             store.create(started(f"mine-{index:02d}", "me", moment + timedelta(seconds=index)))
         with engine.begin() as connection:
             if engine.dialect.name == "postgresql":
-                connection.exec_driver_sql(f"ANALYZE {engine.dialect.identifier_preparer.format_table(tables.chronica)}")
+                connection.exec_driver_sql(
+                    f"ANALYZE {engine.dialect.identifier_preparer.format_table(tables.chronica)}"
+                )
             elif engine.dialect.name == "sqlite":
                 connection.exec_driver_sql("ANALYZE")
             else:
-                connection.exec_driver_sql(f"ANALYZE TABLE {engine.dialect.identifier_preparer.format_table(tables.chronica)}")
+                connection.exec_driver_sql(
+                    f"ANALYZE TABLE {engine.dialect.identifier_preparer.format_table(tables.chronica)}"
+                )
         sent: list[tuple[str, Any]] = []
 
         def seen(connection: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
@@ -459,7 +465,9 @@ def test_listing_runs_along_the_index_among_other_owners(fresh_target: tuple[str
             second = store.list_chronica("me", 11, (first[-1].started_at, first[-1].id))
         finally:
             event.remove(engine, "before_cursor_execute", seen)
-        assert [chronicum.id for chronicum in first + second] == [f"mine-{index:02d}" for index in range(29, 7, -1)]
+        assert [chronicum.id for chronicum in first + second] == [
+            f"mine-{index:02d}" for index in range(29, 7, -1)
+        ]
         assert len(sent) == 2
         for statement, parameters in sent:
             plan = explained(engine, statement, parameters)
@@ -486,7 +494,13 @@ def test_a_schema_at_the_previous_version_migrates_and_keeps_its_acta(
             assert "owner_digest" not in found
             connection.execute(
                 insert(old.chronica),
-                {"id": "old", "owner_id": "elder", "started_at": moment, "last_actum_at": moment, "last_seq": 2},
+                {
+                    "id": "old",
+                    "owner_id": "elder",
+                    "started_at": moment,
+                    "last_actum_at": moment,
+                    "last_seq": 2,
+                },
             )
             connection.execute(
                 insert(old.acta),
@@ -509,7 +523,9 @@ def test_a_schema_at_the_previous_version_migrates_and_keeps_its_acta(
         with SQLAlchemyStore.open(url, schema=schema) as store:
             with store.engine.connect() as connection:
                 versions = connection.execute(select(store.plans.tables.versions)).all()
-                indexes = {index["name"] for index in inspect(connection).get_indexes("chronica", schema=schema)}
+                indexes = {
+                    index["name"] for index in inspect(connection).get_indexes("chronica", schema=schema)
+                }
             assert [tuple(row) for row in versions] == [("chronica", SCHEMA_VERSION)]
             assert LISTING_INDEX in indexes
             kept = store.acta("old", ActaQuery())
