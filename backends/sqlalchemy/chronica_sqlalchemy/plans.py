@@ -1157,17 +1157,33 @@ class Plans:
     def check(self) -> Plan[Step, None]:
         """What a store opened without ``auto_migrate`` runs: refuse tables that are not its own.
 
-        One query of the database's catalog; nothing is written.
+        One query of the database's catalog and, when the version table is there, one of the
+        version; nothing is written.
 
         Raises:
             StoreError: ``"sqlalchemy: open"`` when ``chronica`` or ``acta`` are there without
                 this package's version table, or chronica-postgres's version table is there
-                (see :meth:`_own_tables`); any database error, translated.
+                (see :meth:`_own_tables`), or the tables are at an older schema version than
+                :data:`SCHEMA_VERSION` (they lack what this release reads and writes: migrate
+                them first); any database error, translated.
         """
         return _translated("open", self._checked())
 
     def _checked(self) -> Plan[Step, None]:
-        yield from self._own_tables("open")
+        found = yield from self._own_tables("open")
+        if self.tables.versions.name in found:
+            versions = self.tables.versions
+            result: CursorResult[Any] = yield _execute(
+                select(versions.c.version).where(versions.c.component == _COMPONENT)
+            )
+            version = result.scalar()
+            if version is not None and version < SCHEMA_VERSION:
+                raise StoreError(
+                    "sqlalchemy: open",
+                    f"the database is at schema version {version}, older than this chronica-sqlalchemy "
+                    f"needs ({SCHEMA_VERSION}); migrate it: run `chronica migrate --store URL` or open "
+                    "the store with auto_migrate=True",
+                )
         yield ROLLBACK
 
     def _own_tables(self, operation: str) -> Plan[Step, set[str]]:

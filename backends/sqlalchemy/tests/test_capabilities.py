@@ -32,6 +32,7 @@ from chronica_core import (
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
+    StoreError,
 )
 from chronica_core.erasure import owner_digest
 
@@ -520,6 +521,10 @@ def test_a_schema_at_the_previous_version_migrates_and_keeps_its_acta(
                 ],
             )
             connection.execute(old.versions.update().values(version=SCHEMA_VERSION - 1))
+        with pytest.raises(
+            StoreError, match=rf"^sqlalchemy: open: .* schema version {SCHEMA_VERSION - 1}, older"
+        ):
+            SQLAlchemyStore.open(url, schema=schema, auto_migrate=False)
         with SQLAlchemyStore.open(url, schema=schema) as store:
             with store.engine.connect() as connection:
                 versions = connection.execute(select(store.plans.tables.versions)).all()
