@@ -20,6 +20,7 @@ from typing import cast
 from chronica_core import (
     ActaQuery,
     Actum,
+    AsyncIdempotentStore,
     AsyncMemoryStore,
     Chronicum,
     ChronicumExists,
@@ -31,6 +32,7 @@ from chronica_core import (
 )
 
 _WHERE = "list: store"
+_ASYNC_WHERE = "list: async store"
 
 
 def filtered(acta: list[Actum], query: ActaQuery) -> list[Actum]:
@@ -297,11 +299,9 @@ class ListsEveryOwner(CapableStore):
         self.owners.add(chronicum.owner_id)
 
     def list_chronica(self, owner_id: str, limit: int, after: ListingPosition | None) -> list[Chronicum]:
-        every = [
-            chronicum
-            for owner in sorted(self.owners)
-            for chronicum in super().list_chronica(owner, limit, after)
-        ]
+        every: list[Chronicum] = []
+        for owner in sorted(self.owners):
+            every.extend(super().list_chronica(owner, limit, after))
         every.sort(key=lambda chronicum: (chronicum.started_at, chronicum.id), reverse=True)
         return every[:limit]
 
@@ -355,3 +355,41 @@ class AsyncFace(AsyncMemoryStore):
 
     def __init__(self, store: ListStore | MemoryStore) -> None:
         super().__init__(store=cast(MemoryStore, store))
+
+
+class AsyncBaseFace(AsyncIdempotentStore, Closable):
+    """The asyncio face of a :class:`ListStore`: idempotent, without the other capabilities."""
+
+    def __init__(self, store: ListStore) -> None:
+        self.sync_store = store
+
+    async def create(self, chronicum: Chronicum) -> None:
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        self.sync_store.create(chronicum)
+
+    async def get(self, chronicum_id: str) -> Chronicum:
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.get(chronicum_id)
+
+    async def record(self, actum: Actum) -> Actum:
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.record(actum)
+
+    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.record_idempotent(actum, key)
+
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.acta(chronicum_id, query)
+
+    async def max_content_bytes(self) -> int | None:
+        return self.sync_store.max_content_bytes()
+
+    async def close(self) -> None:
+        self._mark_closed()
+
+
+def async_face(store: ListStore | MemoryStore) -> AsyncFace | AsyncBaseFace:
+    """The asyncio face of ``store`` offering the capabilities it has."""
+    return AsyncFace(store) if isinstance(store, MemoryStore) else AsyncBaseFace(store)

@@ -40,7 +40,7 @@ class TestBrokenStore(ConformanceSuite):
 ASYNC_FIXTURE = """
     @pytest.fixture
     def async_store(self):
-        return broken_stores.AsyncFace(broken_stores.{name}())
+        return broken_stores.async_face(broken_stores.{name}())
 """
 
 CAPABILITIES = ("batch", "listing", "erasure")

@@ -1,10 +1,15 @@
 """The Chronica conformance suite: checks that a store keeps the store contract and the rules.
 
+Also the contracts of the optional capabilities a store has (batch, listing, erasure: see
+:mod:`chronica_core.capabilities`): each group runs where the store has its capability, fails
+where the suite declares it but the store lacks it, and is skipped, saying why, otherwise.
+
 Subclass :class:`ConformanceSuite` (or one of its groups) in a ``test_*.py`` module and supply a
 ``store`` fixture (a blocking ``Store``) and/or an ``async_store`` fixture (an ``AsyncStore``)::
 
     class TestMyStoreConformance(ConformanceSuite):
         declares_idempotent = True
+        declares_capabilities = ("batch", "listing", "erasure")
 
         @pytest.fixture
         def store(self) -> Iterator[Store]:

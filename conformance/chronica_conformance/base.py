@@ -185,7 +185,7 @@ def require_capability(harness: Harness, capability: str, group: str) -> Harness
 
     A store has a capability when :func:`chronica_core.capabilities.store_capabilities` says so.
     Without it the case is skipped with the reason, unless the suite (or the URL's backend)
-    declares the capability: then it fails.
+    declares the capability (``declares_idempotent`` for ``"idempotency"``): then it fails.
     """
     if capability in store_capabilities(harness.store):
         return harness
@@ -194,7 +194,10 @@ def require_capability(harness: Harness, capability: str, group: str) -> Harness
         f"{harness.store_name} does not have the {capability} capability ({methods}), "
         f"so {group} does not apply"
     )
-    if capability in harness.declares_capabilities:
+    declared = capability in harness.declares_capabilities or (
+        capability == "idempotency" and harness.declares_idempotent
+    )
+    if declared:
         pytest.fail(f"the suite declares the {capability} capability, but {reason}", pytrace=False)
     pytest.skip(reason)
 

@@ -21,7 +21,7 @@ from chronica_conformance.base import (
     require_capability,
 )
 from chronica_conformance.harness import Harness, rules_call, store_call
-from chronica_conformance.size_contract import LARGEST_TESTED_LIMIT, content_of_size
+from chronica_conformance.size_contract import LARGEST_TESTED_LIMIT, UNLIMITED_TEST_BYTES, content_of_size
 from chronica_conformance.store_contract import CONCURRENT_WRITERS
 from chronica_core import (
     ActorKind,
@@ -183,17 +183,30 @@ class BatchContract(SuiteBase):
         assert ids(harness.get_acta(owner, chronicum_id)) == [kept.id]
 
     def test_batch_with_content_over_the_limit_writes_nothing(self, batch_harness: Harness) -> None:
-        """One actum over the store's limit in the middle: ActumTooLarge, nothing written, no chronicum."""
+        """One actum over the store's limit in the middle: ActumTooLarge, nothing written, no chronicum.
+
+        A store without a limit (``max_content_bytes()`` is ``None``) keeps a batch with 4 MiB of
+        content in its middle whole instead.
+        """
         harness = batch_harness
         if not hasattr(harness.store, "max_content_bytes"):
             pytest.skip(f"{harness.store_name} does not tell its content limit (no max_content_bytes)")
         limit = harness.perform(store_call("max_content_bytes"))
-        if limit is None or limit > LARGEST_TESTED_LIMIT:
+        owner, chronicum_id = new_owner(), new_id("batch")
+        if limit is None:  # no limit: a batch with large content in its middle is kept whole
+            large = _batch(chronicum_id, "large", 3)
+            large[1] = replace(large[1], content=content_of_size(UNLIMITED_TEST_BYTES))
+            stored = harness.record_acta(owner, large)
+            assert [actum.content for actum in harness.get_acta(owner, chronicum_id)] == [
+                actum.content for actum in large
+            ]
+            assert ids(harness.get_acta(owner, chronicum_id)) == ids(stored)
+            return
+        if limit > LARGEST_TESTED_LIMIT:
             pytest.skip(
-                f"{harness.store_name}'s content limit is {limit!r}: open it with a max_content_bytes "
+                f"{harness.store_name}'s content limit is {limit} bytes: open it with a max_content_bytes "
                 f"of at most {LARGEST_TESTED_LIMIT} to test a batch over it"
             )
-        owner, chronicum_id = new_owner(), new_id("batch")
         acta = _batch(chronicum_id, "sized", 5)
         acta[1] = replace(acta[1], content=content_of_size(limit))
         acta[2] = replace(acta[2], content=content_of_size(limit + 1))
