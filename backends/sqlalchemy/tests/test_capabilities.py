@@ -17,6 +17,7 @@ from chronica_sqlalchemy import (
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
 )
+from chronica_sqlalchemy import plans as plans_module
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.plugin import chronica_backends
 from chronica_sqlalchemy.schema import LISTING_INDEX, Tables
@@ -277,6 +278,27 @@ def test_an_async_batch_is_two_statements(
     assert len(sent) == 2, sent
     assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == ["first", "a", "b"]
     assert store.record_many([said(chronicum_id, "c")], "k") == stored
+    store.erase(chronicum_id, owner_digest(owner))
+
+
+@pytest.mark.dialects("mariadb", "postgresql")
+def test_a_batch_too_large_for_one_statement_is_split_in_one_transaction(
+    store: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner, chronicum_id = new_id("owner"), new_id()
+    store.create(started(chronicum_id, owner))
+    store.record(said(chronicum_id, "first"))
+    # a statement holds this much content (and 8 KiB a row for the rest): one actum a statement
+    monkeypatch.setattr(store.plans, "_content_limit", 20_000)
+    monkeypatch.setattr(plans_module, "POSTGRESQL_MAX_CONTENT_BYTES", 20_000)
+    statements, stop = count_statements(store.engine)
+    try:
+        stored = store.record_many([said(chronicum_id, f"{index}" * 10_000) for index in range(5)], "split")
+    finally:
+        stop()
+    assert [statement.split()[0] for statement in statements] == ["UPDATE"] + ["INSERT"] * 5
+    assert store.acta(chronicum_id, ActaQuery())[1:] == stored
+    assert store.record_many([said(chronicum_id, "again")], "split") == stored
     store.erase(chronicum_id, owner_digest(owner))
 
 
