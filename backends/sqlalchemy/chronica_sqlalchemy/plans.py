@@ -112,8 +112,9 @@ _MOST_PARAMETERS = {
     "sqlite": 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999,
     "postgresql": 65535,
 }
-"""The most parameters one statement of a batch takes, per dialect (MariaDB/MySQL drivers send
-values inside the statement: bounded by the packet only, as PostgreSQL's)."""
+"""The most parameters one statement of a batch takes, per dialect. MariaDB/MySQL drivers put the
+values into the statement's text, which only ``max_allowed_packet`` bounds; PostgreSQL's figure
+is used there too."""
 _BATCH_COLUMNS = 10  # the columns of an acta row: the parameters one row of a batch's INSERT takes
 _BATCH_ROW_RESERVE = 8 * 1024  # bytes of a batch row's other values, escaped, at their largest
 _MICROSECOND = timedelta(microseconds=1)
