@@ -29,6 +29,7 @@ from chronica_core import (
     ActorKind,
     Actum,
     ActumKind,
+    ActumTooLarge,
     Chronicarius,
     Chronicum,
     ChronicumExists,
@@ -278,6 +279,27 @@ def test_an_async_batch_is_two_statements(
     assert len(sent) == 2, sent
     assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == ["first", "a", "b"]
     assert store.record_many([said(chronicum_id, "c")], "k") == stored
+    store.erase(chronicum_id, owner_digest(owner))
+
+
+def test_a_batch_with_one_actum_over_the_limit_sends_nothing(
+    store: SQLAlchemyStore, database_url: str
+) -> None:
+    owner, chronicum_id = new_id("owner"), new_id()
+    store.create(started(chronicum_id, owner))
+    with SQLAlchemyStore.open(
+        database_url.replace("+aiosqlite", ""), auto_migrate=False, max_content_bytes=1000
+    ) as limited:
+        limited.record(said(chronicum_id, "first"))
+        statements, stop = count_statements(limited.engine)
+        try:
+            with pytest.raises(ActumTooLarge) as caught:
+                limited.record_many([said(chronicum_id, "fits"), said(chronicum_id, "x" * 1001)], "too-large")
+        finally:
+            stop()
+    assert (caught.value.size, caught.value.limit) == (1001, 1000)
+    assert statements == []
+    assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == ["first"]
     store.erase(chronicum_id, owner_digest(owner))
 
 
