@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
@@ -26,20 +26,24 @@ from sqlalchemy import (
     Executable,
     Integer,
     String,
+    and_,
     bindparam,
     case,
+    delete,
     func,
     insert,
     literal_column,
     null,
+    or_,
     select,
     text,
     true,
+    tuple_,
     union_all,
     update,
 )
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
-from sqlalchemy.schema import CreateSchema, CreateTable
+from sqlalchemy.schema import CreateColumn, CreateIndex, CreateSchema, CreateTable
 from sqlalchemy.sql.elements import BindParameter
 
 from chronica_core.errors import ActumTooLarge, ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
@@ -47,6 +51,7 @@ from chronica_core.limits import POSTGRESQL_MAX_CONTENT_BYTES, check_content_siz
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan, run_plan
 from chronica_core.rows import check_row, check_rows
+from chronica_core.store import ListingPosition
 from chronica_sqlalchemy.schema import (
     OTHER_BACKEND_VERSIONS,
     SCHEMA_VERSION,
@@ -56,6 +61,7 @@ from chronica_sqlalchemy.schema import (
     UTCDateTime,
     find_tables,
     is_mysql,
+    listing_index,
 )
 
 __all__ = [
@@ -101,6 +107,16 @@ _POSTGRESQL_LIMIT_EXCEEDED = "54000"  # program_limit_exceeded
 _COMPONENT = "chronica"
 _LOCK_TIMEOUT_SECONDS = 60
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MOST_PARAMETERS = {
+    # SQLite's SQLITE_MAX_VARIABLE_NUMBER default (999 before 3.32); PostgreSQL's protocol limit
+    "sqlite": 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999,
+    "postgresql": 65535,
+}
+"""The most parameters one statement of a batch takes, per dialect. MariaDB/MySQL drivers put the
+values into the statement's text, which only ``max_allowed_packet`` bounds; PostgreSQL's figure
+is used there too."""
+_BATCH_COLUMNS = 10  # the columns of an acta row: the parameters one row of a batch's INSERT takes
+_BATCH_ROW_RESERVE = 8 * 1024  # bytes of a batch row's other values, escaped, at their largest
 _MICROSECOND = timedelta(microseconds=1)
 _KINDS = {kind.value: kind for kind in ActumKind}
 _ACTOR_KINDS = {actor_kind.value: actor_kind for actor_kind in ActorKind}
@@ -333,36 +349,36 @@ class Plans:
         self.max_content_bytes = max_content_bytes
         self._content_limit: int | None = None  # the database's, read once (see content_limit)
         chronica, acta = tables.chronica, tables.acta
+        live = chronica.c.owner_digest.is_(None)  # not an erased chronicum's marker
         self._insert_chronicum = insert(chronica)
-        self._select_chronicum = select(
-            chronica.c.id, chronica.c.owner_id, chronica.c.started_at, chronica.c.last_actum_at
-        ).where(chronica.c.id == bindparam("id"))
+        chronicum_columns = (
+            chronica.c.id,
+            chronica.c.owner_id,
+            chronica.c.started_at,
+            chronica.c.last_actum_at,
+        )
+        self._select_chronicum = select(*chronicum_columns).where(chronica.c.id == bindparam("id"), live)
+        self._select_any_chronicum = select(chronica.c.id).where(chronica.c.id == bindparam("id"))
         # The actum's `at`: the writer's clock, raised to the chronicum's last_actum_at when that is
         # later (another host's clock, a clock stepped back). Decided in the statement that locks
         # the chronicum's row, so `at` never decreases along the order and last_actum_at is the
-        # newest actum's `at`.
-        advance = update(chronica).where(chronica.c.id == bindparam("chronicum_id"))
+        # newest actum's `at`. A batch moves the counter by its size in that one statement.
+        one: Any = literal_column("1")
         if dialect.update_returning:
-            at = bindparam("at", type_=UTCDateTime())
             self.counter = "returning"
-            self.advance_statement: Executable = advance.values(
-                last_seq=chronica.c.last_seq + 1,
-                last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
-            ).returning(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at)
+        elif self.dialect_name == "mysql":
+            self.counter = "lastrowid"
+        else:
+            self.counter = "select"
+        self.advance_statement: Executable = self._advance(one)
+        self._advance_many = self._advance(bindparam("count", type_=Integer()))
+        if self.counter == "returning":
             self.insert_actum_statement: Executable = insert(acta).returning(acta.c.chronicum_id, acta.c.id)
             self._insert_actum_returning: Executable = self.insert_actum_statement
-        elif self.dialect_name == "mysql":
+        elif self.counter == "lastrowid":
             # One round trip each, and no RETURNING: LAST_INSERT_ID(expr) hands the new `at` (in
             # microseconds since 1970) to the client as lastrowid, and the insert takes its `seq`
             # and `at` from the chronicum's row, which this transaction holds.
-            epoch: Any = literal_column("'1970-01-01 00:00:00'")
-            stored = func.timestampdiff(text("MICROSECOND"), epoch, chronica.c.last_actum_at)
-            newest = func.greatest(bindparam("at_us", type_=Integer()), func.coalesce(stored, 0))
-            self.counter = "lastrowid"
-            self.advance_statement = advance.values(
-                last_seq=chronica.c.last_seq + 1,
-                last_actum_at=func.timestampadd(text("MICROSECOND"), func.last_insert_id(newest), epoch),
-            )
             from_chronicum = insert(acta).from_select(
                 [
                     acta.c.chronicum_id,
@@ -391,12 +407,6 @@ class Plans:
             # MariaDB 10.5+ echoes the inserted row's ids (known once connected); MySQL cannot.
             self._insert_actum_returning = from_chronicum.returning(acta.c.chronicum_id, acta.c.id)
         else:
-            at = bindparam("at", type_=UTCDateTime())
-            self.counter = "select"
-            self.advance_statement = advance.values(
-                last_seq=chronica.c.last_seq + 1,
-                last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
-            )
             self.insert_actum_statement = self._insert_actum_returning = insert(acta)
         self._select_counter = select(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at).where(
             chronica.c.id == bindparam("chronicum_id")
@@ -413,8 +423,113 @@ class Plans:
             acta.c.chronicum_id == bindparam("chronicum_id"),
             acta.c.idempotency_key == bindparam("idempotency_key"),
         )
+        # What a key's write stored: the keyed actum and the batch_size - 1 acta after it.
+        keyed = acta.alias("keyed")
+        self._select_keyed_batch = (
+            select(acta.c.chronicum_id, *self._actum_columns)
+            .select_from(
+                keyed.join(
+                    acta,
+                    and_(
+                        acta.c.chronicum_id == keyed.c.chronicum_id,
+                        acta.c.seq >= keyed.c.seq,
+                        acta.c.seq < keyed.c.seq + func.coalesce(keyed.c.batch_size, 1),
+                    ),
+                )
+            )
+            .where(
+                keyed.c.chronicum_id == bindparam("chronicum_id"),
+                keyed.c.idempotency_key == bindparam("idempotency_key"),
+            )
+            .order_by(acta.c.seq)
+        )
+        # Erasure: the first statement locks the chronicum's row as `record`'s does (and empties
+        # it into the marker), then its acta go; a reopen brings a marker back as a fresh chronicum.
+        mark = (
+            update(chronica)
+            .where(chronica.c.id == bindparam("chronicum_id"), live)
+            .values(
+                owner_id="",
+                started_at=_EPOCH,
+                last_actum_at=None,
+                last_seq=0,
+                owner_digest=bindparam("digest", type_=Identifier()),
+            )
+        )
+        self._mark_erased: Executable = mark.returning(chronica.c.id) if dialect.update_returning else mark
+        self._delete_acta = delete(acta).where(acta.c.chronicum_id == bindparam("chronicum_id"))
+        self._select_owned = select(chronica.c.id, chronica.c.owner_id).where(
+            chronica.c.owner_id == bindparam("owner"), live
+        )
+        reopen = (
+            update(chronica)
+            .where(chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest == bindparam("digest"))
+            .values(
+                owner_id=bindparam("owner", type_=Identifier()),
+                started_at=bindparam("started", type_=UTCDateTime()),
+                last_actum_at=bindparam("last", type_=UTCDateTime()),
+                last_seq=0,
+                owner_digest=None,
+            )
+        )
+        self._reopen: Executable = reopen.returning(chronica.c.id) if dialect.update_returning else reopen
+        # Listing: one owner's live chronica along the index, newest first; ids compared as code
+        # points (PostgreSQL's collation may be a language's: "C" is code point order).
+        self._listing_index = listing_index(chronica, self.dialect_name)
+        self._batch_parameters = _MOST_PARAMETERS.get(self.dialect_name, _MOST_PARAMETERS["postgresql"])
+        listed_id: Any = chronica.c.id.collate("C") if self.dialect_name == "postgresql" else chronica.c.id
+        listing = select(*chronicum_columns).where(chronica.c.owner_id == bindparam("owner"), live)
+        after_at = bindparam("after_at", type_=UTCDateTime())
+        after_id = bindparam("after_id", type_=Identifier())
+        after: Any
+        if self.dialect_name == "postgresql":
+            # a row comparison: PostgreSQL walks the index backwards from that position (the OR
+            # form would be a bitmap scan of every earlier chronicum of the owner, then a sort)
+            after = tuple_(chronica.c.started_at, listed_id) < tuple_(after_at, after_id)
+        else:
+            # the first bound lets the index range start at the position
+            after = and_(
+                chronica.c.started_at <= after_at,
+                or_(
+                    chronica.c.started_at < after_at,
+                    and_(chronica.c.started_at == after_at, listed_id < after_id),
+                ),
+            )
+        order = (chronica.c.started_at.desc(), listed_id.desc())
+        limit = bindparam("limit", type_=Integer())
+        self._listings: dict[bool, Executable] = {
+            False: listing.order_by(*order).limit(limit),
+            True: listing.where(after).order_by(*order).limit(limit),
+        }
         self._windows: dict[tuple[bool, bool, bool], Executable] = {}
         self._lock_key = self._migration_lock_key()
+
+    def _advance(self, by: Any) -> Executable:
+        """The statement that locks a live chronicum's row, moves ``last_seq`` on ``by`` and decides ``at``.
+
+        Its parameters: ``chronicum_id``, and ``at`` (the writer's clock) or, on MariaDB/MySQL,
+        ``at_us`` (the same in microseconds since 1970), and ``count`` when ``by`` is that parameter.
+        """
+        chronica = self.tables.chronica
+        advance = update(chronica).where(
+            chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None)
+        )
+        if self.counter == "lastrowid":
+            epoch: Any = literal_column("'1970-01-01 00:00:00'")
+            stored = func.timestampdiff(text("MICROSECOND"), epoch, chronica.c.last_actum_at)
+            newest = func.greatest(bindparam("at_us", type_=Integer()), func.coalesce(stored, 0))
+            return advance.values(
+                last_seq=chronica.c.last_seq + by,
+                last_actum_at=func.timestampadd(text("MICROSECOND"), func.last_insert_id(newest), epoch),
+            )
+        at = bindparam("at", type_=UTCDateTime())
+        moved = advance.values(
+            last_seq=chronica.c.last_seq + by,
+            last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
+        )
+        if self.counter == "returning":
+            return moved.returning(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at)
+        return moved
 
     # --- the store's operations -------------------------------------------------------------
 
@@ -438,9 +553,54 @@ class Plans:
         """Return the context window in one query; ``ChronicumNotFound`` if the chronicum is missing."""
         return _translated("get acta", _again_if_disconnected(lambda: self._acta(chronicum_id, query)))
 
-    def migrate(self) -> Plan[Step, None]:
-        """Create the tables, or bring them to :data:`SCHEMA_VERSION`, under a lock (see :meth:`_migrate`)."""
-        return _translated("migrate", self._migrate())
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Step, list[Actum]]:
+        """Append ``acta`` (one chronicum's, at least one) in one transaction; see :meth:`_record_many`.
+
+        With ``key``, returns what the key's write stored if it was used in the chronicum.
+        Raises ``ChronicumNotFound`` or ``ActumTooLarge``, nothing written.
+        """
+        batch = list(acta)
+        if key is None:
+            return _translated("record acta", self._record_many(batch, None))
+        return _translated("record acta", _again_if_disconnected(lambda: self._record_many(batch, key)))
+
+    def list_chronica(
+        self, owner_id: str, limit: int, after: ListingPosition | None
+    ) -> Plan[Step, list[Chronicum]]:
+        """Return up to ``limit`` of the owner's live chronica, newest first, after ``after``; one query.
+
+        ``ORDER BY started_at DESC, id DESC`` (ids as code points) along the index
+        :data:`chronica_sqlalchemy.schema.LISTING_INDEX`.
+        """
+        return _translated(
+            "list chronica", _again_if_disconnected(lambda: self._list_chronica(owner_id, limit, after))
+        )
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> Plan[Step, int]:
+        """Erase the chronicum into its marker in one transaction; return the acta deleted.
+
+        Raises ``ChronicumNotFound`` when there is no live chronicum with that id.
+        """
+        return _translated("erase chronicum", self._erase(chronicum_id, owner_digest))
+
+    def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Step, int]:
+        """Erase every live chronicum of ``owner_id``, each in its own transaction; return how many."""
+        return _translated("erase owner", self._erase_owner(owner_id, owner_digest))
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Step, bool]:
+        """Turn the marker of ``chronicum.id`` holding ``owner_digest`` into ``chronicum``; one UPDATE.
+
+        Returns whether it did (``False``: no such marker; nothing changed).
+        """
+        return _translated("reopen chronicum", self._reopen_marker(chronicum, owner_digest))
+
+    def migrate(self, version: int = SCHEMA_VERSION) -> Plan[Step, None]:
+        """Create the tables, or bring them to ``version``, under a lock (see :meth:`_migrate`).
+
+        ``version`` is :data:`SCHEMA_VERSION` but to build an older release's tables (tests of a
+        migration do).
+        """
+        return _translated("migrate", self._migrate(version))
 
     def content_limit(self) -> Plan[Step, int | None]:
         """Return the largest content ``record`` accepts, in bytes of UTF-8 (``None``: not known).
@@ -489,7 +649,8 @@ class Plans:
             yield COMMIT
         except IntegrityError:
             yield ROLLBACK
-            existing: CursorResult[Any] = yield _execute(self._select_chronicum, {"id": chronicum.id})
+            # taken by a chronicum or by an erased one's marker
+            existing: CursorResult[Any] = yield _execute(self._select_any_chronicum, {"id": chronicum.id})
             if existing.first() is not None:
                 raise ChronicumExists(chronicum.id) from None
             raise
@@ -578,6 +739,211 @@ class Plans:
             return self._actum(first[0], first, 1)
         return replace(actum, at=at)
 
+    def _record_many(self, acta: list[Actum], key: str | None) -> Plan[Step, list[Actum]]:
+        """Lock the chronicum's row moving its counter on by ``len(acta)``, insert them, commit.
+
+        Every content is checked against the limit first. The first statement (``record``'s,
+        see :meth:`_advance`) decides one ``at`` for the whole batch and gives it
+        ``seq`` ``last_seq - len(acta) + 1`` to ``last_seq``; one multi-row ``INSERT`` (more only
+        when the batch would not fit in one statement, see :meth:`_chunks`) stores them, the key
+        and the batch's size on the first. A key another write holds makes the insert fail: the
+        transaction is rolled back and that write's acta are read back instead.
+        """
+        limit = yield from self._limit(write=True)
+        for actum in acta:
+            check_content_size(actum.content, limit)
+        sizes = [content_size(actum.content) for actum in acta]
+        try:
+            try:
+                stored = yield from self._append_many(acta, key, sizes)
+            except DBAPIError as error:
+                largest = max(range(len(acta)), key=sizes.__getitem__)
+                yield from self._refused_as_too_large(error, acta[largest].content)
+                raise
+            yield COMMIT
+        except IntegrityError:
+            if key is None:
+                raise
+            yield ROLLBACK
+            kept = yield from self._keyed_batch(acta[0].chronicum_id, key)
+            if not kept:
+                raise
+            return kept
+        return stored
+
+    def _append_many(self, acta: list[Actum], key: str | None, sizes: list[int]) -> Plan[Step, list[Actum]]:
+        """The statements of :meth:`_record_many` up to the commit; returns the acta with ``at``."""
+        chronicum_id, count, now = acta[0].chronicum_id, len(acta), datetime.now(UTC)
+        where = "sqlalchemy: record acta"
+        first_seq: int | None = None  # MariaDB/MySQL: read from the row by the insert itself
+        if self.counter == "lastrowid":
+            moved: CursorResult[Any] = yield _execute(
+                self._advance_many,
+                {"chronicum_id": chronicum_id, "count": count, "at_us": (now - _EPOCH) // _MICROSECOND},
+                write=True,
+            )
+            if moved.rowcount == 0:
+                raise ChronicumNotFound(chronicum_id)
+            at = _EPOCH + int(moved.lastrowid) * _MICROSECOND
+        else:
+            result: CursorResult[Any] = yield _execute(
+                self._advance_many, {"chronicum_id": chronicum_id, "count": count, "at": now}, write=True
+            )
+            if self.counter == "select":
+                if result.rowcount == 0:
+                    raise ChronicumNotFound(chronicum_id)
+                result = yield _execute(self._select_counter, {"chronicum_id": chronicum_id})
+            row: Any = result.first()
+            if row is None:
+                raise ChronicumNotFound(chronicum_id)
+            check_row(where, "chronicum id", chronicum_id, row[0])
+            first_seq = int(row[1]) - count + 1
+            at = row[2]
+        echoes = self.counter == "returning" or (
+            self.counter == "lastrowid" and self.dialect.insert_returning
+        )
+        start = 0
+        for end in self._chunks(sizes):
+            rows = [
+                self._batch_row(acta[index], index, count, first_seq, at, key) for index in range(start, end)
+            ]
+            statement: Any = insert(self.tables.acta).values(rows)
+            if echoes:
+                statement = statement.returning(self.tables.acta.c.chronicum_id, self.tables.acta.c.id)
+            inserted: CursorResult[Any] = yield _execute(statement)
+            if echoes:
+                echoed = [tuple(row) for row in inserted.all()]
+                check_rows(where, "chronicum id", chronicum_id, echoed)
+                expected = sorted(actum.id for actum in acta[start:end])
+                got = sorted(str(actum_id) for _, actum_id in echoed)
+                if got != expected:
+                    check_row(where, "actum id", acta[start].id, None)
+            elif inserted.rowcount != end - start:
+                raise StoreError(where, f"the acta were not inserted into chronicum {chronicum_id!r}")
+            start = end
+        return [replace(actum, at=at) for actum in acta]
+
+    def _batch_row(
+        self, actum: Actum, index: int, count: int, first_seq: int | None, at: datetime, key: str | None
+    ) -> dict[str, Any]:
+        """The values of the ``index``-th actum of a batch of ``count``; the key and size on the first.
+
+        With no ``first_seq`` (MariaDB/MySQL) its ``seq`` is read from the chronicum's row, which
+        this transaction moved and holds: ``last_seq - (count - 1 - index)``.
+        """
+        chronica = self.tables.chronica
+        row = actum_row(actum, 0, at, key if index == 0 else None)
+        row["batch_size"] = count if index == 0 and key is not None and count > 1 else None
+        if first_seq is None:
+            last_seq = (
+                select(chronica.c.last_seq).where(chronica.c.id == actum.chronicum_id).scalar_subquery()
+            )
+            row["seq"] = last_seq - (count - 1 - index)
+        else:
+            row["seq"] = first_seq + index
+        return row
+
+    def _chunks(self, sizes: list[int]) -> list[int]:
+        """Where each ``INSERT`` of a batch whose contents are ``sizes`` bytes ends (exclusive indices).
+
+        One statement holds at most :data:`_MOST_PARAMETERS` parameters' worth of rows, and on
+        MariaDB/MySQL (whose statement, content escaped, must fit in ``max_allowed_packet``) and
+        PostgreSQL (whose message is at most about 1 GiB) at most one actum's limit of content,
+        counting :data:`_BATCH_ROW_RESERVE` bytes a row for its other values; usually the whole
+        batch is one statement.
+        """
+        rows = self._batch_parameters // _BATCH_COLUMNS
+        budget: int | None = None
+        if self.dialect_name == "mysql":
+            budget = self._content_limit
+        elif self.dialect_name == "postgresql":
+            budget = POSTGRESQL_MAX_CONTENT_BYTES
+        ends: list[int] = []
+        start, used = 0, 0
+        for index, size in enumerate(sizes):
+            cost = size + _BATCH_ROW_RESERVE
+            if index > start and (index - start >= rows or (budget is not None and used + cost > budget)):
+                ends.append(index)
+                start, used = index, 0
+            used += cost
+        ends.append(len(sizes))
+        return ends
+
+    def _keyed_batch(self, chronicum_id: str, key: str) -> Plan[Step, list[Actum]]:
+        """Read back what the write keyed ``key`` stored in the chronicum, in order (``[]``: nothing)."""
+        result: CursorResult[Any] = yield _execute(
+            self._select_keyed_batch, {"chronicum_id": chronicum_id, "idempotency_key": key}
+        )
+        rows: list[Any] = list(result.all())
+        check_rows("sqlalchemy: record acta", "chronicum id", chronicum_id, rows)
+        return [self._actum(row[0], row, 1) for row in rows]
+
+    def _list_chronica(
+        self, owner_id: str, limit: int, after: ListingPosition | None
+    ) -> Plan[Step, list[Chronicum]]:
+        parameters: dict[str, Any] = {"owner": owner_id, "limit": limit}
+        if after is not None:
+            parameters["after_at"], parameters["after_id"] = after
+        result: CursorResult[Any] = yield _execute(self._listings[after is not None], parameters)
+        rows: list[Any] = list(result.all())
+        check_rows("sqlalchemy: list chronica", "owner id", owner_id, rows, column=1)
+        return [
+            Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3]) for row in rows
+        ]
+
+    def _erase(self, chronicum_id: str, owner_digest: str) -> Plan[Step, int]:
+        """Mark (locking the row, as ``record`` does first), delete the acta, commit; return how many."""
+        marked: CursorResult[Any] = yield _execute(
+            self._mark_erased, {"chronicum_id": chronicum_id, "digest": owner_digest}, write=True
+        )
+        if self.dialect.update_returning:
+            row: Any = marked.first()
+            if row is None:
+                raise ChronicumNotFound(chronicum_id)
+            check_row("sqlalchemy: erase chronicum", "chronicum id", chronicum_id, row[0])
+        elif marked.rowcount == 0:
+            raise ChronicumNotFound(chronicum_id)
+        deleted: CursorResult[Any] = yield _execute(self._delete_acta, {"chronicum_id": chronicum_id})
+        yield COMMIT
+        return int(deleted.rowcount)
+
+    def _erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Step, int]:
+        """Find the owner's live chronica along the listing index, then erase each (see :meth:`_erase`).
+
+        One erased meanwhile by someone else is not counted.
+        """
+        result: CursorResult[Any] = yield _execute(self._select_owned, {"owner": owner_id}, write=True)
+        rows: list[Any] = list(result.all())
+        check_rows("sqlalchemy: erase owner", "owner id", owner_id, rows, column=1)
+        erased = 0
+        for row in rows:
+            try:
+                yield from self._erase(str(row[0]), owner_digest)
+            except ChronicumNotFound:
+                yield ROLLBACK
+                continue
+            erased += 1
+        return erased
+
+    def _reopen_marker(self, chronicum: Chronicum, owner_digest: str) -> Plan[Step, bool]:
+        parameters = {
+            "chronicum_id": chronicum.id,
+            "digest": owner_digest,
+            "owner": chronicum.owner_id,
+            "started": chronicum.started_at,
+            "last": chronicum.last_actum_at,
+        }
+        reopened: CursorResult[Any] = yield _execute(self._reopen, parameters, write=True)
+        if self.dialect.update_returning:
+            row: Any = reopened.first()
+            if row is not None:
+                check_row("sqlalchemy: reopen chronicum", "chronicum id", chronicum.id, row[0])
+            done = row is not None
+        else:
+            done = reopened.rowcount == 1
+        yield COMMIT if done else ROLLBACK
+        return done
+
     def _refused_as_too_large(self, error: DBAPIError, content: str) -> Plan[Step, None]:
         """Raise ``ActumTooLarge`` if the database refused the insert because ``content`` is too large.
 
@@ -662,7 +1028,7 @@ class Plans:
             recent = recent.order_by(acta.c.seq.desc()).limit(bindparam("last_n", type_=Integer()))
         if self.dialect_name == "mysql":
             itself = select(chronica.c.id, *(null() for _ in range(len(self._actum_columns) + 1))).where(
-                chronica.c.id == bindparam("chronicum_id")
+                chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None)
             )
             statement = union_all(recent, itself)
         else:
@@ -670,7 +1036,7 @@ class Plans:
             statement = (
                 select(chronica.c.id, *list(window.c)[1:])
                 .select_from(chronica.outerjoin(window, true()))
-                .where(chronica.c.id == bindparam("chronicum_id"))
+                .where(chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None))
                 .order_by(window.c.seq)
             )
         self._windows[shape] = statement
@@ -695,8 +1061,11 @@ class Plans:
 
     # --- migration --------------------------------------------------------------------------
 
-    def _migrate(self) -> Plan[Step, None]:
-        """Bring the tables to :data:`SCHEMA_VERSION`, safe with many processes starting at once.
+    def _migrate(self, target: int = SCHEMA_VERSION) -> Plan[Step, None]:
+        """Bring the tables to ``target``, safe with many processes starting at once.
+
+        Fresh tables are created at ``target``; older ones are taken through each migration step
+        after their version (see :meth:`_step`), and the version recorded, in the same lock.
 
         Serialised per database (and schema): SQLite by ``BEGIN IMMEDIATE`` (its DDL is
         transactional), PostgreSQL by a transaction-scoped advisory lock, MariaDB/MySQL by
@@ -707,7 +1076,7 @@ class Plans:
         """
         locked = yield from self._lock()
         try:
-            yield from self._create_tables()
+            yield from self._create_tables(target)
         except GeneratorExit:
             raise
         except BaseException:
@@ -732,7 +1101,7 @@ class Plans:
             return error
         return None
 
-    def _create_tables(self) -> Plan[Step, None]:
+    def _create_tables(self, target: int) -> Plan[Step, None]:
         tables = self.tables
         found = yield from self._own_tables("migrate")
         if tables.versions.name not in found:
@@ -750,25 +1119,72 @@ class Plans:
                 f"knows ({SCHEMA_VERSION}); upgrade chronica-sqlalchemy",
             )
         if version is None:
-            yield _execute(CreateTable(tables.chronica, if_not_exists=True))
-            yield _execute(CreateTable(tables.acta, if_not_exists=True))
-            yield _execute(insert(tables.versions), {"component": _COMPONENT, "version": SCHEMA_VERSION})
+            created = tables if target == SCHEMA_VERSION else Tables.build(self.schema, target)
+            yield _execute(CreateTable(created.chronica, if_not_exists=True))
+            yield _execute(CreateTable(created.acta, if_not_exists=True))
+            if target >= 2:
+                yield _execute(CreateIndex(self._listing_index, if_not_exists=True))
+            yield _execute(insert(tables.versions), {"component": _COMPONENT, "version": target})
+        elif version < target:
+            for step in range(version + 1, target + 1):
+                yield from self._step(step)
+            yield _execute(
+                update(tables.versions)
+                .where(tables.versions.c.component == _COMPONENT)
+                .values(version=target)
+            )
         yield COMMIT
+
+    def _step(self, version: int) -> Plan[Step, None]:
+        """The migration step that brings tables at ``version - 1`` to ``version``.
+
+        2. ``chronica.owner_digest`` and ``acta.batch_size`` (nullable: existing rows are live
+           chronica and unbatched acta as they are) and the listing index. MariaDB/MySQL commits
+           each DDL statement by itself, so there each says ``IF NOT EXISTS``: a step cut short
+           is finished by the next migration. SQLite's and PostgreSQL's DDL is transactional.
+        """
+        if version != 2:
+            raise StoreError("sqlalchemy: migrate", f"no migration step to schema version {version}")
+        tables, preparer = self.tables, self.dialect.identifier_preparer
+        guard = " IF NOT EXISTS" if self.dialect_name == "mysql" else ""
+        for table, added in (
+            (tables.chronica, tables.chronica.c.owner_digest),
+            (tables.acta, tables.acta.c.batch_size),
+        ):
+            column = CreateColumn(added).compile(dialect=self.dialect)
+            yield _execute(text(f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN{guard} {column}"))
+        yield _execute(CreateIndex(self._listing_index, if_not_exists=True))
 
     def check(self) -> Plan[Step, None]:
         """What a store opened without ``auto_migrate`` runs: refuse tables that are not its own.
 
-        One query of the database's catalog; nothing is written.
+        One query of the database's catalog and, when the version table is there, one of the
+        version; nothing is written.
 
         Raises:
             StoreError: ``"sqlalchemy: open"`` when ``chronica`` or ``acta`` are there without
                 this package's version table, or chronica-postgres's version table is there
-                (see :meth:`_own_tables`); any database error, translated.
+                (see :meth:`_own_tables`), or the tables are at an older schema version than
+                :data:`SCHEMA_VERSION` (they lack what this release reads and writes: migrate
+                them first); any database error, translated.
         """
         return _translated("open", self._checked())
 
     def _checked(self) -> Plan[Step, None]:
-        yield from self._own_tables("open")
+        found = yield from self._own_tables("open")
+        if self.tables.versions.name in found:
+            versions = self.tables.versions
+            result: CursorResult[Any] = yield _execute(
+                select(versions.c.version).where(versions.c.component == _COMPONENT)
+            )
+            version = result.scalar()
+            if version is not None and version < SCHEMA_VERSION:
+                raise StoreError(
+                    "sqlalchemy: open",
+                    f"the database is at schema version {version}, older than this chronica-sqlalchemy "
+                    f"needs ({SCHEMA_VERSION}); migrate it: run `chronica migrate --store URL` or open "
+                    "the store with auto_migrate=True",
+                )
         yield ROLLBACK
 
     def _own_tables(self, operation: str) -> Plan[Step, set[str]]:

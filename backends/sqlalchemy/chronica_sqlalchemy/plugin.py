@@ -21,6 +21,9 @@ DEFAULT_URL = "sqlite:///chronica.db"
 
 _INSTALL = "chronica-sqlalchemy"
 
+_CAPABILITIES = ("batch", "listing", "erasure")
+"""Every store of this backend, on every dialect, has them all (see :mod:`chronica_core.capabilities`)."""
+
 _EXTRAS_MODULES = frozenset({"sqlalchemy", "greenlet", "aiosqlite", "pymysql", "asyncmy", "psycopg"})
 """Modules that chronica-sqlalchemy or its extras install (the registry's hint names those)."""
 
@@ -60,6 +63,7 @@ def chronica_backends() -> list[Backend]:
             name="sqlalchemy",
             schemes=("sqlite", "sqlite+*"),
             idempotent=True,
+            capabilities=_CAPABILITIES,
             open=_open,
             open_async=_open_async,
             install=_INSTALL,
@@ -70,6 +74,7 @@ def chronica_backends() -> list[Backend]:
             name="sqlalchemy",
             schemes=("mysql", "mysql+*", "mariadb", "mariadb+*", "postgresql+*"),
             idempotent=True,
+            capabilities=_CAPABILITIES,
             open=_open,
             open_async=_open_async,
             install=f"{_INSTALL}[all]",

@@ -3,11 +3,19 @@ r"""The tables and column types, the same on every dialect.
 Three tables (names may be qualified by a schema):
 
 - ``chronica``: one row a chronicum: ``id``, ``owner_id``, ``started_at``, ``last_actum_at`` and
-  ``last_seq``, the counter that hands each actum its place in the chronicum.
+  ``last_seq``, the counter that hands each actum its place in the chronicum, and
+  ``owner_digest``, ``NULL`` for a live chronicum. An erased chronicum's row is its marker: the
+  id and ``owner_digest`` (see :func:`chronica_core.erasure.owner_digest`), every other column
+  emptied (``owner_id`` ``''``, ``started_at`` 1970-01-01, ``last_actum_at`` ``NULL``,
+  ``last_seq`` 0). The index ``chronica_owner_listing`` on ``(owner_id, started_at, id)`` serves
+  an owner's listing (on PostgreSQL its ``id`` is ``COLLATE "C"``: code point order whatever
+  the database's collation).
 - ``acta``: one row an actum, keyed by ``(chronicum_id, seq)``; ``seq`` is assigned by the store
   (1, 2, 3, ... per chronicum, in the order writes were serialised) and is the only thing that
   orders acta. A unique constraint on ``(chronicum_id, idempotency_key)`` makes a retried write
-  land once; acta written without a key have ``NULL`` there, and ``NULL`` never collides.
+  land once; acta written without a key have ``NULL`` there, and ``NULL`` never collides. A
+  keyed batch keeps its key and its size (``batch_size``) on its first actum's row; the rest of
+  the batch are the acta that follow it in ``seq`` (``batch_size`` ``NULL``: a single actum).
 - ``chronica_schema``: the schema version, so that a newer release can migrate an older database.
   It is also what makes ``chronica`` and ``acta`` this package's own: found without it, they are
   someone else's (another application's, or chronica-postgres's, whose versions are in
@@ -33,6 +41,7 @@ from sqlalchemy import (
     Dialect,
     Executable,
     ForeignKeyConstraint,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -53,7 +62,9 @@ from sqlalchemy.types import TypeEngine
 from chronica_core.model import MAX_ID_LENGTH
 
 __all__ = [
+    "DIGEST_LENGTH",
     "ID_LENGTH",
+    "LISTING_INDEX",
     "OTHER_BACKEND_VERSIONS",
     "SCHEMA_VERSION",
     "Content",
@@ -62,10 +73,22 @@ __all__ = [
     "UTCDateTime",
     "find_tables",
     "is_mysql",
+    "listing_index",
 ]
 
-SCHEMA_VERSION = 1
-"""The version of the tables this release creates and expects."""
+SCHEMA_VERSION = 2
+"""The version of the tables this release creates and expects.
+
+1. ``chronica``, ``acta`` and ``chronica_schema``.
+2. ``chronica.owner_digest`` (erasure markers), ``acta.batch_size`` (keyed batches) and the
+   index ``chronica_owner_listing`` (listing).
+"""
+
+LISTING_INDEX = "chronica_owner_listing"
+"""The index on ``chronica (owner_id, started_at, id)`` that serves an owner's listing."""
+
+DIGEST_LENGTH = 80
+"""Room for an owner digest: ``"sha256:"`` and 64 hex digits are 71 characters."""
 
 ID_LENGTH = MAX_ID_LENGTH
 """The longest chronicum id, actum id, owner id, actor and idempotency key, in characters: the
@@ -91,18 +114,26 @@ def _mysql_binary_collation(dialect: Dialect) -> str:
 
 
 class Identifier(TypeDecorator[str]):
-    """An id compared byte for byte: ``VARCHAR(255)``, binary NO PAD collation on MariaDB/MySQL."""
+    """An id compared byte for byte: ``VARCHAR(length)``, binary NO PAD collation on MariaDB/MySQL.
+
+    Args:
+        length: the most characters it holds (default :data:`ID_LENGTH`).
+    """
 
     impl = String(ID_LENGTH)
     cache_ok = True
+
+    def __init__(self, length: int = ID_LENGTH) -> None:
+        super().__init__(length)
+        self.length = length
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         """The column type on ``dialect``."""
         if is_mysql(dialect):
             return dialect.type_descriptor(
-                mysql.VARCHAR(ID_LENGTH, charset=_MYSQL_CHARSET, collation=_mysql_binary_collation(dialect))
+                mysql.VARCHAR(self.length, charset=_MYSQL_CHARSET, collation=_mysql_binary_collation(dialect))
             )
-        return dialect.type_descriptor(String(ID_LENGTH))
+        return dialect.type_descriptor(String(self.length))
 
 
 class Content(TypeDecorator[str]):
@@ -198,9 +229,15 @@ class Tables:
     versions: Table
 
     @classmethod
-    def build(cls, schema: str | None = None) -> Tables:
-        """Return the table definitions, qualified by ``schema`` when it is given."""
+    def build(cls, schema: str | None = None, version: int = SCHEMA_VERSION) -> Tables:
+        """Return the table definitions, qualified by ``schema`` when it is given.
+
+        ``version``: the schema version whose columns they have (an older one only to build, or
+        migrate from, the tables an older release created); the listing index is not among
+        them (see :func:`listing_index`).
+        """
         metadata = MetaData(schema=schema)
+        since_2 = version >= 2
         chronica = Table(
             "chronica",
             metadata,
@@ -209,6 +246,7 @@ class Tables:
             Column("started_at", UTCDateTime(), nullable=False),
             Column("last_actum_at", UTCDateTime(), nullable=True),
             Column("last_seq", BigInteger(), nullable=False),
+            *([Column("owner_digest", Identifier(DIGEST_LENGTH), nullable=True)] if since_2 else []),
             # Primary keys stay unnamed: PostgreSQL names them <table>_pkey, and MariaDB/MySQL
             # ignores a name there with a warning (which asyncmy logs).
             PrimaryKeyConstraint("id"),
@@ -227,6 +265,7 @@ class Tables:
             Column("content", Content(), nullable=False),
             Column("at", UTCDateTime(), nullable=False),
             Column("idempotency_key", Identifier(), nullable=True),
+            *([Column("batch_size", Integer(), nullable=True)] if since_2 else []),
             PrimaryKeyConstraint("chronicum_id", "seq"),
             UniqueConstraint("chronicum_id", "idempotency_key", name="acta_idempotency_key"),
             ForeignKeyConstraint(
@@ -247,6 +286,17 @@ class Tables:
             mysql_charset=_MYSQL_CHARSET,
         )
         return cls(metadata, chronica, acta, versions)
+
+
+def listing_index(chronica: Table, dialect_name: str) -> Index:
+    """The index :data:`LISTING_INDEX` on ``chronica (owner_id, started_at, id)`` for ``dialect_name``.
+
+    On PostgreSQL ``id`` is indexed ``COLLATE "C"`` (code point order, as the listing compares
+    it); SQLite's ``BINARY`` and MariaDB/MySQL's binary collation of the column are that already.
+    Building it attaches it to ``chronica``: build it once per :class:`Tables`.
+    """
+    chronicum_id: Any = chronica.c.id.collate("C") if dialect_name == "postgresql" else chronica.c.id
+    return Index(LISTING_INDEX, chronica.c.owner_id, chronica.c.started_at, chronicum_id)
 
 
 def find_tables(dialect_name: str, schema: str | None, names: tuple[str, ...]) -> Executable | None:

@@ -13,6 +13,7 @@ class TestSQLAlchemyConformance(ConformanceSuite):
     """``store`` and ``async_store`` come from conftest.py (one fresh database per dialect and session)."""
 
     declares_idempotent = True
+    declares_capabilities = ("batch", "listing", "erasure")
 
     @pytest.fixture(autouse=True)
     def on_dialect(self, dialect: str) -> str:
