@@ -1,17 +1,17 @@
-"""The stores the session tests run on: memory:// always, the databases when their variable is set.
+"""The stores the session tests run on: memory://, a SQLite file and the database servers.
 
-- ``sqlite``: ``CHRONICA_TEST_SQLITE_URL``, a SQLAlchemy SQLite URL of a throw-away file
-  (``sqlite:///tmp/t.db``; chronica-sqlalchemy), used as it is;
-- ``postgres``: ``CHRONICA_TEST_POSTGRES_URL`` (``postgresql://postgres@127.0.0.1:5432/test``),
+- ``sqlite``: a throw-away file through chronica-sqlalchemy (``CHRONICA_TEST_SQLITE_URL`` names
+  another SQLAlchemy SQLite URL, used as it is);
+- ``postgres``: ``CHRONICA_TEST_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/test``),
   chronica-postgres in a fresh schema;
-- ``postgres-sqlalchemy``: the same variable, through chronica-sqlalchemy and psycopg, in a
+- ``postgres-sqlalchemy``: the same server, through chronica-sqlalchemy and psycopg, in a
   fresh schema;
-- ``mariadb``: ``CHRONICA_TEST_MARIADB_URL`` (``mariadb+pymysql://root@127.0.0.1:3306/test``),
+- ``mariadb``: ``CHRONICA_TEST_MARIADB_URL`` (default ``mariadb+pymysql://root@127.0.0.1:3306/test``),
   chronica-sqlalchemy in a fresh schema (a MariaDB database).
 
-A variable that is not set skips that store's tests, naming the variable (with ``CI=true`` too:
-the databases are opt-in here, unlike in the backends' own environments). Every fresh schema is
-dropped at the end of the test session. Each test opens its own asyncio store inside its own
+A server that does not answer skips its tests, naming the variable to set; with ``CI=true`` that
+fails instead, as in the backends' own environments. Every fresh schema is dropped at the end of
+the test session. Each test opens its own asyncio store inside its own
 event loop (an asyncio store belongs to one loop) and uses fresh session ids.
 """
 
@@ -48,6 +48,34 @@ SERVER_VARIABLES = {
     "mariadb": "CHRONICA_TEST_MARIADB_URL",
 }
 
+DEFAULT_URLS = {
+    "CHRONICA_TEST_POSTGRES_URL": "postgresql://postgres@127.0.0.1:5432/test",
+    "CHRONICA_TEST_MARIADB_URL": "mariadb+pymysql://root@127.0.0.1:3306/test",
+}
+
+
+def _unreachable(name: str, url: str) -> str | None:
+    """Why the server behind ``url`` cannot be used, or ``None`` when it answers."""
+    try:
+        if name == "mariadb":
+            from sqlalchemy import create_engine, text
+
+            engine = create_engine(url, pool_size=1, connect_args={"connect_timeout": 5})
+            try:
+                with engine.connect() as connection:
+                    connection.execute(text("SELECT 1"))
+            finally:
+                engine.dispose()
+        else:
+            import psycopg
+
+            plain = url.replace("postgresql+psycopg://", "postgresql://", 1)
+            with psycopg.connect(plain, connect_timeout=5) as connection:
+                connection.execute("SELECT 1")
+    except Exception as error:  # noqa: BLE001 - any failure to connect means "not here"
+        return f"{type(error).__name__}: {error}"
+    return None
+
 
 def _drop_schema(name: str, url: str, schema: str) -> None:
     """Drop the schema a test session created (MariaDB: a database)."""
@@ -77,12 +105,17 @@ def store_target(request: pytest.FixtureRequest) -> Iterator[StoreTarget]:
         yield StoreTarget(name, "memory://")
         return
     variable = SERVER_VARIABLES[name]
-    url = os.environ.get(variable, "")
-    if not url:
-        pytest.skip(f"{variable} is not set: set it to run the session tests on {name}")
     if name == "sqlite":
-        yield StoreTarget(name, url)
+        folder = request.getfixturevalue("tmp_path_factory").mktemp("sqlite")
+        yield StoreTarget(name, os.environ.get(variable) or f"sqlite:///{folder / 'sessions.db'}")
         return
+    url = os.environ.get(variable) or DEFAULT_URLS[variable]
+    problem = _unreachable(name, url)
+    if problem is not None:
+        message = f"no server at {url} for {name} ({problem}); start one or set {variable}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
     if name == "postgres-sqlalchemy":
         url = url.replace("postgresql://", "postgresql+psycopg://", 1).replace(
             "postgres://", "postgresql+psycopg://", 1
