@@ -37,7 +37,7 @@ def test_the_harness_measures_every_phase_on_memory(tmp_path: Path) -> None:
     ]
     assert all(row["store"]["count"] == 5 for row in report["listing"])
     targets = [verdict["target"] for verdict in report["targets"]]
-    assert "record_acta of 4 <= 3.0x record_actum (median)" in targets
+    assert not any(target.startswith("record_acta of") for target in targets)  # no batch target on memory
     assert "list_chronica first page: 60 / 10 other owners' chronica <= 1.3x" in targets
     assert not any("note" in line and "first page has" in line for line in result.stderr.splitlines())
     assert "batch/single: " in result.stdout
