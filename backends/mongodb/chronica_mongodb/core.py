@@ -14,6 +14,17 @@ sees every number before it. The writer then also knows the ``at`` of number ``n
 number ``n`` its own clock's time, or that ``at`` if it is later (another host's clock ahead of
 ours): ``at`` never decreases along the order, and ``last_actum_at``, read from the newest actum,
 never decreases either.
+
+A batch takes one number: its acta after the first are written to ``batch_acta`` first, where
+no reader looks except through a batch's first actum, then the first actum is inserted into
+``acta`` at the next number, naming the batch. That one single-document insert commits the
+batch: no transaction is needed, so it holds on a standalone server as on a replica set.
+
+An erase first replaces the chronicum document with its marker (one single-document write), then
+deletes its acta. Every write reads the chronicum document after its insert and deletes what it
+wrote if it finds a marker; every read of acta reads it after the acta. So a write racing with an
+erase lands wholly before it (and is erased) or answers ``ChronicumNotFound``, and a read never
+returns part of what an erase deleted.
 """
 
 from __future__ import annotations
@@ -296,9 +307,13 @@ class MongoCore:
 
     Besides the documents, it keeps one piece of state: for each chronicum it has seen (up to
     :data:`SEQUENCE_CACHE_SIZE`), the newest sequence number known to be stored and that actum's
-    ``at``. Nothing is ever deleted, so a chronicum seen once still exists and its next actum is
-    usually that number plus one; a stale number only costs a refused insert and a re-read, never
-    correctness.
+    ``at``. Its next actum is usually that number plus one; a stale number only costs a refused
+    insert and a re-read, never correctness. An erase or reopen by this store forgets the
+    chronicum; after one by another process, the remembered number is too high for the
+    reopened chronicum: its first write from here takes the number after it, and a first write
+    from a process that read the reopened chronicum at the same moment may take 1, which a
+    reader can then see appear before an actum it has already read. Only that moment after a
+    reopen is affected.
     """
 
     def __init__(self, max_content_bytes: int | None = None) -> None:
@@ -492,12 +507,13 @@ class MongoCore:
         return self.record(actum, key)
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Command, list[Actum]]:
-        """Return the context window: one aggregation, then a look at the chronicum.
+        """Return the context window: one aggregation, which also reads the chronicum last.
 
         The aggregation walks ``acta`` along ``chronicum_seq`` (descending when ``last_n`` limits
         it), puts each batch's other acta (from ``batch_acta``) in place after its first, filters,
-        then limits. The chronicum is read after the acta: if it is an erasure marker by then, the
-        acta read may be part of what the erase deleted, and ``ChronicumNotFound`` is raised.
+        then limits; a final ``$unionWith`` reads the chronicum document, after every actum. If
+        it is missing or an erasure marker by then, the acta read may be part of what an erase
+        deleted, and ``ChronicumNotFound`` is raised.
 
         Returns the acta oldest first. Raises ``ChronicumNotFound`` when the chronicum does not
         exist or is erased (an empty window of an existing one is ``[]``), else ``StoreError``.
@@ -533,10 +549,25 @@ class MongoCore:
         if newest_first:
             pipeline.append({"$limit": query.last_n})
         pipeline.append({"$project": _ACTUM_FIELDS})
+        pipeline.append(
+            {
+                "$unionWith": {
+                    "coll": CHRONICA,
+                    "pipeline": [
+                        {"$match": {"_id": chronicum_id, "owner_id": _LIVE}},
+                        {"$project": {"_id": 0, "live": "$_id"}},
+                    ],
+                }
+            }
+        )
         documents: list[dict[str, Any]] = yield from self._run(
             Command(ACTA, "aggregate", (pipeline,), cursor=True), where
         )
-        yield from self._still_live(chronicum_id, where, None)
+        live = documents.pop() if documents and "live" in documents[-1] else None
+        if live is None:
+            self._forget(chronicum_id)
+            raise ChronicumNotFound(chronicum_id)
+        check_row(f"mongodb: {where}", "chronicum id", chronicum_id, live["live"])
         if newest_first:
             documents.reverse()
         return [_actum(chronicum_id, document, where) for document in documents]
