@@ -113,7 +113,9 @@ BATCH_INDEX: Final = "batch_pos"
 BATCH_CHRONICUM_INDEX: Final = "batch_chronicum"
 """Index ``(chronicum_id)`` on ``batch_acta``: what ``erase`` deletes."""
 
-_OTHER_INDEXES: Final[tuple[tuple[str, tuple[tuple[str, list[tuple[str, int]], dict[str, Any]], ...]], ...]] = (
+_OTHER_INDEXES: Final[
+    tuple[tuple[str, tuple[tuple[str, list[tuple[str, int]], dict[str, Any]], ...]], ...]
+] = (
     (
         CHRONICA,
         (
@@ -899,7 +901,8 @@ class MongoCore:
         """Read the chronicum and its newest actum's ``seq`` and ``at`` in one round trip.
 
         Returns the chronicum document with ``newest``: a list of zero or one ``{seq, at}``.
-        Raises ``ChronicumNotFound`` (an erasure marker is not a chronicum), or ``StoreError`` when the document is another chronicum's.
+        Raises ``ChronicumNotFound`` (an erasure marker is not a chronicum), or ``StoreError``
+        when the document is another chronicum's.
         """
         pipeline = [{"$match": {"_id": chronicum_id, "owner_id": _LIVE}}, _NEWEST]
         documents: list[dict[str, Any]] = yield from self._run(

@@ -53,7 +53,9 @@ def started(chronicum_id: str, owner_id: str = OWNER, at: datetime | None = None
 
 def batch(chronicum_id: str, label: str, size: int = BATCH) -> list[Actum]:
     return [
-        Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, OWNER, f"{label}:{index}", id=f"{label}-{index}")
+        Actum(
+            chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, OWNER, f"{label}:{index}", id=f"{label}-{index}"
+        )
         for index in range(size)
     ]
 
@@ -157,7 +159,10 @@ def test_erase_deletes_the_acta_documents_and_leaves_a_marker_of_id_and_digest(s
     store.record_many(batch(chronicum_id, "b"), "key-2")
     kept = store.record_many(batch(other_id, "other"), None)
     assert store.erase(chronicum_id, DIGEST) == 2 + BATCH
-    assert store.database["chronica"].find_one({"_id": chronicum_id}) == {"_id": chronicum_id, "owner_digest": DIGEST}
+    assert store.database["chronica"].find_one({"_id": chronicum_id}) == {
+        "_id": chronicum_id,
+        "owner_digest": DIGEST,
+    }
     assert raw_counts(store.client, store.database.name, chronicum_id) == (0, 0)
     assert store.database["acta"].count_documents({"idempotency_key": {"$in": ["key-1", "key-2"]}}) == 0
     for call in (
@@ -204,7 +209,10 @@ def test_reopen_replaces_only_a_marker_with_the_same_digest(store: MongoStore) -
     assert store.reopen(fresh, DIGEST) is False  # not a marker yet
     store.erase(chronicum_id, DIGEST)
     assert store.reopen(fresh, owner_digest("rafa")) is False
-    assert store.database["chronica"].find_one({"_id": chronicum_id}) == {"_id": chronicum_id, "owner_digest": DIGEST}
+    assert store.database["chronica"].find_one({"_id": chronicum_id}) == {
+        "_id": chronicum_id,
+        "owner_digest": DIGEST,
+    }
     assert store.reopen(fresh, DIGEST) is True
     assert store.get(chronicum_id) == fresh
     assert store.acta(chronicum_id, ActaQuery()) == []
@@ -257,7 +265,10 @@ def test_an_erase_racing_a_batch_writer_leaves_nothing_or_whole_batches(store: M
         assert_whole_batches(contents)
     # The writer either finished before the erase (then all was erased) or was refused after it.
     assert raw_counts(store.client, store.database.name, chronicum_id) == (0, 0)
-    assert store.database["chronica"].find_one({"_id": chronicum_id}) == {"_id": chronicum_id, "owner_digest": DIGEST}
+    assert store.database["chronica"].find_one({"_id": chronicum_id}) == {
+        "_id": chronicum_id,
+        "owner_digest": DIGEST,
+    }
 
 
 def test_batches_written_through_an_erase_and_reopen_are_whole(store: MongoStore) -> None:
@@ -350,7 +361,9 @@ def test_listing_is_served_by_the_owner_index(store: MongoStore, mongodb_server_
     ids = [f"mine-{index:02d}" for index in range(6)]
     for index, chronicum_id in enumerate(ids):
         store.create(started(chronicum_id, at=base + timedelta(microseconds=index // 2)))
-    indexes = {index["name"]: list(index["key"].items()) for index in store.database["chronica"].list_indexes()}
+    indexes = {
+        index["name"]: list(index["key"].items()) for index in store.database["chronica"].list_indexes()
+    }
     assert indexes[LISTING_INDEX] == [("owner_id", 1), ("started_at", -1), ("started_at_us", -1), ("_id", -1)]
     explained = store.database.command(
         "explain",
@@ -407,7 +420,11 @@ def test_a_database_of_the_previous_version_gains_the_new_indexes(
         assert LISTING_INDEX in chronica_indexes
         assert {BATCH_INDEX, BATCH_CHRONICUM_INDEX} <= batch_indexes
         [listed] = store.list_chronica(OWNER, 10, None)
-        assert (listed.id, listed.started_at, listed.last_actum_at) == ("old", at + timedelta(microseconds=456), at)
+        assert (listed.id, listed.started_at, listed.last_actum_at) == (
+            "old",
+            at + timedelta(microseconds=456),
+            at,
+        )
         stored = store.record_many(batch("old", "new"), None)
         assert [actum.content for actum in store.acta("old", ActaQuery())] == ["from before"] + [
             actum.content for actum in stored
@@ -419,7 +436,9 @@ def test_a_database_of_the_previous_version_gains_the_new_indexes(
 def test_an_async_store_migrates_a_database_of_the_previous_version(
     mongodb_server_url: str, database: str, admin_client: MongoClient[dict[str, Any]]
 ) -> None:
-    admin_client[database]["acta"].create_index([("chronicum_id", 1), ("seq", 1)], name="chronicum_seq", unique=True)
+    admin_client[database]["acta"].create_index(
+        [("chronicum_id", 1), ("seq", 1)], name="chronicum_seq", unique=True
+    )
 
     async def scenario() -> tuple[set[str], set[str], list[Chronicum]]:
         store = AsyncMongoStore(mongodb_server_url, database=database)
