@@ -8,8 +8,11 @@ cases always write from many threads.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import cast
@@ -23,6 +26,7 @@ from chronica_core import (
     ChronicumNotFound,
     Closable,
     IdempotentStore,
+    ListingPosition,
     MemoryStore,
 )
 
@@ -198,8 +202,156 @@ class IgnoresClose(ListStore):
         pass
 
 
+# -- The capabilities (batch, listing, erasure): the memory store, each breaking one rule. -----------
+
+
+class CapableStore(MemoryStore):
+    """The memory store with a 2 MiB content limit: correct, with every capability."""
+
+    def __init__(self) -> None:
+        super().__init__(max_content_bytes=2 * 1024 * 1024)
+
+
+class WritesABatchOneByOne(CapableStore):
+    """Writes a batch actum by actum, checking each one's size only when it comes to it.
+
+    A batch with content over the limit in its middle leaves its first acta behind.
+    """
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        if key is not None:
+            return super().record_many(acta, key)
+        return [self.record(actum) for actum in acta]
+
+
+class SplitsABatch(CapableStore):
+    """Commits a batch's first actum at once and the rest with the next write (two transactions).
+
+    Another write then falls between a batch's acta. Reads see the whole batch, once the rest
+    is written: ``acta`` writes what is pending first.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list[Actum] = []
+        self.pending_lock = threading.Lock()
+
+    def write_pending(self) -> None:
+        with self.pending_lock:
+            pending, self.pending = self.pending, []
+        for actum in pending:
+            with contextlib.suppress(ChronicumNotFound):  # erased meanwhile
+                super().record(actum)
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        if key is not None:
+            return super().record_many(acta, key)
+        head = super().record(acta[0])
+        self.write_pending()
+        with self.pending_lock:
+            self.pending.extend(acta[1:])
+        return [head, *(replace(actum, at=head.at) for actum in acta[1:])]
+
+    def record(self, actum: Actum) -> Actum:
+        stored = super().record(actum)
+        self.write_pending()
+        return stored
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        self.write_pending()
+        return super().acta(chronicum_id, query)
+
+
+class KeyedBatchReturnsOnlyTheFirst(CapableStore):
+    """A retried keyed batch returns only the first actum of the batch the key stored."""
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        stored = super().record_many(acta, key)
+        if key is not None and stored[0].id != acta[0].id:  # the key was used before
+            return stored[:1]
+        return stored
+
+
+class ListsOldestFirst(CapableStore):
+    """Lists an owner's chronica oldest first (``ORDER BY started_at, id`` without ``DESC``)."""
+
+    def list_chronica(self, owner_id: str, limit: int, after: ListingPosition | None) -> list[Chronicum]:
+        every = sorted(
+            super().list_chronica(owner_id, sys.maxsize, None),
+            key=lambda chronicum: (chronicum.started_at, chronicum.id),
+        )
+        if after is not None:
+            every = [chronicum for chronicum in every if (chronicum.started_at, chronicum.id) > after]
+        return every[:limit]
+
+
+class ListsEveryOwner(CapableStore):
+    """Lists every owner's chronica (the ``WHERE owner_id = ...`` forgotten)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owners: set[str] = set()
+
+    def create(self, chronicum: Chronicum) -> None:
+        super().create(chronicum)
+        self.owners.add(chronicum.owner_id)
+
+    def list_chronica(self, owner_id: str, limit: int, after: ListingPosition | None) -> list[Chronicum]:
+        every = [
+            chronicum
+            for owner in sorted(self.owners)
+            for chronicum in super().list_chronica(owner, limit, after)
+        ]
+        every.sort(key=lambda chronicum: (chronicum.started_at, chronicum.id), reverse=True)
+        return every[:limit]
+
+
+class IgnoresAfter(CapableStore):
+    """Lists from the newest whatever ``after`` says (the keyset condition forgotten)."""
+
+    def list_chronica(self, owner_id: str, limit: int, after: ListingPosition | None) -> list[Chronicum]:
+        return super().list_chronica(owner_id, limit, None)
+
+
+class HidesErasedActa(CapableStore):
+    """Erases by hiding: the acta stay, and come back when the owner writes to the id again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden: dict[str, list[Actum]] = {}
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> int:
+        kept = self.acta(chronicum_id, ActaQuery())
+        erased = super().erase(chronicum_id, owner_digest)
+        self.hidden[chronicum_id] = kept
+        return erased
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
+        reopened = super().reopen(chronicum, owner_digest)
+        if reopened:
+            for actum in self.hidden.pop(chronicum.id, []):
+                super().record(actum)
+        return reopened
+
+
+class ReopensForAnyDigest(CapableStore):
+    """Reopens an erased id for whoever asks (the marker's digest never compared)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.digests: dict[str, str] = {}
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> int:
+        erased = super().erase(chronicum_id, owner_digest)
+        self.digests[chronicum_id] = owner_digest
+        return erased
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
+        return super().reopen(chronicum, self.digests.get(chronicum.id, owner_digest))
+
+
 class AsyncFace(AsyncMemoryStore):
     """The asyncio face of a broken store, so the async flavour meets the same mistake."""
 
-    def __init__(self, store: ListStore) -> None:
+    def __init__(self, store: ListStore | MemoryStore) -> None:
         super().__init__(store=cast(MemoryStore, store))

@@ -104,6 +104,21 @@ class _QuotingPlans:
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Any, list[Any]]:
         return self._fail()
 
+    def record_many(self, acta: Any, key: str | None) -> Plan[Any, list[Any]]:
+        return self._fail()
+
+    def list_chronica(self, owner_id: str, limit: int, after: Any) -> Plan[Any, list[Any]]:
+        return self._fail()
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> Plan[Any, int]:
+        return self._fail()
+
+    def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Any, int]:
+        return self._fail()
+
+    def reopen(self, chronicum: Any, owner_digest: str) -> Plan[Any, bool]:
+        return self._fail()
+
     def content_limit(self) -> Plan[Any, int | None]:
         return self._fail()
 

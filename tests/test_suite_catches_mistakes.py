@@ -29,6 +29,7 @@ from chronica_conformance import ConformanceSuite
 
 class TestBrokenStore(ConformanceSuite):
     declares_idempotent = True
+    declares_capabilities = {capabilities!r}
 
     @pytest.fixture
     def store(self):
@@ -41,6 +42,11 @@ ASYNC_FIXTURE = """
     def async_store(self):
         return broken_stores.AsyncFace(broken_stores.{name}())
 """
+
+CAPABILITIES = ("batch", "listing", "erasure")
+
+CAPABILITY_GROUPS = ("test_batch_", "test_listing_", "test_erasure_")
+"""The cases of the capability groups, which skip for a store without the capabilities."""
 
 # store -> (flavours it is run in, cases that must fail in each of them)
 EXPECTED_FAILURES: dict[str, tuple[tuple[str, ...], set[str]]] = {
@@ -89,6 +95,48 @@ EXPECTED_FAILURES: dict[str, tuple[tuple[str, ...], set[str]]] = {
 }
 
 
+# Stores of the memory store's shape, declaring every capability: store -> cases that must fail in
+# both flavours ("{flavour}" stands for the flavour in a case of its own parameters). Every mistake
+# is deterministic, so both flavours meet it.
+CAPABILITY_FAILURES: dict[str, set[str]] = {
+    "WritesABatchOneByOne": {"test_batch_with_content_over_the_limit_writes_nothing"},
+    "SplitsABatch": {
+        "test_batch_lands_consecutively_between_single_writes",
+        "test_batch_forty_concurrent_each_stay_consecutive",
+    },
+    "KeyedBatchReturnsOnlyTheFirst": {
+        "test_batch_keyed_retry_returns_the_first_batch",
+        "test_batch_forty_concurrent_with_one_key_store_one",
+    },
+    "ListsOldestFirst": {
+        "test_listing_is_newest_first_ties_by_id_descending",
+        "test_listing_last_page_has_no_cursor",
+        "test_listing_on_the_store_keeps_limit_and_after",
+        "test_listing_page_walk_sees_every_chronicum_once[{flavour}-2]",
+    },
+    "ListsEveryOwner": {"test_listing_shows_only_the_owners_chronica"},
+    "IgnoresAfter": {
+        "test_listing_page_walk_sees_every_chronicum_once[{flavour}-1]",
+        "test_listing_page_walk_sees_every_chronicum_once[{flavour}-3]",
+        "test_listing_last_page_has_no_cursor",
+        "test_listing_on_the_store_keeps_limit_and_after",
+    },
+    "HidesErasedActa": {
+        "test_erasure_same_owner_writes_into_a_fresh_empty_chronicum",
+        "test_erasure_forgets_idempotency_keys",
+        "test_erasure_seen_by_a_second_chronicarius_with_the_owner_cached",
+    },
+    "ReopensForAnyDigest": {"test_erasure_another_owner_cannot_claim_the_id"},
+}
+
+CAPABILITY_SELECTION = (
+    "-k",
+    "not stateful and (batch or listing or erasure or test_s1_get_returns_the_stored_owner)",
+)
+"""The capability groups and one case every store passes: the rest of the suite is the same as
+the memory store's, checked by the correct store's run."""
+
+
 @pytest.fixture
 def suite_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> SuiteRun:
     """Run the whole suite against one store of broken_stores; return (passed, skipped, failed) case names."""
@@ -101,21 +149,30 @@ def suite_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Sui
     monkeypatch.setenv("HYPOTHESIS_PROFILE", "chronica-catch")
     pytester.syspathinsert(TESTS)
 
-    def run(name: str, flavours: tuple[str, ...], *pytest_args: str) -> Outcomes:
+    def run(
+        name: str, flavours: tuple[str, ...], *pytest_args: str, capabilities: tuple[str, ...] = ()
+    ) -> Outcomes:
         async_fixture = ASYNC_FIXTURE.format(name=name) if "async" in flavours else ""
-        pytester.makepyfile(test_broken_store=SUITE_MODULE.format(name=name, async_fixture=async_fixture))
+        module = SUITE_MODULE.format(name=name, async_fixture=async_fixture, capabilities=capabilities)
+        pytester.makepyfile(test_broken_store=module)
         outcomes = pytester.inline_run("-p", "no:cacheprovider", "-q", *pytest_args).listoutcomes()
         passed, skipped, failed = (
             {report.nodeid.split("::")[-1] for report in reports} for reports in outcomes
         )
-        # the driver-failure group (E1) skips without a chronica_driver_faults fixture, as here
-        return passed, {name for name in skipped if not name.startswith("test_e1_")}, failed
+        # the driver-failure group (E1) skips without a chronica_driver_faults fixture, as here; the
+        # capability groups skip for a store without the capabilities, unless declared
+        expected_skips = ("test_e1_",) if capabilities else ("test_e1_", *CAPABILITY_GROUPS)
+        return passed, {name for name in skipped if not name.startswith(expected_skips)}, failed
 
     return run
 
 
 def case_names(cases: set[str], flavours: tuple[str, ...]) -> set[str]:
-    return {f"{case}[{flavour}]" for case in cases for flavour in flavours}
+    return {
+        case.format(flavour=flavour) if "[" in case else f"{case}[{flavour}]"
+        for case in cases
+        for flavour in flavours
+    }
 
 
 def test_a_correct_store_of_the_same_shape_passes_every_case(suite_run: SuiteRun) -> None:
@@ -133,6 +190,50 @@ def test_the_suite_fails_a_broken_store_naming_the_case(suite_run: SuiteRun, sto
     selection = () if any("stateful" in case for case in cases) else ("-k", "not stateful")
     passed, skipped, failed = suite_run(store_name, flavours, *selection)
     missing = case_names(cases, flavours) - failed
+    assert not missing, f"the suite let {store_name} pass {sorted(missing)}"
+    assert not skipped
+    assert case_names({"test_s1_get_returns_the_stored_owner"}, flavours) <= passed, (
+        "the store is not broken everywhere"
+    )
+
+
+def test_the_memory_store_with_a_limit_passes_every_case_with_every_capability(suite_run: SuiteRun) -> None:
+    passed, skipped, failed = suite_run(
+        "CapableStore", ("sync", "async"), "-k", "not stateful", capabilities=CAPABILITIES
+    )
+    assert not failed
+    assert not skipped
+    assert len(passed) >= 150
+    batch_cases = {
+        "test_batch_with_content_over_the_limit_writes_nothing",
+        "test_erasure_racing_batches_leaves_only_whole_batches",
+        "test_listing_walk_during_concurrent_creates_sees_each_existing_once",
+    }
+    assert case_names(batch_cases, ("sync", "async")) <= passed
+
+
+def test_a_store_declaring_capabilities_it_lacks_fails_their_groups(suite_run: SuiteRun) -> None:
+    passed, skipped, failed = suite_run(
+        "ListStore", ("sync",), *CAPABILITY_SELECTION, capabilities=CAPABILITIES
+    )
+    assert not skipped
+    assert case_names({"test_s1_get_returns_the_stored_owner"}, ("sync",)) <= passed
+    assert {name for name in failed if not name.startswith(CAPABILITY_GROUPS)} == set()
+    expected = {
+        "test_batch_returns_the_acta_in_order_with_fresh_ids",
+        "test_listing_is_newest_first_ties_by_id_descending",
+        "test_erasure_returns_the_count_and_the_chronicum_is_gone",
+    }
+    assert case_names(expected, ("sync",)) <= failed
+
+
+@pytest.mark.parametrize("store_name", list(CAPABILITY_FAILURES))
+def test_the_suite_fails_a_store_breaking_a_capability_rule(suite_run: SuiteRun, store_name: str) -> None:
+    flavours = ("sync", "async")
+    passed, skipped, failed = suite_run(
+        store_name, flavours, *CAPABILITY_SELECTION, capabilities=CAPABILITIES
+    )
+    missing = case_names(CAPABILITY_FAILURES[store_name], flavours) - failed
     assert not missing, f"the suite let {store_name} pass {sorted(missing)}"
     assert not skipped
     assert case_names({"test_s1_get_returns_the_stored_owner"}, flavours) <= passed, (

@@ -22,9 +22,14 @@ pytest.register_assert_rewrite(
         f"chronica_conformance.{module}"
         for module in (
             "base",
+            "batch_contract",
+            "capability_contract",
             "driver_failures",
+            "erasure_contract",
             "harness",
             "idempotent_contract",
+            "json_contract",
+            "listing_contract",
             "rules_contract",
             "size_contract",
             "stateful",
@@ -33,10 +38,15 @@ pytest.register_assert_rewrite(
     )
 )
 
-from chronica_conformance.base import SuiteBase, Target  # noqa: E402
+from chronica_conformance.base import SuiteBase, Target, require_capability  # noqa: E402
+from chronica_conformance.batch_contract import BatchContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.capability_contract import CapabilityContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.driver_failures import DriverFailureContract, DriverFaults, FailureKind, Injection  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.erasure_contract import ErasureContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.harness import AsyncHarness, Call, Harness, SyncHarness, rules_call, store_call  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.idempotent_contract import IdempotentContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.json_contract import JsonFormContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.listing_contract import ListingContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.runner import run  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.size_contract import SizeContract  # noqa: E402 - after the assert-rewrite registration
@@ -45,14 +55,19 @@ from chronica_conformance.store_contract import StoreContract  # noqa: E402 - af
 
 __all__ = [
     "AsyncHarness",
+    "BatchContract",
     "Call",
+    "CapabilityContract",
     "ConformanceSuite",
     "DriverFailureContract",
     "DriverFaults",
+    "ErasureContract",
     "FailureKind",
     "Harness",
     "IdempotentContract",
     "Injection",
+    "JsonFormContract",
+    "ListingContract",
     "ReferenceModel",
     "RulesContract",
     "SizeContract",
@@ -61,6 +76,7 @@ __all__ = [
     "SuiteBase",
     "SyncHarness",
     "Target",
+    "require_capability",
     "rules_call",
     "run",
     "store_call",
@@ -68,15 +84,29 @@ __all__ = [
 
 
 class ConformanceSuite(
-    StoreContract, IdempotentContract, RulesContract, SizeContract, StatefulRules, DriverFailureContract
+    StoreContract,
+    IdempotentContract,
+    RulesContract,
+    SizeContract,
+    BatchContract,
+    ListingContract,
+    ErasureContract,
+    CapabilityContract,
+    JsonFormContract,
+    StatefulRules,
+    DriverFailureContract,
 ):
     """Every group of the conformance suite, each case once per flavour the subclass supplies.
 
     The groups: the store contract (S1–S9), the idempotent contract (S10, R8), the rules
-    (R1–R9), the size contract (content up to the store's limit), the stateful model test and
-    driver failures (E1).
+    (R1–R9), the size contract (content up to the store's limit), the batch, listing and
+    erasure contracts (each where the store has the capability), missing capabilities refused
+    before the store is touched, the public JSON form, the stateful model test and driver
+    failures (E1).
 
     Supply ``store`` and/or ``async_store`` fixtures; set ``declares_idempotent = True`` when the
-    store promises idempotency (the idempotent group then fails instead of skipping); supply a
-    ``chronica_driver_faults`` fixture for the driver-failure group (skipped without one).
+    store promises idempotency (the idempotent group then fails instead of skipping) and
+    ``declares_capabilities = ("batch", "listing", "erasure")`` (those it promises) likewise
+    for the capability groups; supply a ``chronica_driver_faults`` fixture for the
+    driver-failure group (skipped without one).
     """

@@ -12,6 +12,7 @@ import pytest
 
 from chronica_conformance.harness import AsyncHarness, Flavour, Harness, SyncHarness
 from chronica_core import ActorKind, Actum, ActumKind, Chronicum, new_actum_id
+from chronica_core.capabilities import store_capabilities
 from chronica_core.redaction import masked_url
 from chronica_core.store import AsyncStore, Store
 
@@ -20,12 +21,14 @@ __all__ = [
     "SuiteBase",
     "Target",
     "assert_aware_utc",
+    "assert_same_acta",
     "assert_same_actum",
     "ids",
     "make_actum",
     "new_chronicum",
     "new_id",
     "new_owner",
+    "require_capability",
 ]
 
 FLAVOUR_FIXTURES: dict[Flavour, str] = {"sync": "store", "async": "async_store"}
@@ -44,11 +47,14 @@ class Target:
         url: the store URL when the suite was added by ``--chronica-store`` (``None`` for a
             subclass supplying its own fixtures).
         declares_idempotent: overrides the suite's ``declares_idempotent`` when not ``None``.
+        declares_capabilities: overrides the suite's ``declares_capabilities`` when not ``None``
+            (a URL's backend declares them: ``Backend.capabilities``).
     """
 
     flavour: Flavour
     url: str | None = None
     declares_idempotent: bool | None = None
+    declares_capabilities: tuple[str, ...] | None = None
 
     @property
     def id(self) -> str:
@@ -62,7 +68,9 @@ class Target:
         """As a dataclass shows itself, the URL masked: pytest prints the arguments of a failed case."""
         url = None if self.url is None else masked_url(self.url)
         return (
-            f"Target(flavour={self.flavour!r}, url={url!r}, declares_idempotent={self.declares_idempotent!r})"
+            f"Target(flavour={self.flavour!r}, url={url!r}, "
+            f"declares_idempotent={self.declares_idempotent!r}, "
+            f"declares_capabilities={self.declares_capabilities!r})"
         )
 
 
@@ -89,9 +97,13 @@ class SuiteBase:
     Attributes:
         declares_idempotent: ``True`` makes the idempotent group fail, instead of skip, when the
             store is not idempotent.
+        declares_capabilities: the optional capabilities the store promises, by name
+            (``"batch"``, ``"listing"``, ``"erasure"``; see :mod:`chronica_core.capabilities`):
+            the group of each one then fails, instead of skipping, when the store lacks it.
     """
 
     declares_idempotent: ClassVar[bool] = False
+    declares_capabilities: ClassVar[tuple[str, ...]] = ()
 
     def chronica_targets(self, metafunc: pytest.Metafunc) -> list[Target]:
         """Return what each case runs against: one :class:`Target` per supplied flavour.
@@ -145,10 +157,46 @@ class SuiteBase:
             harness = AsyncHarness(async_store)
         declared = chronica_target.declares_idempotent
         harness.declares_idempotent = self.declares_idempotent if declared is None else declared
+        capabilities = chronica_target.declares_capabilities
+        harness.declares_capabilities = tuple(
+            self.declares_capabilities if capabilities is None else capabilities
+        )
         try:
             yield harness
         finally:
             harness.close()
+
+
+_CAPABILITY_METHODS = {
+    "batch": "record_many",
+    "listing": "list_chronica",
+    "erasure": "erase, erase_owner and reopen",
+    "idempotency": "record_idempotent",
+}
+
+
+def require_capability(harness: Harness, capability: str, group: str) -> Harness:
+    """Return ``harness`` when its store has ``capability``; skip the case, or fail it if declared.
+
+    Args:
+        harness: the case's harness.
+        capability: a name from :mod:`chronica_core.capabilities`, e.g. ``"batch"``.
+        group: what the case belongs to, for the message (``"the batch contract"``).
+
+    A store has a capability when :func:`chronica_core.capabilities.store_capabilities` says so.
+    Without it the case is skipped with the reason, unless the suite (or the URL's backend)
+    declares the capability: then it fails.
+    """
+    if capability in store_capabilities(harness.store):
+        return harness
+    methods = _CAPABILITY_METHODS.get(capability, capability)
+    reason = (
+        f"{harness.store_name} does not have the {capability} capability ({methods}), "
+        f"so {group} does not apply"
+    )
+    if capability in harness.declares_capabilities:
+        pytest.fail(f"the suite declares the {capability} capability, but {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def new_id(label: str = "c") -> str:
@@ -209,6 +257,16 @@ def assert_same_actum(stored: Actum, expected: Actum, *, at: datetime | None = N
     moment = assert_aware_utc(stored.at, "actum.at")
     if at is not None:
         assert abs(moment - at) <= TIME_TOLERANCE, f"actum.at {moment} differs from {at}"
+
+
+def assert_same_acta(got: Sequence[Actum], expected: Sequence[Actum], what: str = "acta") -> None:
+    """Assert ``got`` holds the acta of ``expected``, in order, every field equal.
+
+    ``at`` may differ by :data:`TIME_TOLERANCE`; ``what`` names them in the message.
+    """
+    assert ids(got) == ids(expected), f"{what}: ids {ids(got)} differ from {ids(expected)}"
+    for stored, wanted in zip(got, expected, strict=True):
+        assert_same_actum(stored, wanted, at=wanted.at)
 
 
 def ids(acta: Sequence[Actum]) -> list[str]:

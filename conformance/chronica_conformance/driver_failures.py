@@ -14,9 +14,11 @@ from typing import Any, Literal, Protocol
 
 import pytest
 
-from chronica_conformance.base import SuiteBase, make_actum, new_chronicum
+from chronica_conformance.base import SuiteBase, make_actum, new_chronicum, new_owner
 from chronica_conformance.harness import Call, Harness, store_call
-from chronica_core import ActaQuery, ChronicaError
+from chronica_core import ActaQuery, ChronicaError, Chronicum
+from chronica_core.capabilities import BATCH, ERASURE, IDEMPOTENCY, LISTING
+from chronica_core.erasure import owner_digest
 
 __all__ = [
     "FAILURE_KINDS",
@@ -34,9 +36,30 @@ statement runs past a timeout (the connection stays usable)."""
 
 FAILURE_KINDS: tuple[FailureKind, ...] = ("connection_reset", "server_gone", "statement_timeout")
 
-OPERATIONS = ("create", "get", "record", "record_idempotent", "acta", "migrate")
-"""The store operations driven through failures (``record_idempotent`` and ``migrate`` where the
-store has them)."""
+OPERATIONS = (
+    "create",
+    "get",
+    "record",
+    "record_idempotent",
+    "acta",
+    "record_many",
+    "list_chronica",
+    "erase",
+    "erase_owner",
+    "reopen",
+    "migrate",
+)
+"""The store operations driven through failures (``record_idempotent``, those of the batch,
+listing and erasure capabilities, and ``migrate`` where the store has them)."""
+
+_CAPABILITY_OF = {
+    "record_idempotent": IDEMPOTENCY,
+    "record_many": BATCH,
+    "list_chronica": LISTING,
+    "erase": ERASURE,
+    "erase_owner": ERASURE,
+    "reopen": ERASURE,
+}
 
 MAX_DRIVER_CALLS = 16
 """The most driver calls one operation is expected to make; the case fails past it."""
@@ -113,7 +136,8 @@ def _caused_by(error: BaseException, injected: list[BaseException]) -> bool:
 class DriverFailureContract(SuiteBase):
     """E1: every exception leaving the store is a ``ChronicaError`` chained to the driver's exception.
 
-    Each operation (``create``, ``get``, ``record``, ``record_idempotent``, ``acta`` and ``migrate``
+    Each operation (``create``, ``get``, ``record``, ``acta``; ``record_idempotent``,
+    ``record_many``, ``list_chronica``, ``erase``, ``erase_owner``, ``reopen`` and ``migrate``
     where the store has them) runs with each :data:`FAILURE_KINDS` failure injected at its first
     driver call, then its second, and so on until the operation makes fewer calls. Each time the
     operation either succeeds (a store may try a read again) or raises a ``ChronicaError`` whose
@@ -174,14 +198,17 @@ class DriverFailureContract(SuiteBase):
 
     def _operation(self, harness: Harness, operation: str) -> Callable[[], Call]:
         """Prepare what ``operation`` needs; return a maker of fresh calls of it that succeed."""
-        if operation == "record_idempotent" and not harness.idempotent:
-            pytest.skip(f"{harness.store_name} has no record_idempotent")
+        capability = _CAPABILITY_OF.get(operation)
+        if capability is not None and capability not in harness.capabilities:
+            pytest.skip(f"{harness.store_name} has no {operation} (the {capability} capability)")
         if operation == "migrate" and not hasattr(harness.store, "migrate"):
             pytest.skip(f"{harness.store_name} has no migrate")
         if operation == "create":
             return lambda: store_call("create", new_chronicum())
         if operation == "migrate":
             return lambda: store_call("migrate")
+        if operation in ("erase", "erase_owner", "reopen"):
+            return lambda: _erasure_call(harness, operation)
         chronicum = new_chronicum()
         harness.create(chronicum)
         harness.record(make_actum(chronicum.id, "already there"))
@@ -193,7 +220,25 @@ class DriverFailureContract(SuiteBase):
                 "record_idempotent", make_actum(chronicum.id, "a keyed write"), f"key-{next(counter)}"
             ),
             "acta": lambda: store_call("acta", chronicum.id, ActaQuery(last_n=5)),
+            "record_many": lambda: store_call(
+                "record_many", [make_actum(chronicum.id, "a batch"), make_actum(chronicum.id, "of two")], None
+            ),
+            "list_chronica": lambda: store_call("list_chronica", chronicum.owner_id, 10, None),
         }[operation]
+
+
+def _erasure_call(harness: Harness, operation: str) -> Call:
+    """A fresh call of ``erase``, ``erase_owner`` or ``reopen`` that succeeds (prepared without failures)."""
+    chronicum = new_chronicum(owner_id=new_owner())
+    digest = owner_digest(chronicum.owner_id)
+    harness.create(chronicum)
+    harness.record(make_actum(chronicum.id, "to be erased"))
+    if operation == "erase":
+        return store_call("erase", chronicum.id, digest)
+    if operation == "erase_owner":
+        return store_call("erase_owner", chronicum.owner_id, digest)
+    harness.perform(store_call("erase", chronicum.id, digest))
+    return store_call("reopen", Chronicum(chronicum.id, chronicum.owner_id, chronicum.started_at), digest)
 
 
 def _outcome(harness: Harness, call: Call) -> Any:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
@@ -26,12 +27,14 @@ from chronica_core import (
     AsyncChronicarius,
     AsyncIdempotentStore,
     AsyncStore,
+    ChronicaPage,
     Chronicarius,
     Chronicum,
     ChronicumNotFound,
     IdempotentStore,
     Store,
 )
+from chronica_core.capabilities import BATCH, ERASURE, IDEMPOTENCY, LISTING, store_capabilities
 
 __all__ = [
     "AsyncHarness",
@@ -94,18 +97,26 @@ class Harness(ABC):
         idempotent: whether the store is an ``IdempotentStore`` (``AsyncIdempotentStore``).
         declares_idempotent: whether the suite was told the store is idempotent (then the
             idempotent group fails instead of skipping when it is not).
+        declares_capabilities: the capabilities the suite was told the store has (their groups
+            then fail instead of skipping when it lacks one).
     """
 
     flavour: Flavour
     store: Any
     chronicarius: Any
     declares_idempotent: bool = False
+    declares_capabilities: tuple[str, ...] = ()
 
     @property
     def idempotent(self) -> bool:
         """Whether the store under test offers ``record_idempotent``."""
         expected = IdempotentStore if self.flavour == "sync" else AsyncIdempotentStore
         return isinstance(self.store, expected)
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The optional capabilities the store under test has (``store_capabilities``)."""
+        return store_capabilities(self.store)
 
     @property
     def store_name(self) -> str:
@@ -165,6 +176,35 @@ class Harness(ABC):
         """``chronicarius.get_chronicum(owner_id, chronicum_id)``."""
         return cast(Chronicum, self.perform(rules_call("get_chronicum", owner_id, chronicum_id)))
 
+    def record_acta(
+        self, owner_id: str, acta: Sequence[Actum], *, idempotency_key: str | None = None
+    ) -> list[Actum]:
+        """``chronicarius.record_acta(owner_id, acta, idempotency_key=...)``."""
+        call = rules_call("record_acta", owner_id, acta, idempotency_key=idempotency_key)
+        return cast(list[Actum], self.perform(call))
+
+    def list_chronica(self, owner_id: str, *, limit: Any = 50, cursor: Any = None) -> ChronicaPage:
+        """``chronicarius.list_chronica(owner_id, limit=..., cursor=...)`` (any values, to test refusals)."""
+        call = rules_call("list_chronica", owner_id, limit=limit, cursor=cursor)
+        return cast(ChronicaPage, self.perform(call))
+
+    def erase_chronicum(self, owner_id: str, chronicum_id: str) -> int:
+        """``chronicarius.erase_chronicum(owner_id, chronicum_id)``."""
+        return cast(int, self.perform(rules_call("erase_chronicum", owner_id, chronicum_id)))
+
+    def erase_owner(self, owner_id: str) -> int:
+        """``chronicarius.erase_owner(owner_id)``."""
+        return cast(int, self.perform(rules_call("erase_owner", owner_id)))
+
+    @property
+    def store_calls(self) -> list[str]:
+        """The store methods the Chronicarius called, in order.
+
+        Only a harness of :meth:`with_chronicarius` watches them; ``[]`` for any other.
+        """
+        view = getattr(self.chronicarius, "store", None)
+        return list(view.calls) if isinstance(view, _StoreView) else []
+
     # -- what differs between the flavours ---------------------------------------------------
 
     @abstractmethod
@@ -197,14 +237,25 @@ class Harness(ABC):
 
     @abstractmethod
     def with_chronicarius(
-        self, *, owner_cache_size: int = 0, idempotent: bool = True, gate_first_reads: int = 0
+        self,
+        *,
+        owner_cache_size: int = 0,
+        idempotent: bool = True,
+        gate_first_reads: int = 0,
+        hidden: Collection[str] = (),
     ) -> Harness:
         """Return a harness over the same store (and loop) with a new Chronicarius.
+
+        The new Chronicarius talks to the store through a view that records the name of every
+        store method it calls (:attr:`store_calls`).
 
         Args:
             owner_cache_size: the new Chronicarius's owner cache (0: every call asks the store).
             idempotent: ``False`` hides ``record_idempotent`` from the new Chronicarius, as a store
                 that is not idempotent would (rule R9).
+            hidden: capabilities to hide from the new Chronicarius (``"batch"``, ``"listing"``,
+                ``"erasure"``, ``"idempotency"``), as a store without them would; the others
+                the store has are passed through.
             gate_first_reads: when positive, a ``get`` that finds no chronicum waits until this
                 many such reads have happened before it raises ``ChronicumNotFound``: that many
                 concurrent first writes then all race to ``create`` (rule R4).
@@ -219,10 +270,20 @@ class Harness(ABC):
         """Release what the harness opened (for the async flavour: close the store, then the loop)."""
 
 
-class _StoreView:
-    """The store under test as one Chronicarius sees it, maybe without ``record_idempotent``.
+_CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
+    IDEMPOTENCY: ("record_idempotent",),
+    BATCH: ("record_many",),
+    LISTING: ("list_chronica",),
+    ERASURE: ("erase", "erase_owner", "reopen"),
+}
 
-    ``max_content_bytes`` is kept when the store has it.
+
+class _StoreView:
+    """The store under test as one Chronicarius sees it, maybe without some capabilities.
+
+    ``max_content_bytes`` is kept when the store has it; so is each capability's methods
+    (``record_idempotent``, ``record_many``, ``list_chronica``, ``erase``...) unless hidden.
+    ``calls`` lists the name of every store method called through the view, in order.
 
     Each method hands back what the store's returns (a value, or a coroutine to await), so one
     view serves both flavours; the subclasses add the gate on first reads to ``get``. Methods
@@ -230,20 +291,46 @@ class _StoreView:
     runtime protocol checks look attributes up statically.
     """
 
-    def __init__(self, store: Any, *, idempotent: bool) -> None:
+    def __init__(self, store: Any, *, idempotent: bool, hidden: Collection[str] = ()) -> None:
         self._store = store
-        if idempotent and hasattr(store, "record_idempotent"):
-            self.record_idempotent = store.record_idempotent
-        if hasattr(store, "max_content_bytes"):
-            self.max_content_bytes = store.max_content_bytes
+        self.calls: list[str] = []
+        hidden = set(hidden) | (set() if idempotent else {IDEMPOTENCY})
+        kept = [
+            name
+            for capability, names in _CAPABILITY_METHODS.items()
+            if capability not in hidden and all(hasattr(store, name) for name in names)
+            for name in names
+        ]
+        for name in ("max_content_bytes", *kept):
+            if hasattr(store, name):
+                setattr(self, name, self._watched(name))
+
+    def _watched(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._store, name)
+
+        def call(*arguments: Any) -> Any:
+            self.calls.append(name)
+            return method(*arguments)
+
+        if inspect.iscoroutinefunction(method):
+
+            async def call_async(*arguments: Any) -> Any:
+                self.calls.append(name)
+                return await method(*arguments)
+
+            return call_async
+        return call
 
     def create(self, chronicum: Chronicum) -> Any:
+        self.calls.append("create")
         return self._store.create(chronicum)
 
     def record(self, actum: Actum) -> Any:
+        self.calls.append("record")
         return self._store.record(actum)
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Any:
+        self.calls.append("acta")
         return self._store.acta(chronicum_id, query)
 
     def close(self) -> Any:
@@ -254,11 +341,14 @@ class _StoreView:
 class _GatedStoreView(_StoreView, Store):
     """A blocking view whose ``get`` of a missing chronicum waits at ``gate`` before raising."""
 
-    def __init__(self, store: Any, *, idempotent: bool, gate: threading.Barrier | None) -> None:
-        super().__init__(store, idempotent=idempotent)
+    def __init__(
+        self, store: Any, *, idempotent: bool, gate: threading.Barrier | None, hidden: Collection[str] = ()
+    ) -> None:
+        super().__init__(store, idempotent=idempotent, hidden=hidden)
         self._gate = gate
 
     def get(self, chronicum_id: str) -> Chronicum:
+        self.calls.append("get")
         try:
             return cast(Chronicum, self._store.get(chronicum_id))
         except ChronicumNotFound:
@@ -317,7 +407,12 @@ class SyncHarness(Harness):
         return outcomes, seen
 
     def with_chronicarius(
-        self, *, owner_cache_size: int = 0, idempotent: bool = True, gate_first_reads: int = 0
+        self,
+        *,
+        owner_cache_size: int = 0,
+        idempotent: bool = True,
+        gate_first_reads: int = 0,
+        hidden: Collection[str] = (),
     ) -> SyncHarness:
         """See :meth:`Harness.with_chronicarius`."""
         gate = (
@@ -325,9 +420,10 @@ class SyncHarness(Harness):
             if gate_first_reads
             else None
         )
-        view = _GatedStoreView(self.store, idempotent=idempotent, gate=gate)
+        view = _GatedStoreView(self.store, idempotent=idempotent, gate=gate, hidden=hidden)
         harness = SyncHarness(self.store, chronicarius=Chronicarius(view, owner_cache_size=owner_cache_size))
         harness.declares_idempotent = self.declares_idempotent
+        harness.declares_capabilities = self.declares_capabilities
         return harness
 
     def close_store(self) -> None:
@@ -371,11 +467,14 @@ def _in_threads(functions: Sequence[Callable[[], Any]]) -> list[Any]:
 class _AsyncGatedStoreView(_StoreView, AsyncStore):
     """An asyncio view whose ``get`` of a missing chronicum waits at ``gate`` before raising."""
 
-    def __init__(self, store: Any, *, idempotent: bool, gate: asyncio.Barrier | None) -> None:
-        super().__init__(store, idempotent=idempotent)
+    def __init__(
+        self, store: Any, *, idempotent: bool, gate: asyncio.Barrier | None, hidden: Collection[str] = ()
+    ) -> None:
+        super().__init__(store, idempotent=idempotent, hidden=hidden)
         self._gate = gate
 
     async def get(self, chronicum_id: str) -> Chronicum:
+        self.calls.append("get")
         try:
             return cast(Chronicum, await self._store.get(chronicum_id))
         except ChronicumNotFound:
@@ -460,14 +559,20 @@ class AsyncHarness(Harness):
         return self._runner.run(together())
 
     def with_chronicarius(
-        self, *, owner_cache_size: int = 0, idempotent: bool = True, gate_first_reads: int = 0
+        self,
+        *,
+        owner_cache_size: int = 0,
+        idempotent: bool = True,
+        gate_first_reads: int = 0,
+        hidden: Collection[str] = (),
     ) -> AsyncHarness:
         """See :meth:`Harness.with_chronicarius`."""
         gate = asyncio.Barrier(gate_first_reads) if gate_first_reads else None
-        view = _AsyncGatedStoreView(self.store, idempotent=idempotent, gate=gate)
+        view = _AsyncGatedStoreView(self.store, idempotent=idempotent, gate=gate, hidden=hidden)
         chronicarius = AsyncChronicarius(view, owner_cache_size=owner_cache_size)
         harness = AsyncHarness(self.store, runner=self._runner, chronicarius=chronicarius)
         harness.declares_idempotent = self.declares_idempotent
+        harness.declares_capabilities = self.declares_capabilities
         return harness
 
     def close_store(self) -> None:

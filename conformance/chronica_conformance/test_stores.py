@@ -20,13 +20,14 @@ class TestChronicaStores(ConformanceSuite):
     """Every case, for each URL, in each flavour its backend provides (ids: ``[<url>-<flavour>]``)."""
 
     def chronica_targets(self, metafunc: pytest.Metafunc) -> list[Target]:
-        """One target per URL and flavour; a backend declaring idempotency must be idempotent."""
+        """One target per URL and flavour; a backend must have the capabilities it declares."""
         targets: list[Target] = []
         for url in suite_urls(metafunc.config):
             backend = registry().backend_for(url)
-            targets.append(Target("sync", url, backend.idempotent))
+            capabilities = tuple(backend.capabilities)
+            targets.append(Target("sync", url, backend.idempotent, capabilities))
             if backend.open_async is not None:
-                targets.append(Target("async", url, backend.idempotent))
+                targets.append(Target("async", url, backend.idempotent, capabilities))
         return targets
 
     @pytest.fixture

@@ -26,7 +26,8 @@ def test_a_target_shows_its_url_masked() -> None:
     target = Target("sync", URL)
     assert target.id == "memory://ardian:***@localhost?token=***-sync"
     assert repr(target) == (
-        "Target(flavour='sync', url='memory://ardian:***@localhost?token=***', declares_idempotent=None)"
+        "Target(flavour='sync', url='memory://ardian:***@localhost?token=***', declares_idempotent=None, "
+        "declares_capabilities=None)"
     )
 
 
