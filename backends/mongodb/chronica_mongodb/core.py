@@ -141,6 +141,12 @@ _OUR_INDEXES: Final = frozenset({"_id_", SEQUENCE_INDEX, IDEMPOTENCY_INDEX, LIST
 _CHRONICUM_FIELDS: Final = frozenset({"_id", "owner_id", "started_at"})
 _MARKER_FIELDS: Final = frozenset({"_id", "owner_digest"})
 _LIVE: Final = {"$exists": True}
+ERASING: Final = "erasing"
+"""The field of an ``acta`` document claimed for deletion: by an erase (its ObjectId), or by its
+own writer (``"writer"``) that found the chronicum erased after writing it. Readers skip such
+documents; whoever claimed one first decides whether its write counts as landed."""
+_UNCLAIMED: Final = {"$exists": False}
+_BY_WRITER: Final = "writer"
 """The ``owner_id`` of a chronicum that is not an erasure marker (a marker has none)."""
 _ACTUM_FIELDS_STORED: Final = frozenset({"chronicum_id", "seq", "id", "kind", "content", "at"})
 
@@ -289,6 +295,14 @@ _NEWEST: Final = {
 }
 """The pipeline stage adding a chronicum's newest actum (``seq`` and ``at``) as ``newest``: a list
 of zero or one. The first actum of a batch holds the ``at`` of the whole batch."""
+
+
+_WHOLE_BATCHES: Final = {
+    "$match": {"$expr": {"$eq": [{"$size": "$members"}, {"$subtract": [{"$ifNull": ["$size", 1]}, 1]}]}}
+}
+"""The pipeline stage keeping a batch's first actum only when all its other acta were found
+(as ``members``): an erase may delete them between their insert and the first actum's, and its
+writer then deletes that first actum (see ``MongoCore._still_live``); no reader sees it meanwhile."""
 
 
 def _actum_document(actum: Actum, at: datetime) -> dict[str, Any]:
@@ -531,7 +545,7 @@ class MongoCore:
         members = "$members"
         items = [members, ["$$ROOT"]] if newest_first else [["$$ROOT"], members]
         pipeline: list[dict[str, Any]] = [
-            {"$match": {"chronicum_id": chronicum_id}},
+            {"$match": {"chronicum_id": chronicum_id, ERASING: _UNCLAIMED}},
             {"$sort": {"seq": order}},
             {
                 "$lookup": {
@@ -542,6 +556,7 @@ class MongoCore:
                     "as": "members",
                 }
             },
+            _WHOLE_BATCHES,
             {"$project": {"items": {"$concatArrays": items}}},
             {"$unwind": "$items"},
             {"$replaceRoot": {"newRoot": "$items"}},
@@ -677,7 +692,10 @@ class MongoCore:
                 yield from self._refused_as_too_large(acta[0].content, where, error)
                 raise StoreError(f"mongodb: {where}", str(error)) from error
             self._remember(chronicum_id, (newest + 1, at))
-            yield from self._still_live(chronicum_id, where, Int64(newest + 1), batch)
+            if len(acta) > 1:
+                yield from self._still_live(chronicum_id, where, Int64(newest + 1), batch, len(acta))
+            else:
+                yield from self._still_live(chronicum_id, where, Int64(newest + 1))
             return [replace(actum, at=at) for actum in acta]
         yield from self._discard(batch, where)
         raise StoreError(
@@ -723,9 +741,12 @@ class MongoCore:
 
         The marker (``_id`` and ``owner_digest`` only) replaces the chronicum document in one
         single-document write, first: from then on every operation answers ``ChronicumNotFound``
-        for it, and a write racing with the erase deletes what it wrote once it sees the marker
-        (see :meth:`record`). Then its acta are counted and deleted from ``acta`` and
-        ``batch_acta``. Returns how many acta were erased.
+        for it. Then its acta not yet claimed are claimed (``erasing``: this erase's ObjectId, one
+        ``update_many``), counted (a batch's first actum counts for the batch) and deleted, with
+        every other claimed one and the chronicum's ``batch_acta``. A write racing with the erase
+        reads the marker after its insert and claims its own document unless the erase has (see
+        :meth:`_still_live`): so the count is exactly the writes that landed before the erase.
+        Returns how many acta were erased.
 
         Raises ``ChronicumNotFound`` (no chronicum, or only a marker), else
         ``StoreError("mongodb: erase chronicum: ...")``.
@@ -744,13 +765,22 @@ class MongoCore:
             raise ChronicumNotFound(chronicum_id)
         check_row(f"mongodb: {where}", "chronicum id", chronicum_id, before.get("_id"))
         self._forget(chronicum_id)
+        token = ObjectId()
+        yield from self._run(
+            Command(
+                ACTA,
+                "update_many",
+                ({"chronicum_id": chronicum_id, ERASING: _UNCLAIMED}, {"$set": {ERASING: token}}),
+            ),
+            where,
+        )
         counted: list[dict[str, Any]] = yield from self._run(
             Command(
                 ACTA,
                 "aggregate",
                 (
                     [
-                        {"$match": {"chronicum_id": chronicum_id}},
+                        {"$match": {"chronicum_id": chronicum_id, ERASING: token}},
                         {"$group": {"_id": None, "acta": {"$sum": {"$ifNull": ["$size", 1]}}}},
                     ],
                 ),
@@ -758,7 +788,10 @@ class MongoCore:
             ),
             where,
         )
-        yield from self._run(Command(ACTA, "delete_many", ({"chronicum_id": chronicum_id},)), where)
+        yield from self._run(
+            Command(ACTA, "delete_many", ({"chronicum_id": chronicum_id, ERASING: {"$exists": True}},)),
+            where,
+        )
         yield from self._run(Command(BATCH_ACTA, "delete_many", ({"chronicum_id": chronicum_id},)), where)
         return int(counted[0]["acta"]) if counted else 0
 
@@ -837,14 +870,21 @@ class MongoCore:
         yield from self._run(Command(BATCH_ACTA, "delete_many", ({"batch": batch},)), where)
 
     def _still_live(
-        self, chronicum_id: str, where: str, written: Int64 | None, batch: ObjectId | None = None
+        self,
+        chronicum_id: str,
+        where: str,
+        written: Int64 | None,
+        batch: ObjectId | None = None,
+        size: int | None = None,
     ) -> Plan[Command, None]:
         """Raise ``ChronicumNotFound`` if the chronicum is missing or erased, after deleting ``written``.
 
-        Read after a write (``written``: the ``seq`` it took, and the ``batch`` it wrote, if any)
-        or a read: an erase that began before this look makes the chronicum a marker first, so
-        what was written is deleted here (the erase may have missed it), and what was read may be
-        part of what the erase deleted.
+        Read after a write (``written``: the ``seq`` it took, and the ``batch`` of ``size`` acta
+        it wrote, if any): an erase that began before this look makes the chronicum a marker
+        first. What was written is then claimed (``erasing``) by whichever comes first: the
+        erase, which counts and deletes it (the write landed before the erase: this returns), or
+        this writer, which deletes it and raises. A batch whose other acta are not all there any
+        more (an erase deleted them, and the chronicum was reopened since) goes the same way.
         """
         found = yield from self._run(
             Command(
@@ -857,12 +897,24 @@ class MongoCore:
         )
         if found is not None:
             check_row(f"mongodb: {where}", "chronicum id", chronicum_id, found.get("_id"))
-            return
+            if batch is None or size is None:
+                return
+            members = yield from self._run(Command(BATCH_ACTA, "count_documents", ({"batch": batch},)), where)
+            if members == size - 1:
+                return
+            # An erase deleted the batch's other acta before its first landed, and the chronicum
+            # was reopened since: the batch is incomplete (readers skip it); it did not land.
         self._forget(chronicum_id)
         if written is not None:
-            yield from self._run(
-                Command(ACTA, "delete_one", ({"chronicum_id": chronicum_id, "seq": written},)), where
+            mine = {"chronicum_id": chronicum_id, "seq": written}
+            claimed = yield from self._run(
+                Command(ACTA, "update_one", ({**mine, ERASING: _UNCLAIMED}, {"$set": {ERASING: _BY_WRITER}})),
+                where,
             )
+            if claimed.modified_count == 0:
+                # An erase claimed it first (and counted it): the write landed before the erase.
+                return
+            yield from self._run(Command(ACTA, "delete_one", ({**mine, ERASING: _BY_WRITER},)), where)
         if batch is not None:
             yield from self._discard(batch, where)
         raise ChronicumNotFound(chronicum_id)
