@@ -623,7 +623,7 @@ class MongoCore:
                 Command(
                     ACTA,
                     "find_one",
-                    ({"chronicum_id": chronicum_id, "idempotency_key": key},),
+                    ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
                     {"projection": _BATCH_HEAD_FIELDS},
                 ),
                 where,
@@ -664,7 +664,7 @@ class MongoCore:
                         Command(
                             ACTA,
                             "find_one",
-                            ({"chronicum_id": chronicum_id, "idempotency_key": key},),
+                            ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
                             {"projection": _BATCH_HEAD_FIELDS},
                         ),
                         where,
@@ -939,7 +939,7 @@ class MongoCore:
             Command(
                 ACTA,
                 "find_one",
-                ({"chronicum_id": chronicum_id, "idempotency_key": key},),
+                ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
                 {"projection": _ACTUM_FIELDS},
             ),
             where,
