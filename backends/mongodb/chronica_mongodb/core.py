@@ -14,13 +14,24 @@ sees every number before it. The writer then also knows the ``at`` of number ``n
 number ``n`` its own clock's time, or that ``at`` if it is later (another host's clock ahead of
 ours): ``at`` never decreases along the order, and ``last_actum_at``, read from the newest actum,
 never decreases either.
+
+A batch takes one number: its acta after the first are written to ``batch_acta`` first, where
+no reader looks except through a batch's first actum, then the first actum is inserted into
+``acta`` at the next number, naming the batch. That one single-document insert commits the
+batch: no transaction is needed, so it holds on a standalone server as on a replica set.
+
+An erase first replaces the chronicum document with its marker (one single-document write), then
+deletes its acta. Every write reads the chronicum document after its insert and deletes what it
+wrote if it finds a marker; every read of acta reads it after the acta. So a write racing with an
+erase lands wholly before it (and is erased) or answers ``ChronicumNotFound``, and a read never
+returns part of what an erase deleted.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -41,10 +52,12 @@ from chronica_core.limits import check_content_size, content_size
 from chronica_core.model import MAX_ID_LENGTH, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row
+from chronica_core.store import ListingPosition
 from chronica_core.timeouts import WRITE_FATE_UNKNOWN
 
 __all__ = [
     "ACTA",
+    "BATCH_ACTA",
     "CHRONICA",
     "DATABASE",
     "DOCUMENT_RESERVE",
@@ -57,7 +70,15 @@ CHRONICA: Final = "chronica"
 """The collection of chronica: ``_id`` (the chronicum id), ``owner_id``, ``started_at``."""
 
 ACTA: Final = "acta"
-"""The collection of acta, one document each, ordered within a chronicum by ``seq``."""
+"""The collection of acta, one document each, ordered within a chronicum by ``seq``.
+
+The first actum of a batch stands for the whole batch: it also holds ``batch`` (an ObjectId) and
+``size`` (how many acta the batch has), and the others are in :data:`BATCH_ACTA`."""
+
+BATCH_ACTA: Final = "batch_acta"
+"""The collection of the acta of a batch after its first: ``batch``, ``pos`` (1 to size - 1) and
+the actum's fields. They are written before the batch's first actum, and read only through it:
+until that one insert lands, no reader sees any of them."""
 
 DATABASE: Final = ""
 """The "collection" of a :class:`Command` addressed to the database itself (``hello``, say)."""
@@ -82,8 +103,51 @@ _INDEXES: Final[tuple[tuple[str, list[tuple[str, int]], dict[str, Any]], ...]] =
 )
 """The indexes :meth:`MongoCore.migrate` makes on ``acta``: name, keys, options."""
 
-_OUR_INDEXES: Final = frozenset({"_id_", SEQUENCE_INDEX, IDEMPOTENCY_INDEX})
+LISTING_INDEX: Final = "owner_started"
+"""Index ``(owner_id, started_at desc, started_at_us desc, _id desc)`` on ``chronica``: an owner's
+chronica, newest first, for ``list_chronica``. Markers have no ``owner_id``."""
+
+BATCH_INDEX: Final = "batch_pos"
+"""Unique index ``(batch, pos)`` on ``batch_acta``: a batch's acta in order."""
+
+BATCH_CHRONICUM_INDEX: Final = "batch_chronicum"
+"""Index ``(chronicum_id)`` on ``batch_acta``: what ``erase`` deletes."""
+
+_OTHER_INDEXES: Final[
+    tuple[tuple[str, tuple[tuple[str, list[tuple[str, int]], dict[str, Any]], ...]], ...]
+] = (
+    (
+        CHRONICA,
+        (
+            (
+                LISTING_INDEX,
+                [("owner_id", 1), ("started_at", -1), ("started_at_us", -1), ("_id", -1)],
+                {},
+            ),
+        ),
+    ),
+    (
+        BATCH_ACTA,
+        (
+            (BATCH_INDEX, [("batch", 1), ("pos", 1)], {"unique": True}),
+            (BATCH_CHRONICUM_INDEX, [("chronicum_id", 1)], {}),
+        ),
+    ),
+)
+"""The indexes :meth:`MongoCore.migrate` makes on the other collections (added with the batch,
+listing and erasure capabilities; a database made before gains them when it is migrated)."""
+
+_OUR_INDEXES: Final = frozenset({"_id_", SEQUENCE_INDEX, IDEMPOTENCY_INDEX, LISTING_INDEX})
 _CHRONICUM_FIELDS: Final = frozenset({"_id", "owner_id", "started_at"})
+_MARKER_FIELDS: Final = frozenset({"_id", "owner_digest"})
+_LIVE: Final = {"$exists": True}
+ERASING: Final = "erasing"
+"""The field of an ``acta`` document claimed for deletion: by an erase (its ObjectId), or by its
+own writer (``"writer"``) that found the chronicum erased after writing it. Readers skip such
+documents; whoever claimed one first decides whether its write counts as landed."""
+_UNCLAIMED: Final = {"$exists": False}
+_BY_WRITER: Final = "writer"
+"""The ``owner_id`` of a chronicum that is not an erasure marker (a marker has none)."""
 _ACTUM_FIELDS_STORED: Final = frozenset({"chronicum_id", "seq", "id", "kind", "content", "at"})
 
 MAX_ATTEMPTS: Final = 10_000
@@ -102,6 +166,7 @@ _ACTUM_FIELDS: Final = {
     "content": 1,
     "at": 1,
 }
+_BATCH_HEAD_FIELDS: Final = {**_ACTUM_FIELDS, "batch": 1, "size": 1}
 _TOO_LARGE_CODES: Final = frozenset({10334, 17419})  # BSONObjectTooLarge, and "document too large" on insert
 
 
@@ -192,14 +257,79 @@ def _actum(chronicum_id: str, document: Mapping[str, Any], where: str) -> Actum:
     )
 
 
+def _chronicum_document(chronicum: Chronicum) -> dict[str, Any]:
+    """The ``chronica`` document of ``chronicum`` (``started_at`` split into milliseconds and the rest)."""
+    started_at, started_at_us = _split_microseconds(chronicum.started_at)
+    return {
+        "_id": chronicum.id,
+        "owner_id": chronicum.owner_id,
+        "started_at": started_at,
+        "started_at_us": started_at_us,
+    }
+
+
+def _chronicum(document: Mapping[str, Any]) -> Chronicum:
+    """The chronicum of a ``chronica`` document read with its ``newest`` actum (see ``_NEWEST``)."""
+    newest = document["newest"][0] if document["newest"] else None
+    started_at: datetime = document["started_at"]
+    return Chronicum(
+        id=document["_id"],
+        owner_id=document["owner_id"],
+        started_at=started_at + timedelta(microseconds=document.get("started_at_us", 0)),
+        last_actum_at=newest["at"] if newest is not None else None,
+    )
+
+
+_NEWEST: Final = {
+    "$lookup": {
+        "from": ACTA,
+        "localField": "_id",
+        "foreignField": "chronicum_id",
+        "pipeline": [
+            {"$sort": {"seq": -1}},
+            {"$limit": 1},
+            {"$project": {"_id": 0, "seq": 1, "at": 1}},
+        ],
+        "as": "newest",
+    }
+}
+"""The pipeline stage adding a chronicum's newest actum (``seq`` and ``at``) as ``newest``: a list
+of zero or one. The first actum of a batch holds the ``at`` of the whole batch."""
+
+
+_WHOLE_BATCHES: Final = {
+    "$match": {"$expr": {"$eq": [{"$size": "$members"}, {"$subtract": [{"$ifNull": ["$size", 1]}, 1]}]}}
+}
+"""The pipeline stage keeping a batch's first actum only when all its other acta were found
+(as ``members``): an erase may delete them between their insert and the first actum's, and its
+writer then deletes that first actum (see ``MongoCore._still_live``); no reader sees it meanwhile."""
+
+
+def _actum_document(actum: Actum, at: datetime) -> dict[str, Any]:
+    """The fields of ``actum`` as stored (without ``seq``, ``batch``, ``pos`` or a key)."""
+    return {
+        "chronicum_id": actum.chronicum_id,
+        "id": actum.id,
+        "kind": str(actum.kind),
+        "actor_kind": str(actum.actor_kind),
+        "actor": actum.actor,
+        "content": actum.content,
+        "at": at,
+    }
+
+
 class MongoCore:
     """The store operations as plans of :class:`Command`, shared by the sync and async stores.
 
     Besides the documents, it keeps one piece of state: for each chronicum it has seen (up to
     :data:`SEQUENCE_CACHE_SIZE`), the newest sequence number known to be stored and that actum's
-    ``at``. Nothing is ever deleted, so a chronicum seen once still exists and its next actum is
-    usually that number plus one; a stale number only costs a refused insert and a re-read, never
-    correctness.
+    ``at``. Its next actum is usually that number plus one; a stale number only costs a refused
+    insert and a re-read, never correctness. An erase or reopen by this store forgets the
+    chronicum; after one by another process, the remembered number is too high for the
+    reopened chronicum: its first write from here takes the number after it, and a first write
+    from a process that read the reopened chronicum at the same moment may take 1, which a
+    reader can then see appear before an actum it has already read. Only that moment after a
+    reopen is affected.
     """
 
     def __init__(self, max_content_bytes: int | None = None) -> None:
@@ -226,9 +356,12 @@ class MongoCore:
         return limit
 
     def migrate(self) -> Plan[Command, None]:
-        """Create the acta indexes if they are missing (idempotent; chronica needs only ``_id``).
+        """Create the indexes if they are missing (idempotent).
 
-        One command in the steady state (the indexes are listed, and found). Before creating
+        Three commands in the steady state (each collection's indexes are listed, and found): the
+        acta indexes, the listing index on ``chronica`` and the indexes of ``batch_acta``. A
+        database made before the batch, listing and erasure capabilities gains the last three
+        here. Before creating
         them it makes sure the collections are not someone else's (see :meth:`check`).
 
         Raises ``StoreError("mongodb: migrate: ...")``: the collections are not this package's, or
@@ -240,6 +373,15 @@ class MongoCore:
                 yield from self._run(
                     Command(ACTA, "create_index", (keys,), {"name": name, **options}), "migrate"
                 )
+        for collection, indexes in _OTHER_INDEXES:
+            listed = yield from self._run(Command(collection, "list_indexes", cursor=True), "migrate")
+            found = {index["name"]: list(index["key"].items()) for index in listed}
+            for name, keys, options in indexes:
+                if found.get(name) != keys:
+                    yield from self._run(
+                        Command(collection, "create_index", (keys,), {"name": name, **options}),
+                        "migrate",
+                    )
 
     def check(self) -> Plan[Command, None]:
         """What a store opened without ``auto_migrate`` runs first: refuse collections not its own.
@@ -277,7 +419,9 @@ class MongoCore:
                 )
             if indexes:  # the collection exists: look at one of its documents
                 document = yield from self._run(Command(collection, "find_one", ({},)), where)
-                if document is not None and not fields <= document.keys():
+                if document is not None and not (
+                    fields <= document.keys() or document.keys() == _MARKER_FIELDS
+                ):
                     expected = ", ".join(sorted(fields))
                     problems.append(
                         f"{collection} holds documents without chronica-mongodb's fields ({expected})"
@@ -293,13 +437,7 @@ class MongoCore:
 
     def create(self, chronicum: Chronicum) -> Plan[Command, None]:
         """Insert ``chronicum``. Raises ``ChronicumExists`` if its id is taken, else ``StoreError``."""
-        started_at, started_at_us = _split_microseconds(chronicum.started_at)
-        document: dict[str, Any] = {
-            "_id": chronicum.id,
-            "owner_id": chronicum.owner_id,
-            "started_at": started_at,
-            "started_at_us": started_at_us,
-        }
+        document = _chronicum_document(chronicum)
         try:
             yield from self._run(
                 Command(CHRONICA, "insert_one", (document,)), "create chronicum", duplicates=True
@@ -316,14 +454,7 @@ class MongoCore:
         Raises ``ChronicumNotFound``, else ``StoreError("mongodb: get chronicum: ...")``.
         """
         document = yield from self._probe(chronicum_id, "get chronicum")
-        newest = document["newest"][0] if document["newest"] else None
-        started_at: datetime = document["started_at"]
-        return Chronicum(
-            id=document["_id"],
-            owner_id=document["owner_id"],
-            started_at=started_at + timedelta(microseconds=document.get("started_at_us", 0)),
-            last_actum_at=newest["at"] if newest is not None else None,
-        )
+        return _chronicum(document)
 
     def record(self, actum: Actum, key: str | None = None) -> Plan[Command, Actum]:
         """Append ``actum`` (with idempotency ``key`` when given) at the next place in its chronicum.
@@ -335,7 +466,8 @@ class MongoCore:
             ActumTooLarge: the content is larger than :meth:`content_limit`; checked before
                 anything is sent (and, should the server still refuse the document as too
                 large, after it: the limit is then read again).
-            ChronicumNotFound: the chronicum does not exist.
+            ChronicumNotFound: the chronicum does not exist, or is an erasure marker: read again
+                after the insert, which is then deleted (an erase racing with the write).
             StoreError: anything else, as ``mongodb: record actum: ...``.
         """
         where = "record actum" if key is None else "record idempotent actum"
@@ -377,6 +509,7 @@ class MongoCore:
                 yield from self._refused_as_too_large(actum.content, where, error)
                 raise StoreError(f"mongodb: {where}", str(error)) from error
             self._remember(chronicum_id, (newest + 1, at))
+            yield from self._still_live(chronicum_id, where, Int64(newest + 1))
             return replace(actum, at=at)
         raise StoreError(
             f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"
@@ -390,36 +523,401 @@ class MongoCore:
         return self.record(actum, key)
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Command, list[Actum]]:
-        """Return the context window: one query that filters, sorts by ``seq`` descending and limits.
+        """Return the context window: one aggregation, which also reads the chronicum last.
+
+        The aggregation walks ``acta`` along ``chronicum_seq`` (descending when ``last_n`` limits
+        it), puts each batch's other acta (from ``batch_acta``) in place after its first, filters,
+        then limits; a final ``$unionWith`` reads the chronicum document, after every actum. If
+        it is missing or an erasure marker by then, the acta read may be part of what an erase
+        deleted, and ``ChronicumNotFound`` is raised.
 
         Returns the acta oldest first. Raises ``ChronicumNotFound`` when the chronicum does not
-        exist (an empty window of an existing one is ``[]``), else ``StoreError``.
+        exist or is erased (an empty window of an existing one is ``[]``), else ``StoreError``.
         """
         where = "read acta"
-        criteria: dict[str, Any] = {"chronicum_id": chronicum_id}
+        newest_first = query.last_n > 0
+        order = -1 if newest_first else 1
+        criteria: dict[str, Any] = {}
         if query.actum_kinds is not None:
             criteria["kind"] = {"$in": [str(kind) for kind in query.actum_kinds]}
         if query.actor_kinds is not None:
             criteria["actor_kind"] = {"$in": [str(kind) for kind in query.actor_kinds]}
-        options: dict[str, Any] = {"projection": _ACTUM_FIELDS}
-        if query.last_n > 0:
-            options.update(sort=[("seq", -1)], limit=query.last_n)
-        else:
-            options.update(sort=[("seq", 1)])
-        documents: list[dict[str, Any]] = yield from self._run(
-            Command(ACTA, "find", (criteria,), options, cursor=True), where
+        members = "$members"
+        items = [members, ["$$ROOT"]] if newest_first else [["$$ROOT"], members]
+        pipeline: list[dict[str, Any]] = [
+            {"$match": {"chronicum_id": chronicum_id, ERASING: _UNCLAIMED}},
+            {"$sort": {"seq": order}},
+            {
+                "$lookup": {
+                    "from": BATCH_ACTA,
+                    "localField": "batch",
+                    "foreignField": "batch",
+                    "pipeline": [{"$sort": {"pos": order}}],
+                    "as": "members",
+                }
+            },
+            _WHOLE_BATCHES,
+            {"$project": {"items": {"$concatArrays": items}}},
+            {"$unwind": "$items"},
+            {"$replaceRoot": {"newRoot": "$items"}},
+        ]
+        if criteria:
+            pipeline.append({"$match": criteria})
+        if newest_first:
+            pipeline.append({"$limit": query.last_n})
+        pipeline.append({"$project": _ACTUM_FIELDS})
+        pipeline.append(
+            {
+                "$unionWith": {
+                    "coll": CHRONICA,
+                    "pipeline": [
+                        {"$match": {"_id": chronicum_id, "owner_id": _LIVE}},
+                        {"$project": {"_id": 0, "live": "$_id"}},
+                    ],
+                }
+            }
         )
-        if not documents:
-            found = yield from self._run(
-                Command(CHRONICA, "find_one", ({"_id": chronicum_id},), {"projection": {"_id": 1}}), where
-            )
-            if found is None:
-                raise ChronicumNotFound(chronicum_id)
-            check_row(f"mongodb: {where}", "chronicum id", chronicum_id, found.get("_id"))
-            return []
-        if query.last_n > 0:
+        documents: list[dict[str, Any]] = yield from self._run(
+            Command(ACTA, "aggregate", (pipeline,), cursor=True), where
+        )
+        live = documents.pop() if documents and "live" in documents[-1] else None
+        if live is None:
+            self._forget(chronicum_id)
+            raise ChronicumNotFound(chronicum_id)
+        check_row(f"mongodb: {where}", "chronicum id", chronicum_id, live["live"])
+        if newest_first:
             documents.reverse()
         return [_actum(chronicum_id, document, where) for document in documents]
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Command, list[Actum]]:
+        """Append ``acta`` (at least one, all of one chronicum) as one batch; one insert makes it visible.
+
+        The acta after the first are inserted into ``batch_acta`` first (no reader looks there
+        except through a batch's first actum); then the first actum is inserted into ``acta`` at
+        the next place, as :meth:`record` does, holding the batch's id and size (and the key).
+        That one single-document insert is the commit: before it no reader sees any actum of the
+        batch, after it every reader sees all of them, at consecutive places in the order (the
+        batch takes one ``seq``). If the process dies before it, the batch's documents stay
+        unseen until ``erase`` deletes them. Every actum of the batch has one ``at``: the clock's,
+        or the newest actum's if that is later.
+
+        Returns the stored acta in the order given. With a ``key`` already used in the chronicum,
+        nothing stays written and the acta that write stored are returned.
+
+        Raises:
+            ActumTooLarge: an actum's content is over :meth:`content_limit` (nothing is sent).
+            ChronicumNotFound: the chronicum does not exist, or is an erasure marker (also when
+                erased while writing: what was written is then deleted).
+            StoreError: anything else, as ``mongodb: record acta: ...``.
+        """
+        where = "record acta"
+        limit = yield from self.content_limit(where)
+        for actum in acta:
+            check_content_size(actum.content, limit)
+        chronicum_id = acta[0].chronicum_id
+        known = self._known_newest(chronicum_id)
+        if known is None:
+            known = yield from self._newest_stored(chronicum_id, where, probe=True)
+        if key is not None:
+            first = yield from self._run(
+                Command(
+                    ACTA,
+                    "find_one",
+                    ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
+                    {"projection": _BATCH_HEAD_FIELDS},
+                ),
+                where,
+            )
+            if first is not None:
+                return (yield from self._batch_of(chronicum_id, first, where))
+        newest, newest_at = known
+        now = _now()
+        at = now if newest_at is None or now >= newest_at else newest_at
+        batch = ObjectId()
+        head: dict[str, Any] = {**_actum_document(acta[0], at), "seq": Int64(0)}
+        if len(acta) > 1:
+            head.update(batch=batch, size=Int64(len(acta)))
+            members = [
+                {**_actum_document(actum, at), "batch": batch, "pos": Int64(position)}
+                for position, actum in enumerate(acta[1:], 1)
+            ]
+            try:
+                yield from self._run(
+                    Command(BATCH_ACTA, "insert_many", (members,), {"ordered": True}), where, duplicates=True
+                )
+            except (DocumentTooLarge, OperationFailure) as error:
+                yield from self._discard(batch, where)
+                for actum in acta[1:]:
+                    yield from self._refused_as_too_large(actum.content, where, error)
+                raise StoreError(f"mongodb: {where}", str(error)) from error
+        if key is not None:
+            head["idempotency_key"] = key
+        for _ in range(MAX_ATTEMPTS):
+            head["seq"], head["at"] = Int64(newest + 1), at
+            try:
+                yield from self._run(Command(ACTA, "insert_one", (dict(head),)), where, duplicates=True)
+            except DuplicateKeyError as error:
+                violated = _violated_index(error)
+                if violated == "key" and key is not None:
+                    yield from self._discard(batch, where)
+                    first = yield from self._run(
+                        Command(
+                            ACTA,
+                            "find_one",
+                            ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
+                            {"projection": _BATCH_HEAD_FIELDS},
+                        ),
+                        where,
+                    )
+                    if first is None:
+                        yield from self._still_live(chronicum_id, where, None)
+                        raise StoreError(
+                            f"mongodb: {where}", f"key {key!r} is taken but its acta are gone"
+                        ) from error
+                    return (yield from self._batch_of(chronicum_id, first, where))
+                if violated != "seq":
+                    yield from self._discard(batch, where)
+                    raise StoreError(f"mongodb: {where}", str(error)) from error
+                newest, newest_at = yield from self._newest_stored(chronicum_id, where)
+                if newest_at is not None and newest_at > at:  # the batch must not precede it
+                    at = newest_at
+                    if len(acta) > 1:
+                        yield from self._run(
+                            Command(BATCH_ACTA, "update_many", ({"batch": batch}, {"$set": {"at": at}})),
+                            where,
+                        )
+                continue
+            except (DocumentTooLarge, OperationFailure) as error:
+                yield from self._discard(batch, where)
+                yield from self._refused_as_too_large(acta[0].content, where, error)
+                raise StoreError(f"mongodb: {where}", str(error)) from error
+            self._remember(chronicum_id, (newest + 1, at))
+            if len(acta) > 1:
+                yield from self._still_live(chronicum_id, where, Int64(newest + 1), batch, len(acta))
+            else:
+                yield from self._still_live(chronicum_id, where, Int64(newest + 1))
+            return [replace(actum, at=at) for actum in acta]
+        yield from self._discard(batch, where)
+        raise StoreError(
+            f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"
+        )
+
+    def list_chronica(
+        self, owner_id: str, limit: int, after: ListingPosition | None
+    ) -> Plan[Command, list[Chronicum]]:
+        """Return up to ``limit`` of the owner's chronica, newest first, strictly after ``after``.
+
+        One aggregation on ``chronica`` along the index ``owner_started``: ``owner_id``, then
+        ``started_at`` (milliseconds) and ``started_at_us`` (the microseconds below them)
+        descending, then ``_id`` descending (MongoDB compares strings as bytes of UTF-8, which is
+        code point order), limited, each with its newest actum for ``last_actum_at``. Markers
+        have no ``owner_id`` and are never listed. Raises ``StoreError("mongodb: list chronica:
+        ...")``, also when a document listed is another owner's.
+        """
+        where = "list chronica"
+        criteria: dict[str, Any] = {"owner_id": owner_id}
+        if after is not None:
+            started_at, started_at_us = _split_microseconds(after[0])
+            criteria["$or"] = [
+                {"started_at": {"$lt": started_at}},
+                {"started_at": started_at, "started_at_us": {"$lt": started_at_us}},
+                {"started_at": started_at, "started_at_us": started_at_us, "_id": {"$lt": after[1]}},
+            ]
+        pipeline = [
+            {"$match": criteria},
+            {"$sort": {"started_at": -1, "started_at_us": -1, "_id": -1}},
+            {"$limit": limit},
+            _NEWEST,
+        ]
+        documents: list[dict[str, Any]] = yield from self._run(
+            Command(CHRONICA, "aggregate", (pipeline,), cursor=True), where
+        )
+        for document in documents:
+            check_row(f"mongodb: {where}", "owner id", owner_id, document.get("owner_id"))
+        return [_chronicum(document) for document in documents]
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> Plan[Command, int]:
+        """Erase the chronicum: its document becomes the marker, then its acta are deleted.
+
+        The marker (``_id`` and ``owner_digest`` only) replaces the chronicum document in one
+        single-document write, first: from then on every operation answers ``ChronicumNotFound``
+        for it. Then its acta not yet claimed are claimed (``erasing``: this erase's ObjectId, one
+        ``update_many``), counted (a batch's first actum counts for the batch) and deleted, with
+        every other claimed one and the chronicum's ``batch_acta``. A write racing with the erase
+        reads the marker after its insert and claims its own document unless the erase has (see
+        :meth:`_still_live`): so the count is exactly the writes that landed before the erase.
+        Returns how many acta were erased.
+
+        Raises ``ChronicumNotFound`` (no chronicum, or only a marker), else
+        ``StoreError("mongodb: erase chronicum: ...")``.
+        """
+        where = "erase chronicum"
+        before = yield from self._run(
+            Command(
+                CHRONICA,
+                "find_one_and_replace",
+                ({"_id": chronicum_id, "owner_id": _LIVE}, {"owner_digest": owner_digest}),
+                {"projection": {"_id": 1}},
+            ),
+            where,
+        )
+        if before is None:
+            raise ChronicumNotFound(chronicum_id)
+        check_row(f"mongodb: {where}", "chronicum id", chronicum_id, before.get("_id"))
+        self._forget(chronicum_id)
+        token = ObjectId()
+        yield from self._run(
+            Command(
+                ACTA,
+                "update_many",
+                ({"chronicum_id": chronicum_id, ERASING: _UNCLAIMED}, {"$set": {ERASING: token}}),
+            ),
+            where,
+        )
+        counted: list[dict[str, Any]] = yield from self._run(
+            Command(
+                ACTA,
+                "aggregate",
+                (
+                    [
+                        {"$match": {"chronicum_id": chronicum_id, ERASING: token}},
+                        {"$group": {"_id": None, "acta": {"$sum": {"$ifNull": ["$size", 1]}}}},
+                    ],
+                ),
+                cursor=True,
+            ),
+            where,
+        )
+        yield from self._run(
+            Command(ACTA, "delete_many", ({"chronicum_id": chronicum_id, ERASING: {"$exists": True}},)),
+            where,
+        )
+        yield from self._run(Command(BATCH_ACTA, "delete_many", ({"chronicum_id": chronicum_id},)), where)
+        return int(counted[0]["acta"]) if counted else 0
+
+    def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Command, int]:
+        """Erase every live chronicum of ``owner_id``, each as :meth:`erase` does; return how many.
+
+        The owner's chronica are found along the index ``owner_started``. One erased meanwhile by
+        another call is not counted. Raises ``StoreError("mongodb: erase owner: ...")`` or
+        ``StoreError("mongodb: erase chronicum: ...")``.
+        """
+        where = "erase owner"
+        documents: list[dict[str, Any]] = yield from self._run(
+            Command(
+                CHRONICA, "find", ({"owner_id": owner_id},), {"projection": {"owner_id": 1}}, cursor=True
+            ),
+            where,
+        )
+        erased = 0
+        for document in documents:
+            check_row(f"mongodb: {where}", "owner id", owner_id, document.get("owner_id"))
+            try:
+                yield from self.erase(document["_id"], owner_digest)
+            except ChronicumNotFound:
+                continue
+            erased += 1
+        return erased
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Command, bool]:
+        """Replace the marker of ``chronicum.id`` with ``chronicum`` if it holds ``owner_digest``.
+
+        One ``replace_one`` conditional on the marker's digest; returns whether it matched.
+        Raises ``StoreError("mongodb: reopen chronicum: ...")``.
+        """
+        where = "reopen chronicum"
+        result = yield from self._run(
+            Command(
+                CHRONICA,
+                "replace_one",
+                (
+                    {"_id": chronicum.id, "owner_digest": owner_digest},
+                    _chronicum_document(chronicum),
+                ),
+            ),
+            where,
+        )
+        self._forget(chronicum.id)
+        return bool(result.matched_count == 1)
+
+    def _batch_of(
+        self, chronicum_id: str, first: Mapping[str, Any], where: str
+    ) -> Plan[Command, list[Actum]]:
+        """The acta of the write whose first actum is ``first``: one, or its whole batch in order."""
+        stored = [_actum(chronicum_id, first, where)]
+        size = int(first.get("size", 1))
+        if size > 1:
+            members: list[dict[str, Any]] = yield from self._run(
+                Command(
+                    BATCH_ACTA,
+                    "find",
+                    ({"batch": first["batch"]},),
+                    {"projection": _ACTUM_FIELDS, "sort": [("pos", 1)]},
+                    cursor=True,
+                ),
+                where,
+            )
+            if len(members) != size - 1:
+                yield from self._still_live(chronicum_id, where, None)
+                raise StoreError(
+                    f"mongodb: {where}", f"a batch of {size} acta reads back with {len(members) + 1}"
+                )
+            stored += [_actum(chronicum_id, member, where) for member in members]
+        return stored
+
+    def _discard(self, batch: ObjectId, where: str) -> Plan[Command, None]:
+        """Delete the ``batch_acta`` of a batch that will not be committed (nothing reads them)."""
+        yield from self._run(Command(BATCH_ACTA, "delete_many", ({"batch": batch},)), where)
+
+    def _still_live(
+        self,
+        chronicum_id: str,
+        where: str,
+        written: Int64 | None,
+        batch: ObjectId | None = None,
+        size: int | None = None,
+    ) -> Plan[Command, None]:
+        """Raise ``ChronicumNotFound`` if the chronicum is missing or erased, after deleting ``written``.
+
+        Read after a write (``written``: the ``seq`` it took, and the ``batch`` of ``size`` acta
+        it wrote, if any): an erase that began before this look makes the chronicum a marker
+        first. What was written is then claimed (``erasing``) by whichever comes first: the
+        erase, which counts and deletes it (the write landed before the erase: this returns), or
+        this writer, which deletes it and raises. A batch whose other acta are not all there any
+        more (an erase deleted them, and the chronicum was reopened since) goes the same way.
+        """
+        found = yield from self._run(
+            Command(
+                CHRONICA,
+                "find_one",
+                ({"_id": chronicum_id, "owner_id": _LIVE},),
+                {"projection": {"_id": 1}},
+            ),
+            where,
+        )
+        if found is not None:
+            check_row(f"mongodb: {where}", "chronicum id", chronicum_id, found.get("_id"))
+            if batch is None or size is None:
+                return
+            members = yield from self._run(Command(BATCH_ACTA, "count_documents", ({"batch": batch},)), where)
+            if members == size - 1:
+                return
+            # An erase deleted the batch's other acta before its first landed, and the chronicum
+            # was reopened since: the batch is incomplete (readers skip it); it did not land.
+        self._forget(chronicum_id)
+        if written is not None:
+            mine = {"chronicum_id": chronicum_id, "seq": written}
+            claimed = yield from self._run(
+                Command(ACTA, "update_one", ({**mine, ERASING: _UNCLAIMED}, {"$set": {ERASING: _BY_WRITER}})),
+                where,
+            )
+            if claimed.modified_count == 0:
+                # An erase claimed it first (and counted it): the write landed before the erase.
+                return
+            yield from self._run(Command(ACTA, "delete_one", ({**mine, ERASING: _BY_WRITER},)), where)
+        if batch is not None:
+            yield from self._discard(batch, where)
+        raise ChronicumNotFound(chronicum_id)
 
     def _refused_as_too_large(self, content: str, where: str, error: Exception) -> Plan[Command, None]:
         """Raise ``ActumTooLarge`` if ``content`` is over the server's limit read again now.
@@ -441,12 +939,13 @@ class MongoCore:
             Command(
                 ACTA,
                 "find_one",
-                ({"chronicum_id": chronicum_id, "idempotency_key": key},),
+                ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
                 {"projection": _ACTUM_FIELDS},
             ),
             where,
         )
-        if document is None:  # only if someone deleted it: acta are never deleted by Chronica
+        if document is None:  # erased since, or deleted by someone else
+            yield from self._still_live(chronicum_id, where, None)
             raise StoreError(f"mongodb: {where}", f"key {key!r} is taken but its actum is gone") from error
         return _actum(chronicum_id, document, where)
 
@@ -454,24 +953,10 @@ class MongoCore:
         """Read the chronicum and its newest actum's ``seq`` and ``at`` in one round trip.
 
         Returns the chronicum document with ``newest``: a list of zero or one ``{seq, at}``.
-        Raises ``ChronicumNotFound``, or ``StoreError`` when the document is another chronicum's.
+        Raises ``ChronicumNotFound`` (an erasure marker is not a chronicum), or ``StoreError``
+        when the document is another chronicum's.
         """
-        pipeline = [
-            {"$match": {"_id": chronicum_id}},
-            {
-                "$lookup": {
-                    "from": ACTA,
-                    "localField": "_id",
-                    "foreignField": "chronicum_id",
-                    "pipeline": [
-                        {"$sort": {"seq": -1}},
-                        {"$limit": 1},
-                        {"$project": {"_id": 0, "seq": 1, "at": 1}},
-                    ],
-                    "as": "newest",
-                }
-            },
-        ]
+        pipeline = [{"$match": {"_id": chronicum_id, "owner_id": _LIVE}}, _NEWEST]
         documents: list[dict[str, Any]] = yield from self._run(
             Command(CHRONICA, "aggregate", (pipeline,), cursor=True), where
         )
@@ -509,6 +994,11 @@ class MongoCore:
     def _known_newest(self, chronicum_id: str) -> Newest | None:
         with self._newest_lock:
             return self._newest.get(chronicum_id)
+
+    def _forget(self, chronicum_id: str) -> None:
+        """Drop what is known of the chronicum's newest actum (it was erased, or reopened)."""
+        with self._newest_lock:
+            self._newest.pop(chronicum_id, None)
 
     def _remember(self, chronicum_id: str, newest: Newest) -> None:
         with self._newest_lock:

@@ -30,12 +30,13 @@ def open_async_store(url: str, **options: Any) -> AsyncStore:
 
 @hookimpl
 def chronica_backends() -> list[Backend]:
-    """Declare ``mongodb://`` and ``mongodb+srv://``: idempotent, needs a server."""
+    """Declare ``mongodb://`` and ``mongodb+srv://``: idempotent, with every capability, needs a server."""
     return [
         Backend(
             name="mongodb",
             schemes=("mongodb", "mongodb+srv"),
             idempotent=True,
+            capabilities=("batch", "listing", "erasure"),
             open=open_store,
             open_async=open_async_store,
             install="chronica-mongodb",
