@@ -348,14 +348,16 @@ class Statements:
         # Rows, ordered by seq: (true, chronicum id, seq, id, NULLs..., at) for each actum inserted;
         # (false, the stored actum's columns) for each actum of the write that used the key
         # before; none when the chronicum is missing. A writer racing on the same key fails on
-        # the unique index, as in `record_idempotent`.
+        # the unique index, as in `record_idempotent`. The stored batch is read as a range of the
+        # primary key driven by the keyed row (OFFSET 0 keeps the planner from flattening the
+        # LATERAL subquery into a join that scans the chronicum's whole history on every call).
         self.record_many = self._compose(
             quoted,
             f"""
             WITH given AS (
                 SELECT %s::text AS chronicum_id, %s::text AS key, %s::integer AS size
             ), existing AS (
-                SELECT keyed.seq, coalesce(keyed.batch_size, 1) AS size
+                SELECT keyed.chronicum_id, keyed.seq, coalesce(keyed.batch_size, 1) AS size
                 FROM {{schema}}.acta AS keyed, given
                 WHERE keyed.chronicum_id = given.chronicum_id AND keyed.idempotency_key = given.key
             ), chronicum AS (
@@ -380,9 +382,12 @@ class Statements:
             )
             SELECT true, chronicum_id, seq, id, NULL, NULL, NULL, NULL, NULL::bytea, at FROM inserted
             UNION ALL
-            SELECT false, {_STORED_COLUMNS} FROM existing, given
-            JOIN {{schema}}.acta AS stored ON stored.chronicum_id = given.chronicum_id
-            WHERE stored.seq BETWEEN existing.seq AND existing.seq + existing.size - 1
+            SELECT false, {_STORED_COLUMNS} FROM existing CROSS JOIN LATERAL (
+                SELECT * FROM {{schema}}.acta AS within
+                WHERE within.chronicum_id = existing.chronicum_id
+                    AND within.seq BETWEEN existing.seq AND existing.seq + existing.size - 1
+                OFFSET 0
+            ) AS stored
             ORDER BY 3
             """,
         )
