@@ -234,7 +234,10 @@ class Chronicarius(_Keeper[Store]):
             CapabilityUnsupported: the store has no ``erasure`` capability; nothing is erased.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
-            StoreError: the store failed; chained to the driver's exception. Nothing was erased.
+            StoreError: the store failed; chained to the driver's exception. On a store with
+                transactions nothing was erased; on one without (chronica-mongodb) the erasure
+                may have stopped midway, the chronicum already gone from every read, and
+                :meth:`erase_owner` removes what is left.
         """
         return run_plan(self._rules.erase_chronicum(owner_id, chronicum_id), self._perform)
 
@@ -248,8 +251,8 @@ class Chronicarius(_Keeper[Store]):
             CapabilityUnsupported: the store has no ``erasure`` capability; nothing is erased.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
-            StoreError: the store failed; chained to the driver's exception. Each chronicum is
-                erased whole or not at all, so a retry finishes the job.
+            StoreError: the store failed; chained to the driver's exception. A retry finishes
+                the job: it erases the chronica left and removes what an erasure cut short left.
         """
         return run_plan(self._rules.erase_owner(owner_id), self._perform)
 

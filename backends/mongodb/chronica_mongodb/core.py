@@ -113,6 +113,9 @@ BATCH_INDEX: Final = "batch_pos"
 BATCH_CHRONICUM_INDEX: Final = "batch_chronicum"
 """Index ``(chronicum_id)`` on ``batch_acta``: what ``erase`` deletes."""
 
+MARKER_INDEX: Final = "erased_owner"
+"""Index ``(owner_digest)`` on ``chronica``, over markers only: the markers ``erase_owner`` sweeps."""
+
 _OTHER_INDEXES: Final[
     tuple[tuple[str, tuple[tuple[str, list[tuple[str, int]], dict[str, Any]], ...]], ...]
 ] = (
@@ -123,6 +126,11 @@ _OTHER_INDEXES: Final[
                 LISTING_INDEX,
                 [("owner_id", 1), ("started_at", -1), ("started_at_us", -1), ("_id", -1)],
                 {},
+            ),
+            (
+                MARKER_INDEX,
+                [("owner_digest", 1)],
+                {"partialFilterExpression": {"owner_digest": {"$exists": True}}},
             ),
         ),
     ),
@@ -817,15 +825,43 @@ class MongoCore:
             except ChronicumNotFound:
                 continue
             erased += 1
+        markers: list[dict[str, Any]] = yield from self._run(
+            Command(
+                CHRONICA, "find", ({"owner_digest": owner_digest},), {"projection": {"_id": 1}}, cursor=True
+            ),
+            where,
+        )
+        for marker in markers:  # an erase cut short (a lost connection) left acta behind: remove them
+            yield from self._delete_leftovers(marker["_id"], where)
         return erased
+
+    def _delete_leftovers(self, chronicum_id: str, where: str) -> Plan[Command, None]:
+        """Delete every ``acta`` and ``batch_acta`` document of ``chronicum_id`` (now a marker)."""
+        yield from self._run(Command(ACTA, "delete_many", ({"chronicum_id": chronicum_id},)), where)
+        yield from self._run(Command(BATCH_ACTA, "delete_many", ({"chronicum_id": chronicum_id},)), where)
 
     def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Command, bool]:
         """Replace the marker of ``chronicum.id`` with ``chronicum`` if it holds ``owner_digest``.
 
-        One ``replace_one`` conditional on the marker's digest; returns whether it matched.
-        Raises ``StoreError("mongodb: reopen chronicum: ...")``.
+        The marker is found by ``_id`` and digest first; whatever an erase cut short (a lost
+        connection between its steps) left of the old chronicum's acta is deleted then, so none of
+        it is read as part of the fresh chronicum; then one ``replace_one`` conditional on the
+        marker's digest. Returns whether it matched. Raises
+        ``StoreError("mongodb: reopen chronicum: ...")``.
         """
         where = "reopen chronicum"
+        marker = yield from self._run(
+            Command(
+                CHRONICA,
+                "find_one",
+                ({"_id": chronicum.id, "owner_digest": owner_digest},),
+                {"projection": {"_id": 1}},
+            ),
+            where,
+        )
+        if marker is None:
+            return False
+        yield from self._delete_leftovers(chronicum.id, where)
         result = yield from self._run(
             Command(
                 CHRONICA,

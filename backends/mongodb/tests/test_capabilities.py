@@ -18,17 +18,20 @@ import pytest
 from bson.int64 import Int64
 from bson.objectid import ObjectId
 from chronica_mongodb import AsyncMongoStore, MongoStore
-from chronica_mongodb.core import BATCH_ACTA, BATCH_CHRONICUM_INDEX, BATCH_INDEX, LISTING_INDEX
+from chronica_mongodb.core import BATCH_ACTA, BATCH_CHRONICUM_INDEX, BATCH_INDEX, LISTING_INDEX, MARKER_INDEX
 from pymongo import AsyncMongoClient, MongoClient
+from pymongo.errors import AutoReconnect
 
 from chronica_core import (
     ActaQuery,
     ActorKind,
     Actum,
     ActumKind,
+    Chronicarius,
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
+    StoreError,
 )
 from chronica_core.erasure import owner_digest
 
@@ -199,6 +202,44 @@ def test_erase_owner_turns_only_that_owners_chronica_into_markers(store: MongoSt
     assert store.database[BATCH_ACTA].count_documents({"chronicum_id": {"$in": mine}}) == 0
     assert raw_counts(store.client, store.database.name, theirs) == (1, BATCH - 1)
     assert store.erase_owner(OWNER, DIGEST) == 0
+
+
+@pytest.mark.parametrize("finish", ["erase_owner", "reopen"])
+def test_what_an_erase_cut_short_left_behind_is_removed_by_erase_owner_or_a_reopen(
+    store: MongoStore, monkeypatch: pytest.MonkeyPatch, finish: str
+) -> None:
+    """An erase stops after the marker (a lost connection): nothing of the old chronicum is read
+    again, and its leftovers leave the database once the owner is erased or the id reopened."""
+    keeper = Chronicarius(store)
+    chronicum_id = fresh_id()
+    keeper.record_acta(OWNER, batch(chronicum_id, "secret"), idempotency_key="kept")
+    keeper.record_actum(OWNER, batch(chronicum_id, "single", 1)[0])
+    perform = store._perform
+
+    def lose_the_connection_once(command: Any) -> Any:
+        if command.method == "update_many":
+            monkeypatch.setattr(store, "_perform", perform)
+            raise AutoReconnect("injected: connection lost")
+        return perform(command)
+
+    monkeypatch.setattr(store, "_perform", lose_the_connection_once)
+    with pytest.raises(StoreError):
+        keeper.erase_chronicum(OWNER, chronicum_id)
+    with pytest.raises(ChronicumNotFound):
+        keeper.get_acta(OWNER, chronicum_id)
+    assert raw_counts(store.client, store.database.name, chronicum_id) != (0, 0)  # left behind
+    if finish == "erase_owner":
+        assert keeper.erase_owner(OWNER) == 0
+        assert raw_counts(store.client, store.database.name, chronicum_id) == (0, 0)
+    fresh = keeper.record_acta(OWNER, batch(chronicum_id, "fresh", 2), idempotency_key="kept")
+    assert [actum.content for actum in fresh] == ["fresh:0", "fresh:1"]
+    assert keeper.get_acta(OWNER, chronicum_id) == fresh
+    assert (
+        store.database["acta"].count_documents(
+            {"chronicum_id": chronicum_id, "content": {"$regex": "secret|single"}}
+        )
+        == 0
+    )
 
 
 def test_reopen_replaces_only_a_marker_with_the_same_digest(store: MongoStore) -> None:
@@ -415,7 +456,7 @@ def test_a_database_of_the_previous_version_gains_the_new_indexes(
     with MongoStore(mongodb_server_url, database=database) as store:
         chronica_indexes = {index["name"] for index in old["chronica"].list_indexes()}
         batch_indexes = {index["name"] for index in old[BATCH_ACTA].list_indexes()}
-        assert LISTING_INDEX in chronica_indexes
+        assert {LISTING_INDEX, MARKER_INDEX} <= chronica_indexes
         assert {BATCH_INDEX, BATCH_CHRONICUM_INDEX} <= batch_indexes
         [listed] = store.list_chronica(OWNER, 10, None)
         assert (listed.id, listed.started_at, listed.last_actum_at) == (
