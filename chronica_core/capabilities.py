@@ -15,6 +15,7 @@ backends`` lists each backend's.
 
 from __future__ import annotations
 
+import inspect
 from typing import Final
 
 from chronica_core.store import (
@@ -38,6 +39,14 @@ ERASURE: Final = "erasure"
 ALL_CAPABILITIES: Final = (IDEMPOTENCY, BATCH, LISTING, ERASURE)
 """Every capability, in the order ``chronica backends`` shows them."""
 
+_ARGUMENTS: Final = {
+    IDEMPOTENCY: {"record_idempotent": 2},
+    BATCH: {"record_many": 2},
+    LISTING: {"list_chronica": 3},
+    ERASURE: {"erase": 2, "erase_owner": 2, "reopen": 2},
+}
+"""How many positional arguments each capability's methods take (after ``self``)."""
+
 _PROTOCOLS: Final = {
     IDEMPOTENCY: (IdempotentStore, AsyncIdempotentStore),
     BATCH: (BatchStore, AsyncBatchStore),
@@ -49,7 +58,25 @@ _PROTOCOLS: Final = {
 def store_capabilities(store: object) -> frozenset[str]:
     """Return the names of the capabilities ``store`` (sync or asyncio) implements.
 
-    A capability counts when the store has every method of its protocol (checked on the object,
-    as ``isinstance`` checks a runtime protocol); e.g. ``frozenset({"idempotency", "batch"})``.
+    A capability counts when the store has every method of its protocol (as ``isinstance``
+    checks a runtime protocol) and each takes the protocol's arguments, so that an older store's
+    own method that happens to share a name (a ``record_many(acta)`` of its own) is not taken
+    for the capability; e.g. ``frozenset({"idempotency", "batch"})``.
     """
-    return frozenset(name for name, protocols in _PROTOCOLS.items() if isinstance(store, protocols))
+    return frozenset(
+        name
+        for name, protocols in _PROTOCOLS.items()
+        if isinstance(store, protocols)
+        and all(_takes(getattr(store, method), count) for method, count in _ARGUMENTS[name].items())
+    )
+
+
+def _takes(method: object, count: int) -> bool:
+    """Whether ``method`` can be called with ``count`` positional arguments."""
+    try:
+        inspect.signature(method).bind(*range(count))  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin): trust the name
+        return True
+    return True

@@ -3,7 +3,7 @@
 A cursor is where the previous page ended, ``(started_at, id)`` of its last chronicum, plus a
 short digest of the owner it was made for, encoded as URL-safe base64 of a small JSON array.
 Pages are keyset pages: a walk that starts at the newest sees every chronicum that existed when
-it began exactly once, however many are created or erased meanwhile.
+it began exactly once, however many are created meanwhile (one erased meanwhile is not seen).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from chronica_core.erasure import owner_digest
 from chronica_core.errors import InvalidQuery
-from chronica_core.model import Chronicum
+from chronica_core.model import MAX_ID_LENGTH, Chronicum
 from chronica_core.store import ListingPosition
 
 __all__ = ["DEFAULT_LIST_LIMIT", "MAX_LIST_LIMIT", "check_limit", "decode_cursor", "encode_cursor"]
@@ -68,13 +68,17 @@ def decode_cursor(owner_id: str, cursor: object) -> ListingPosition:
         valid = (
             isinstance(mark, str)
             and isinstance(chronicum_id, str)
-            and bool(chronicum_id)
+            and 0 < len(chronicum_id) <= MAX_ID_LENGTH
+            and "\x00" not in chronicum_id
             and started_at.tzinfo is not None
         )
-    except (ValueError, TypeError, UnicodeError, binascii.Error):
+        if valid:
+            chronicum_id.encode()  # a lone surrogate cannot be a stored id
+            started_at = started_at.astimezone(UTC)  # out of range near year 1 or 9999
+    except (ValueError, TypeError, UnicodeError, OverflowError, binascii.Error):
         valid = False
     if not valid:
         raise InvalidQuery("cursor", "is not a cursor from a previous page's next_cursor")
     if mark != _owner_mark(owner_id):
         raise InvalidQuery("cursor", "was made for another owner's listing")
-    return started_at.astimezone(UTC), chronicum_id
+    return started_at, chronicum_id

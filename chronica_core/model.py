@@ -113,7 +113,7 @@ class Actum:
     def from_dict(cls, data: Mapping[str, Any]) -> Actum:
         """Build an actum from its JSON form (:meth:`to_dict`); ``Actum.from_dict(a.to_dict()) == a``.
 
-        ``id``, ``content`` and ``at`` may be left out (``""``, ``""``, ``None``); keys it does not
+        ``id``, ``content`` and ``at`` may be left out or null (``""``, ``""``, ``None``); keys it does not
         know are ignored, so a newer writer's form still reads. ``at`` becomes a UTC datetime.
 
         Raises:
@@ -235,9 +235,11 @@ class _Fields:
         self._error = error
 
     def text(self, field: str, default: str | None = None) -> str:
-        value = self._data.get(field, default)
-        if value is None:
-            raise self._error(field, "is missing")
+        value = self._data.get(field)
+        if value is None:  # left out, or null: the default where the field has one
+            if default is None:
+                raise self._error(field, "is missing")
+            return default
         if not isinstance(value, str):
             raise self._error(field, f"must be a str, not {type(value).__name__}")
         return value

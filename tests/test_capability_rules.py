@@ -56,6 +56,22 @@ def test_memory_stores_have_every_capability_and_a_base_store_none() -> None:
     assert store_capabilities(PlainStore()) == frozenset()
 
 
+def test_a_method_that_only_shares_a_capabilitys_name_is_not_the_capability() -> None:
+    class OlderStore(PlainStore):
+        def record_many(self, acta: list[Actum]) -> None:  # its own helper, from before batches
+            raise AssertionError("never called by Chronicarius")
+
+        def list_chronica(self, owner_id: str) -> list[Chronicum]:
+            raise AssertionError("never called by Chronicarius")
+
+    store = OlderStore()
+    assert store_capabilities(store) == frozenset()
+    with pytest.raises(CapabilityUnsupported) as raised:
+        Chronicarius(store).record_acta("ardian", [message("c", "hi")])
+    assert raised.value.capability == "batch"
+    assert store.calls == []
+
+
 def test_a_base_store_is_refused_each_capability_before_it_is_touched() -> None:
     store = PlainStore()
     keeper = Chronicarius(store)
@@ -220,6 +236,32 @@ def test_a_malformed_cursor_is_refused(chronicarius: Chronicarius, cursor: Any) 
     assert raised.value.field == "cursor"
 
 
+def own_cursor(owner_id: str, started: str, chronicum_id: str) -> str:
+    """A cursor as the module makes them, with any position, for ``owner_id``."""
+    mark = owner_digest(owner_id).removeprefix("sha256:")[:16]
+    return base64.urlsafe_b64encode(json.dumps([mark, started, chronicum_id]).encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("started", "chronicum_id"),
+    [
+        ("9999-12-31T23:59:59-05:00", "c"),  # past the last datetime once in UTC
+        ("0001-01-01T00:00:00+05:00", "c"),  # before the first
+        ("2026-11-30T20:00:00Z", "c\x00d"),
+        ("2026-11-30T20:00:00Z", "c" * 256),
+        ("2026-11-30T20:00:00Z", "a\ud800b"),
+        ("2026-11-30T20:00:00Z", 7),
+    ],
+)
+def test_a_forged_cursor_of_the_owners_own_is_refused_naming_the_cursor(
+    chronicarius: Chronicarius, started: str, chronicum_id: Any
+) -> None:
+    assert decode_cursor("ardian", own_cursor("ardian", "2026-11-30T20:00:00Z", "c"))[1] == "c"
+    with pytest.raises(InvalidQuery) as raised:
+        chronicarius.list_chronica("ardian", cursor=own_cursor("ardian", started, chronicum_id))
+    assert raised.value.field == "cursor"
+
+
 def test_pages_walk_every_chronicum_once_and_a_cursor_serves_its_owner_only(
     store: MemoryStore, chronicarius: Chronicarius
 ) -> None:
@@ -354,6 +396,11 @@ def test_from_dict_ignores_unknown_keys_and_defaults_the_optional_ones() -> None
     assert Actum.from_dict({**actum.to_dict(), "at": "2026-11-30T21:00:00+01:00"}).at == datetime(
         2026, 11, 30, 20, tzinfo=UTC
     )
+
+
+def test_from_dict_reads_null_as_left_out_where_a_field_may_be() -> None:
+    form = {"chronicum_id": "c", "kind": "tool_request", "actor_kind": "agent", "actor": "a"}
+    assert Actum.from_dict({**form, "id": None, "content": None, "at": None}) == Actum.from_dict(form)
 
 
 @pytest.mark.parametrize(
