@@ -1,8 +1,8 @@
-"""The rules of the capabilities (batch, listing, erasure) and the public JSON form, on the memory store.
+"""The rules of the capabilities (batch, listing, erasure), on the memory store.
 
 The conformance suite checks every store's side of the capabilities; these cases check what only
-``Chronicarius`` decides: validation before any write, the capability checks, the cursor, the
-erasure marker's digest and the JSON form's exact shape.
+``Chronicarius`` decides: validation before any write, the capability checks, the cursor and the
+erasure marker's digest. The JSON form is in test_json_form.py.
 """
 
 from __future__ import annotations
@@ -25,13 +25,11 @@ from chronica_core import (
     AsyncChronicarius,
     AsyncMemoryStore,
     CapabilityUnsupported,
-    ChronicaPage,
     Chronicarius,
     Chronicum,
     ChronicumNotFound,
     IdempotencyUnsupported,
     InvalidActum,
-    InvalidChronicum,
     InvalidQuery,
     MemoryStore,
     StoreError,
@@ -351,100 +349,3 @@ def test_the_async_twin_offers_the_same_capabilities() -> None:
         assert await keeper.erase_owner("ardian") == 0
 
     asyncio.run(scenario())
-
-
-# --- the JSON form ------------------------------------------------------------------------------
-
-
-def test_an_actum_to_dict_has_stable_names_and_utc_z_times() -> None:
-    at = datetime(2026, 11, 30, 22, 15, 0, 5, tzinfo=timezone(timedelta(hours=1)))
-    actum = Actum("c", ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, "clock", "é\x00", "ab" * 16, at)
-    assert actum.to_dict() == {
-        "id": "ab" * 16,
-        "chronicum_id": "c",
-        "kind": "tool_response",
-        "actor_kind": "system",
-        "actor": "clock",
-        "content": "é\x00",
-        "at": "2026-11-30T21:15:00.000005Z",
-    }
-    assert Actum.from_dict(json.loads(json.dumps(actum.to_dict()))) == actum
-    assert message("c", "hi").to_dict()["at"] is None
-
-
-def test_a_chronicum_to_dict_round_trips() -> None:
-    chronicum = Chronicum("c", "ardian", datetime(2026, 11, 30, 20, tzinfo=UTC))
-    assert chronicum.to_dict() == {
-        "id": "c",
-        "owner_id": "ardian",
-        "started_at": "2026-11-30T20:00:00Z",
-        "last_actum_at": None,
-    }
-    assert Chronicum.from_dict(json.loads(json.dumps(chronicum.to_dict()))) == chronicum
-    page = ChronicaPage([chronicum], "next")
-    assert json.loads(json.dumps(page.to_dict())) == {
-        "chronica": [chronicum.to_dict()],
-        "next_cursor": "next",
-    }
-
-
-def test_from_dict_ignores_unknown_keys_and_defaults_the_optional_ones() -> None:
-    actum = Actum.from_dict(
-        {"chronicum_id": "c", "kind": "thought", "actor_kind": "agent", "actor": "a", "x": 1}
-    )
-    assert actum == Actum("c", ActumKind.THOUGHT, ActorKind.AGENT, "a")
-    assert Actum.from_dict({**actum.to_dict(), "at": "2026-11-30T21:00:00+01:00"}).at == datetime(
-        2026, 11, 30, 20, tzinfo=UTC
-    )
-
-
-def test_from_dict_reads_null_as_left_out_where_a_field_may_be() -> None:
-    form = {"chronicum_id": "c", "kind": "tool_request", "actor_kind": "agent", "actor": "a"}
-    assert Actum.from_dict({**form, "id": None, "content": None, "at": None}) == Actum.from_dict(form)
-
-
-@pytest.mark.parametrize(
-    ("change", "field"),
-    [
-        ({"chronicum_id": None}, "chronicum_id"),
-        ({"kind": "shout"}, "kind"),
-        ({"actor_kind": 3}, "actor_kind"),
-        ({"actor": ["a"]}, "actor"),
-        ({"content": 5}, "content"),
-        ({"id": 5}, "id"),
-        ({"at": "yesterday"}, "at"),
-        ({"at": "2026-11-30T20:00:00"}, "at"),
-        ({"at": 1764532800}, "at"),
-    ],
-)
-def test_actum_from_dict_names_the_bad_field(change: dict[str, Any], field: str) -> None:
-    good = Actum("c", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hi").to_dict()
-    with pytest.raises(InvalidActum) as raised:
-        Actum.from_dict({**good, **change})
-    assert raised.value.field == field
-
-
-@pytest.mark.parametrize(
-    ("change", "field"),
-    [
-        ({"id": None}, "id"),
-        ({"owner_id": 1}, "owner_id"),
-        ({"started_at": None}, "started_at"),
-        ({"started_at": "2026-11-30"}, "started_at"),
-        ({"last_actum_at": "soon"}, "last_actum_at"),
-    ],
-)
-def test_chronicum_from_dict_names_the_bad_field(change: dict[str, Any], field: str) -> None:
-    good = Chronicum("c", "ardian", datetime(2026, 11, 30, tzinfo=UTC)).to_dict()
-    with pytest.raises(InvalidChronicum) as raised:
-        Chronicum.from_dict({**good, **change})
-    assert raised.value.field == field
-
-
-def test_from_dict_refuses_what_is_not_a_mapping() -> None:
-    with pytest.raises(InvalidActum) as raised:
-        Actum.from_dict([("chronicum_id", "c")])  # type: ignore[arg-type]
-    assert raised.value.field == "actum"
-    with pytest.raises(InvalidChronicum) as refused:
-        Chronicum.from_dict("c")  # type: ignore[arg-type]
-    assert refused.value.field == "chronicum"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -96,3 +96,34 @@ def test_from_dict_of_something_not_a_mapping(form: Any) -> None:
     with pytest.raises(InvalidChronicum) as refused_chronicum:
         Chronicum.from_dict(form)
     assert refused_chronicum.value.field == "chronicum"
+
+
+def test_an_actum_to_dict_has_stable_names_and_utc_z_times() -> None:
+    at = datetime(2026, 11, 30, 22, 15, 0, 5, tzinfo=timezone(timedelta(hours=1)))
+    actum = Actum("c", ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, "clock", "é\x00", "ab" * 16, at)
+    assert actum.to_dict() == {
+        "id": "ab" * 16,
+        "chronicum_id": "c",
+        "kind": "tool_response",
+        "actor_kind": "system",
+        "actor": "clock",
+        "content": "é\x00",
+        "at": "2026-11-30T21:15:00.000005Z",
+    }
+    assert Actum.from_dict(json.loads(json.dumps(actum.to_dict()))) == actum
+    assert Actum("c", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hi").to_dict()["at"] is None
+
+
+def test_from_dict_ignores_unknown_keys_and_defaults_the_optional_ones() -> None:
+    actum = Actum.from_dict(
+        {"chronicum_id": "c", "kind": "thought", "actor_kind": "agent", "actor": "a", "x": 1}
+    )
+    assert actum == Actum("c", ActumKind.THOUGHT, ActorKind.AGENT, "a")
+    assert Actum.from_dict({**actum.to_dict(), "at": "2026-11-30T21:00:00+01:00"}).at == datetime(
+        2026, 11, 30, 20, tzinfo=UTC
+    )
+
+
+def test_from_dict_reads_null_as_left_out_where_a_field_may_be() -> None:
+    form = {"chronicum_id": "c", "kind": "tool_request", "actor_kind": "agent", "actor": "a"}
+    assert Actum.from_dict({**form, "id": None, "content": None, "at": None}) == Actum.from_dict(form)
