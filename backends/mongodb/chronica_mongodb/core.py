@@ -628,12 +628,7 @@ class MongoCore:
             known = yield from self._newest_stored(chronicum_id, where, probe=True)
         if key is not None:
             first = yield from self._run(
-                Command(
-                    ACTA,
-                    "find_one",
-                    ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
-                    {"projection": _BATCH_HEAD_FIELDS},
-                ),
+                self._keyed_lookup(chronicum_id, key, _BATCH_HEAD_FIELDS),
                 where,
             )
             if first is not None:
@@ -669,12 +664,7 @@ class MongoCore:
                 if violated == "key" and key is not None:
                     yield from self._discard(batch, where)
                     first = yield from self._run(
-                        Command(
-                            ACTA,
-                            "find_one",
-                            ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
-                            {"projection": _BATCH_HEAD_FIELDS},
-                        ),
+                        self._keyed_lookup(chronicum_id, key, _BATCH_HEAD_FIELDS),
                         where,
                     )
                     if first is None:
@@ -967,17 +957,22 @@ class MongoCore:
         if limit is not None and size > limit:
             raise ActumTooLarge(size, limit) from error
 
+    @staticmethod
+    def _keyed_lookup(chronicum_id: str, key: str, projection: Mapping[str, Any]) -> Command:
+        """The command finding the first actum of the write that used ``key`` in the chronicum."""
+        return Command(
+            ACTA,
+            "find_one",
+            ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
+            {"projection": projection},
+        )
+
     def _keyed(
         self, chronicum_id: str, key: str, where: str, error: DuplicateKeyError
     ) -> Plan[Command, Actum]:
         """Return the actum stored first with ``key`` (its insert refused ours as a duplicate)."""
         document = yield from self._run(
-            Command(
-                ACTA,
-                "find_one",
-                ({"chronicum_id": chronicum_id, "idempotency_key": key, ERASING: _UNCLAIMED},),
-                {"projection": _ACTUM_FIELDS},
-            ),
+            self._keyed_lookup(chronicum_id, key, _ACTUM_FIELDS),
             where,
         )
         if document is None:  # erased since, or deleted by someone else

@@ -694,19 +694,10 @@ class Plans:
             elif inserted.rowcount != 1:
                 raise StoreError(where, f"the actum was not inserted into chronicum {chronicum_id!r}")
             return _EPOCH + int(moved.lastrowid) * _MICROSECOND
-        result: CursorResult[Any] = yield _execute(
-            self.advance_statement, {"chronicum_id": chronicum_id, "at": now}, write=True
+        seq, at = yield from self._moved_counter(
+            self.advance_statement, {"chronicum_id": chronicum_id, "at": now}, where
         )
-        if self.counter == "select":
-            if result.rowcount == 0:
-                raise ChronicumNotFound(chronicum_id)
-            result = yield _execute(self._select_counter, {"chronicum_id": chronicum_id})
-        row: Any = result.first()
-        if row is None:
-            raise ChronicumNotFound(chronicum_id)
-        check_row(where, "chronicum id", chronicum_id, row[0])
-        at: datetime = row[2]
-        inserted = yield _execute(self.insert_actum_statement, actum_row(actum, int(row[1]), at, key))
+        inserted = yield _execute(self.insert_actum_statement, actum_row(actum, seq, at, key))
         if self.counter == "returning":
             self._check_echo(inserted, actum)
         return at
@@ -791,19 +782,10 @@ class Plans:
                 raise ChronicumNotFound(chronicum_id)
             at = _EPOCH + int(moved.lastrowid) * _MICROSECOND
         else:
-            result: CursorResult[Any] = yield _execute(
-                self._advance_many, {"chronicum_id": chronicum_id, "count": count, "at": now}, write=True
+            last_seq, at = yield from self._moved_counter(
+                self._advance_many, {"chronicum_id": chronicum_id, "count": count, "at": now}, where
             )
-            if self.counter == "select":
-                if result.rowcount == 0:
-                    raise ChronicumNotFound(chronicum_id)
-                result = yield _execute(self._select_counter, {"chronicum_id": chronicum_id})
-            row: Any = result.first()
-            if row is None:
-                raise ChronicumNotFound(chronicum_id)
-            check_row(where, "chronicum id", chronicum_id, row[0])
-            first_seq = int(row[1]) - count + 1
-            at = row[2]
+            first_seq = last_seq - count + 1
         echoes = self.counter == "returning" or (
             self.counter == "lastrowid" and self.dialect.insert_returning
         )
@@ -834,6 +816,28 @@ class Plans:
                 raise StoreError(where, f"the acta were not inserted into chronicum {chronicum_id!r}")
             start = end
         return [replace(actum, at=at) for actum in acta]
+
+    def _moved_counter(
+        self, advance: Executable, parameters: dict[str, Any], where: str
+    ) -> Plan[Step, tuple[int, datetime]]:
+        """Run ``advance``, which moves the chronicum's counter and locks its row until commit.
+
+        Returns the new ``last_seq`` and the ``at`` decided under that lock. On dialects without
+        ``UPDATE ... RETURNING`` the row is read back in the same transaction.
+        Raises ``ChronicumNotFound`` (no live chronicum), or ``StoreError`` when the row answers for
+        another chronicum than asked.
+        """
+        chronicum_id = parameters["chronicum_id"]
+        result: CursorResult[Any] = yield _execute(advance, parameters, write=True)
+        if self.counter == "select":
+            if result.rowcount == 0:
+                raise ChronicumNotFound(chronicum_id)
+            result = yield _execute(self._select_counter, {"chronicum_id": chronicum_id})
+        row: Any = result.first()
+        if row is None:
+            raise ChronicumNotFound(chronicum_id)
+        check_row(where, "chronicum id", chronicum_id, row[0])
+        return int(row[1]), row[2]
 
     def _batch_row(
         self, actum: Actum, index: int, count: int, first_seq: int | None, at: datetime, key: str | None
