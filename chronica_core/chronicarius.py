@@ -236,8 +236,8 @@ class Chronicarius(_Keeper[Store]):
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception. On a store with
                 transactions nothing was erased; on one without (chronica-mongodb) the erasure
-                may have stopped midway, the chronicum already gone from every read, and
-                :meth:`erase_owner` removes what is left.
+                may have stopped midway, the chronicum already gone from every read and write,
+                and :meth:`erase_owner` finishes it.
         """
         return run_plan(self._rules.erase_chronicum(owner_id, chronicum_id), self._perform)
 
@@ -252,7 +252,7 @@ class Chronicarius(_Keeper[Store]):
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception. A retry finishes
-                the job: it erases the chronica left and removes what an erasure cut short left.
+                the job: it erases the chronica left and finishes any erasure cut short.
         """
         return run_plan(self._rules.erase_owner(owner_id), self._perform)
 

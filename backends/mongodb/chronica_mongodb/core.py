@@ -114,7 +114,11 @@ BATCH_CHRONICUM_INDEX: Final = "batch_chronicum"
 """Index ``(chronicum_id)`` on ``batch_acta``: what ``erase`` deletes."""
 
 MARKER_INDEX: Final = "erased_owner"
-"""Index ``(owner_digest)`` on ``chronica``, over markers only: the markers ``erase_owner`` sweeps."""
+"""Index ``(owner_digest)`` on ``chronica``, over markers only: the unfinished markers
+``erase_owner`` finishes."""
+
+UNFINISHED: Final = "unfinished"
+"""Field of a marker whose erase has not finished deleting the chronicum's acta."""
 
 _OTHER_INDEXES: Final[
     tuple[tuple[str, tuple[tuple[str, list[tuple[str, int]], dict[str, Any]], ...]], ...]
@@ -737,14 +741,16 @@ class MongoCore:
     def erase(self, chronicum_id: str, owner_digest: str) -> Plan[Command, int]:
         """Erase the chronicum: its document becomes the marker, then its acta are deleted.
 
-        The marker (``_id`` and ``owner_digest`` only) replaces the chronicum document in one
-        single-document write, first: from then on every operation answers ``ChronicumNotFound``
-        for it. Then its acta not yet claimed are claimed (``erasing``: this erase's ObjectId, one
-        ``update_many``), counted (a batch's first actum counts for the batch) and deleted, with
-        every other claimed one and the chronicum's ``batch_acta``. A write racing with the erase
-        reads the marker after its insert and claims its own document unless the erase has (see
-        :meth:`_still_live`): so the count is exactly the writes that landed before the erase.
-        Returns how many acta were erased.
+        The marker (``_id``, ``owner_digest`` and ``unfinished: true``) replaces the chronicum
+        document in one single-document write, first: from then on every operation answers
+        ``ChronicumNotFound`` for it. Then its acta not yet claimed are claimed (``erasing``: this
+        erase's ObjectId, one ``update_many``), counted (a batch's first actum counts for the
+        batch) and deleted, with every other claimed one and the chronicum's ``batch_acta``; last,
+        ``unfinished`` is removed, leaving ``_id`` and ``owner_digest`` only. A write racing with
+        the erase reads the marker after its insert and claims its own document unless the erase
+        has (see :meth:`_still_live`): so the count is exactly the writes that landed before the
+        erase. An erase cut short (a lost connection) leaves the marker unfinished: ``reopen``
+        refuses it, and :meth:`erase_owner` finishes it. Returns how many acta were erased.
 
         Raises ``ChronicumNotFound`` (no chronicum, or only a marker), else
         ``StoreError("mongodb: erase chronicum: ...")``.
@@ -754,7 +760,10 @@ class MongoCore:
             Command(
                 CHRONICA,
                 "find_one_and_replace",
-                ({"_id": chronicum_id, "owner_id": _LIVE}, {"owner_digest": owner_digest}),
+                (
+                    {"_id": chronicum_id, "owner_id": _LIVE},
+                    {"owner_digest": owner_digest, UNFINISHED: True},
+                ),
                 {"projection": {"_id": 1}},
             ),
             where,
@@ -763,6 +772,10 @@ class MongoCore:
             raise ChronicumNotFound(chronicum_id)
         check_row(f"mongodb: {where}", "chronicum id", chronicum_id, before.get("_id"))
         self._forget(chronicum_id)
+        return (yield from self._finish_erasure(chronicum_id, owner_digest, where))
+
+    def _finish_erasure(self, chronicum_id: str, owner_digest: str, where: str) -> Plan[Command, int]:
+        """Claim, count and delete the acta of a marker's chronicum, then mark the marker finished."""
         token = ObjectId()
         yield from self._run(
             Command(
@@ -791,6 +804,14 @@ class MongoCore:
             where,
         )
         yield from self._run(Command(BATCH_ACTA, "delete_many", ({"chronicum_id": chronicum_id},)), where)
+        yield from self._run(
+            Command(
+                CHRONICA,
+                "update_one",
+                ({"_id": chronicum_id, "owner_digest": owner_digest}, {"$unset": {UNFINISHED: ""}}),
+            ),
+            where,
+        )
         return int(counted[0]["acta"]) if counted else 0
 
     def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Command, int]:
@@ -815,49 +836,35 @@ class MongoCore:
             except ChronicumNotFound:
                 continue
             erased += 1
-        markers: list[dict[str, Any]] = yield from self._run(
+        unfinished: list[dict[str, Any]] = yield from self._run(
             Command(
-                CHRONICA, "find", ({"owner_digest": owner_digest},), {"projection": {"_id": 1}}, cursor=True
+                CHRONICA,
+                "find",
+                ({"owner_digest": owner_digest, UNFINISHED: True},),
+                {"projection": {"_id": 1}},
+                cursor=True,
             ),
             where,
         )
-        for marker in markers:  # an erase cut short (a lost connection) left acta behind: remove them
-            yield from self._delete_leftovers(marker["_id"], where)
+        for marker in unfinished:  # an erase cut short (a lost connection): finish it
+            yield from self._finish_erasure(marker["_id"], owner_digest, where)
         return erased
-
-    def _delete_leftovers(self, chronicum_id: str, where: str) -> Plan[Command, None]:
-        """Delete every ``acta`` and ``batch_acta`` document of ``chronicum_id`` (now a marker)."""
-        yield from self._run(Command(ACTA, "delete_many", ({"chronicum_id": chronicum_id},)), where)
-        yield from self._run(Command(BATCH_ACTA, "delete_many", ({"chronicum_id": chronicum_id},)), where)
 
     def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Command, bool]:
         """Replace the marker of ``chronicum.id`` with ``chronicum`` if it holds ``owner_digest``.
 
-        The marker is found by ``_id`` and digest first; whatever an erase cut short (a lost
-        connection between its steps) left of the old chronicum's acta is deleted then, so none of
-        it is read as part of the fresh chronicum; then one ``replace_one`` conditional on the
-        marker's digest. Returns whether it matched. Raises
+        One ``replace_one`` conditional on the marker's digest and on the marker being finished
+        (an erase cut short is finished by :meth:`erase_owner` first; until then the id answers
+        ``ChronicumNotFound`` to its owner too). Returns whether it matched. Raises
         ``StoreError("mongodb: reopen chronicum: ...")``.
         """
         where = "reopen chronicum"
-        marker = yield from self._run(
-            Command(
-                CHRONICA,
-                "find_one",
-                ({"_id": chronicum.id, "owner_digest": owner_digest},),
-                {"projection": {"_id": 1}},
-            ),
-            where,
-        )
-        if marker is None:
-            return False
-        yield from self._delete_leftovers(chronicum.id, where)
         result = yield from self._run(
             Command(
                 CHRONICA,
                 "replace_one",
                 (
-                    {"_id": chronicum.id, "owner_digest": owner_digest},
+                    {"_id": chronicum.id, "owner_digest": owner_digest, UNFINISHED: {"$exists": False}},
                     _chronicum_document(chronicum),
                 ),
             ),
