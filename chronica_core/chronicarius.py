@@ -235,7 +235,7 @@ class Chronicarius(_Keeper[Store]):
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception. On a store with
-                transactions nothing was erased; on one without (chronica-mongodb) the erasure
+                transactions nothing was erased; on one without (see the backend's README) the erasure
                 may have stopped midway, the chronicum already gone from every read and write,
                 and :meth:`erase_owner` finishes it.
         """

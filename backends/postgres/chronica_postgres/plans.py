@@ -65,10 +65,37 @@ __all__ = [
     "Rows",
     "Statement",
     "Transaction",
+    "batch_parameters",
 ]
 
 Rows = list[tuple[Any, ...]]
 """What performing an operation sends back into the plan: the rows (``[]`` when none)."""
+
+
+def batch_parameters(acta: Sequence[Actum], key: str | None) -> tuple[object, ...]:
+    """The parameters of :attr:`Statements.record_many` for ``acta`` (one chronicum's) and ``key``.
+
+    The chronicum id, the key, the count, then one array each of ids, kinds, actor kinds, actors,
+    contents as text and contents as bytes (exactly one of the two set per actum, see
+    :func:`_content_parameters`), in batch order.
+    """
+    texts: list[str | None] = []
+    encoded: list[bytes | None] = []
+    for actum in acta:
+        text, content_bytes = _content_parameters(actum.content)
+        texts.append(text)
+        encoded.append(content_bytes)
+    return (
+        acta[0].chronicum_id,
+        key,
+        len(acta),
+        [actum.id for actum in acta],
+        [str(actum.kind) for actum in acta],
+        [str(actum.actor_kind) for actum in acta],
+        [actum.actor for actum in acta],
+        texts,
+        encoded,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,28 +477,9 @@ class Plans:
         """
         chronicum_id = acta[0].chronicum_id
         _refuse_nul(chronicum_id)
-        limit = self.max_content_bytes
-        texts: list[str | None] = []
-        encoded: list[bytes | None] = []
         for actum in acta:
-            check_content_size(actum.content, limit)
-            text, content_bytes = _content_parameters(actum.content)
-            texts.append(text)
-            encoded.append(content_bytes)
-        statement = Statement(
-            self.statements.record_many,
-            (
-                chronicum_id,
-                key,
-                len(acta),
-                [actum.id for actum in acta],
-                [str(actum.kind) for actum in acta],
-                [str(actum.actor_kind) for actum in acta],
-                [actum.actor for actum in acta],
-                texts,
-                encoded,
-            ),
-        )
+            check_content_size(actum.content, self.max_content_bytes)
+        statement = Statement(self.statements.record_many, batch_parameters(acta, key))
         where = "postgres: record acta"
         try:
             if key is None:

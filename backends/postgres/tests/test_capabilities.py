@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 from chronica_postgres import LATEST_VERSION, AsyncPostgresStore, PostgresStore
-from chronica_postgres.plans import Statement, Transaction
+from chronica_postgres.plans import Statement, Transaction, batch_parameters
 from chronica_postgres.schema import CHRONICA_LISTING_INDEX, EPOCH, MIGRATIONS, VERSION_TABLE, Statements
 from psycopg import sql
 
@@ -447,17 +447,7 @@ def test_a_batch_reads_no_more_of_a_long_history_than_its_key_names(
     )
     admin.execute("ANALYZE acta")
     given = batch(chronicum_id, "next", 3)
-    parameters = (
-        chronicum_id,
-        key,
-        len(given),
-        [actum.id for actum in given],
-        [str(actum.kind) for actum in given],
-        [str(actum.actor_kind) for actum in given],
-        [actum.actor for actum in given],
-        [actum.content for actum in given],
-        [None] * len(given),
-    )
+    parameters = batch_parameters(given, key)
     admin.execute(sql.SQL("SET plan_cache_mode = {}").format(sql.Literal(plan_cache_mode)))
     try:
         plan = "\n".join(
