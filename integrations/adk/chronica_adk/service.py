@@ -528,10 +528,15 @@ class ChronicaSessionService(BaseSessionService):
 
 
 def _until_snapshot(acta: Sequence[Actum], snapshot: Snapshot) -> list[Event]:
-    """The events of ``acta``, without those a writer appended after ``snapshot`` was read."""
-    events = [event for event in map(event_of_actum, acta) if event is not None]
+    """The events of ``acta``, without the ADK events appended after ``snapshot`` was read.
+
+    The state read belongs to the snapshot, so events of batches that came after it (a writer
+    racing this read) are left out; messages other agents wrote through Chronica are kept.
+    """
+    decoded = [(actum, event) for actum in acta if (event := event_of_actum(actum)) is not None]
     if snapshot.event_id is not None:
-        for index in range(len(events) - 1, -1, -1):
-            if events[index].id == snapshot.event_id:
-                return events[: index + 1]
-    return events
+        for index in range(len(decoded) - 1, -1, -1):
+            if decoded[index][1].id == snapshot.event_id:
+                later = [event for actum, event in decoded[index + 1 :] if event.id == actum.id]
+                return [event for _, event in decoded[: index + 1]] + later
+    return [event for _, event in decoded]
