@@ -54,7 +54,8 @@ def session_service_from_url(uri: str, **options: Any) -> ChronicaSessionService
 
 def _schemes() -> list[str]:
     schemes: list[str] = []
-    for installed in list_backends():
+    installed_backends, _broken = list_backends()
+    for installed in installed_backends:
         for scheme in installed.backend.schemes:
             if scheme.endswith("+*"):
                 dialect = scheme.removesuffix("+*")
