@@ -100,7 +100,15 @@ class SessionKey:
             chronicum id would be longer than 255 characters (``field`` names the name).
     """
 
-    __slots__ = ("app_name", "app_state_id", "chronicum_id", "owner", "session_id", "user_id", "user_state_id")
+    __slots__ = (
+        "app_name",
+        "app_state_id",
+        "chronicum_id",
+        "owner",
+        "session_id",
+        "user_id",
+        "user_state_id",
+    )
 
     def __init__(self, app_name: str, user_id: str, session_id: str) -> None:
         self.app_name = app_name

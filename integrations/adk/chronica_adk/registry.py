@@ -14,8 +14,8 @@ from typing import Any
 
 from google.adk.cli.service_registry import ServiceRegistry, get_service_registry
 
-from chronica_core import list_backends
 from chronica_adk.service import ChronicaSessionService
+from chronica_core import list_backends
 
 __all__ = ["SCHEME_PREFIX", "SQLALCHEMY_DRIVERS", "register_session_services", "session_service_from_url"]
 

@@ -23,16 +23,6 @@ from google.adk.sessions.base_session_service import GetSessionConfig, ListSessi
 from pydantic_core import to_jsonable_python
 from typing_extensions import override
 
-from chronica_core import (
-    ActorKind,
-    Actum,
-    ActumKind,
-    AsyncChronicarius,
-    AsyncStore,
-    ChronicumNotFound,
-    StoreError,
-    open_async_store,
-)
 from chronica_adk.ids import SessionKey, app_state_id, session_id_of, user_owner
 from chronica_adk.mapping import (
     APP_SCOPE,
@@ -45,6 +35,16 @@ from chronica_adk.mapping import (
     event_of_actum,
     snapshot_actum,
     snapshot_of_actum,
+)
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    AsyncChronicarius,
+    AsyncStore,
+    ChronicumNotFound,
+    StoreError,
+    open_async_store,
 )
 
 __all__ = ["STALE_SESSION_MESSAGE", "ChronicaSessionService"]

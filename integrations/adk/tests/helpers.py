@@ -49,4 +49,6 @@ def text_event(author: str, text: str, *, timestamp: float | None = None, **acti
 
 
 async def new_session(service: ChronicaSessionService, **state: Any) -> Any:
-    return await service.create_session(app_name=APP, user_id=USER, state=state or None, session_id=fresh_id())
+    return await service.create_session(
+        app_name=APP, user_id=USER, state=state or None, session_id=fresh_id()
+    )

@@ -26,12 +26,20 @@ def weather(city: str) -> str:
 
 def weather_agent(model: ScriptedLlm) -> LlmAgent:
     return LlmAgent(
-        name="concierge", model=model, instruction="Answer briefly.", tools=[weather], output_key="last_answer"
+        name="concierge",
+        model=model,
+        instruction="Answer briefly.",
+        tools=[weather],
+        output_key="last_answer",
     )
 
 
 def script() -> list[list[types.Part]]:
-    return [call("weather", {"city": "Tirana"}, "call-1"), say("Sunny in Tirana."), say("Sunny again tomorrow.")]
+    return [
+        call("weather", {"city": "Tirana"}, "call-1"),
+        say("Sunny in Tirana."),
+        say("Sunny again tomorrow."),
+    ]
 
 
 def user_says(text: str) -> types.Content:
@@ -71,11 +79,20 @@ def request_texts(model: ScriptedLlm, call_number: int) -> list[str]:
     return shown
 
 
-async def check_session(service: ChronicaSessionService, app: str, session_id: str, model: ScriptedLlm) -> None:
+async def check_session(
+    service: ChronicaSessionService, app: str, session_id: str, model: ScriptedLlm
+) -> None:
     session = await service.get_session(app_name=app, user_id=USER, session_id=session_id)
     assert session is not None
     assert texts(session.events) == TURN_ONE + TURN_TWO
-    assert [event.author for event in session.events] == ["user", "concierge", "concierge", "concierge", "user", "concierge"]
+    assert [event.author for event in session.events] == [
+        "user",
+        "concierge",
+        "concierge",
+        "concierge",
+        "user",
+        "concierge",
+    ]
     assert session.state["last_answer"] == "Sunny again tomorrow."
     assert request_texts(model, 2) == TURN_ONE + TURN_TWO[:1]  # turn two's model read turn one from the store
     assert model.script == []
@@ -100,7 +117,9 @@ def test_two_run_async_turns(store_target: StoreTarget) -> None:
         runner = Runner(agent=weather_agent(model), app_name=app, session_service=service)
         session = await service.create_session(app_name=app, user_id=USER)
         for question in ("What is the weather in Tirana?", "And tomorrow?"):
-            async for _ in runner.run_async(user_id=USER, session_id=session.id, new_message=user_says(question)):
+            async for _ in runner.run_async(
+                user_id=USER, session_id=session.id, new_message=user_says(question)
+            ):
                 pass
         await check_session(service, app, session.id, model)
 
@@ -130,7 +149,9 @@ def run_sync_turns(service: ChronicaSessionService, app: str, model: ScriptedLlm
     """Two turns through the synchronous ``Runner.run`` (ADK runs each in a thread with its own loop)."""
     import asyncio
 
-    runner = Runner(agent=weather_agent(model), app_name=app, session_service=service, auto_create_session=True)
+    runner = Runner(
+        agent=weather_agent(model), app_name=app, session_service=service, auto_create_session=True
+    )
     session_id = fresh_id()
     for question in ("What is the weather in Tirana?", "And tomorrow?"):
         for _ in runner.run(user_id=USER, session_id=session_id, new_message=user_says(question)):
@@ -150,7 +171,9 @@ LOOP_BOUND = {"postgres", "postgres-sqlalchemy"}
 
 def test_two_sync_run_turns(store_target: StoreTarget, request: pytest.FixtureRequest) -> None:
     if store_target.name in LOOP_BOUND:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="needs async stores serving any event loop"))
+        request.applymarker(
+            pytest.mark.xfail(strict=True, reason="needs async stores serving any event loop")
+        )
     service = ChronicaSessionService(store_target.url, store_options=dict(store_target.options))
     run_sync_turns(service, f"app-{fresh_id()}", ScriptedLlm(script=script()))
 
@@ -158,6 +181,8 @@ def test_two_sync_run_turns(store_target: StoreTarget, request: pytest.FixtureRe
 def test_the_sync_run_needs_nothing_but_the_script(monkeypatch: Any) -> None:
     model = ScriptedLlm(script=[say("hello")])
     service = ChronicaSessionService("memory://")
-    runner = Runner(agent=weather_agent(model), app_name="quiet", session_service=service, auto_create_session=True)
+    runner = Runner(
+        agent=weather_agent(model), app_name="quiet", session_service=service, auto_create_session=True
+    )
     events = list(runner.run(user_id=USER, session_id=fresh_id(), new_message=user_says("hi")))
     assert texts(events) == ["hello"]

@@ -46,7 +46,12 @@ def test_create_then_get_gives_the_session_and_its_state(store_target: StoreTarg
             session_id="dinner-friday",
             state={"party": 4, "user:name": "Ardian", "app:city": "Jakarta", "temp:scratch": 1},
         )
-        assert (created.id, created.app_name, created.user_id, created.events) == ("dinner-friday", app, USER, [])
+        assert (created.id, created.app_name, created.user_id, created.events) == (
+            "dinner-friday",
+            app,
+            USER,
+            [],
+        )
         assert created.state == {"party": 4, "user:name": "Ardian", "app:city": "Jakarta"}
         assert before - 5 <= created.last_update_time <= time.time() + 5
         got = await service.get_session(app_name=app, user_id=USER, session_id="dinner-friday")
@@ -123,20 +128,17 @@ def test_apps_and_users_never_share_a_session(store_target: StoreTarget) -> None
         # names holding the separator: a naive "app:user" join would make these the same
         keys = [("a:1", "b"), ("a", "1:b"), ("a", "b"), ("b", "a")]
         for n, (app, user) in enumerate(keys):
-            await service.create_session(app_name=app, user_id=user, session_id=session_id, state={"n": n})
-            await service.append_event(
-                (await service.get_session(app_name=app, user_id=user, session_id=session_id)) or Session(
-                    id="", app_name="", user_id=""
-                ),
-                text_event("user", f"hello from {n}"),
+            created = await service.create_session(
+                app_name=app, user_id=user, session_id=session_id, state={"n": n}
             )
+            await service.append_event(created, text_event("user", f"hello from {n}"))
         for n, (app, user) in enumerate(keys):
             got = await service.get_session(app_name=app, user_id=user, session_id=session_id)
             assert got is not None
             assert got.state == {"n": n}
-            assert [event.content.parts[0].text for event in got.events if event.content and event.content.parts] == [
-                f"hello from {n}"
-            ]
+            assert [
+                event.content.parts[0].text for event in got.events if event.content and event.content.parts
+            ] == [f"hello from {n}"]
         owners = {SessionKey(app, user, session_id).owner for app, user in keys}
         assert len(owners) == len(keys)
         assert await service.get_session(app_name="a", user_id="c", session_id=session_id) is None
@@ -174,7 +176,9 @@ def rich_events() -> list[Event]:
             parts=[
                 types.Part(
                     function_response=types.FunctionResponse(
-                        id="call-1", name="search", response={"result": [{"name": "Rumah Teduh", "table": True}]}
+                        id="call-1",
+                        name="search",
+                        response={"result": [{"name": "Rumah Teduh", "table": True}]},
                     )
                 )
             ],
@@ -224,7 +228,9 @@ def test_events_are_filed_by_kind_for_other_agents(store_target: StoreTarget) ->
         for event in rich_events():
             await service.append_event(session, event)
         key = SessionKey(APP, USER, session.id)
-        acta = await service.chronicarius.get_acta(key.owner, key.chronicum_id, actor_kinds=[ActorKind.HUMAN, ActorKind.AGENT])
+        acta = await service.chronicarius.get_acta(
+            key.owner, key.chronicum_id, actor_kinds=[ActorKind.HUMAN, ActorKind.AGENT]
+        )
         assert [(actum.kind, actum.actor_kind, actum.actor) for actum in acta] == [
             (ActumKind.MESSAGE, ActorKind.HUMAN, USER),
             (ActumKind.THOUGHT, ActorKind.AGENT, "concierge"),
@@ -236,8 +242,13 @@ def test_events_are_filed_by_kind_for_other_agents(store_target: StoreTarget) ->
         messages = await service.chronicarius.get_acta(
             key.owner, key.chronicum_id, actum_kinds=[ActumKind.MESSAGE], last_n=2
         )
-        assert [Event.model_validate_json(actum.content).author for actum in messages] == ["user", "concierge"]
-        snapshots = await service.chronicarius.get_acta(key.owner, key.chronicum_id, actor_kinds=[ActorKind.SYSTEM])
+        assert [Event.model_validate_json(actum.content).author for actum in messages] == [
+            "user",
+            "concierge",
+        ]
+        snapshots = await service.chronicarius.get_acta(
+            key.owner, key.chronicum_id, actor_kinds=[ActorKind.SYSTEM]
+        )
         assert {actum.actor for actum in snapshots} == {STATE_ACTOR}
         assert len(snapshots) == 7  # the creation and one per event
         assert json.loads(snapshots[-1].content)["state"] == {"picked": "Rumah Teduh"}
@@ -286,15 +297,29 @@ def test_session_user_and_app_state_follow_adk_scopes(store_target: StoreTarget)
         assert event.actions.state_delta == {"topic": "dinner", "user:diet": "vegetarian", "app:open": True}
 
         async def state_of(session: Session) -> dict[str, Any]:
-            got = await service.get_session(app_name=session.app_name, user_id=session.user_id, session_id=session.id)
+            got = await service.get_session(
+                app_name=session.app_name, user_id=session.user_id, session_id=session.id
+            )
             assert got is not None
             return got.state
 
-        assert await state_of(mine) == {"topic": "dinner", "user:lang": "id", "user:diet": "vegetarian", "app:open": True}
-        assert await state_of(other_session) == {"user:lang": "id", "user:diet": "vegetarian", "app:open": True}
+        assert await state_of(mine) == {
+            "topic": "dinner",
+            "user:lang": "id",
+            "user:diet": "vegetarian",
+            "app:open": True,
+        }
+        assert await state_of(other_session) == {
+            "user:lang": "id",
+            "user:diet": "vegetarian",
+            "app:open": True,
+        }
         assert await state_of(other_user) == {"app:open": True}
         assert await state_of(other_app) == {}
-        assert await service.get_user_state(app_name=app, user_id="ardian") == {"lang": "id", "diet": "vegetarian"}
+        assert await service.get_user_state(app_name=app, user_id="ardian") == {
+            "lang": "id",
+            "diet": "vegetarian",
+        }
         assert await service.get_user_state(app_name=app, user_id="nobody") == {}
         stored = await service.get_session(app_name=app, user_id="ardian", session_id=mine.id)
         assert stored is not None
@@ -332,7 +357,10 @@ class CountingStore(AsyncMemoryStore):
 
 
 def timed_events(count: int) -> list[Event]:
-    return [text_event("user" if n % 2 == 0 else "concierge", f"event {n}", timestamp=1000.0 + n) for n in range(count)]
+    return [
+        text_event("user" if n % 2 == 0 else "concierge", f"event {n}", timestamp=1000.0 + n)
+        for n in range(count)
+    ]
 
 
 def test_num_recent_events_is_a_context_window_not_a_full_read() -> None:
@@ -410,7 +438,9 @@ def test_list_sessions_lists_the_users_sessions_without_events(store_target: Sto
     async def body(store: AsyncStore) -> None:
         service = ChronicaSessionService(store)
         app = f"app-{fresh_id()}"
-        first = await service.create_session(app_name=app, user_id="ardian", session_id="first", state={"n": 1})
+        first = await service.create_session(
+            app_name=app, user_id="ardian", session_id="first", state={"n": 1}
+        )
         second = await service.create_session(
             app_name=app, user_id="ardian", session_id="second", state={"user:lang": "id"}
         )
@@ -490,9 +520,9 @@ def test_a_stale_session_is_refused(store_target: StoreTarget) -> None:
             await service.append_event(copy, text_event("user", "from a stale copy"))
         fresh = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
         assert fresh is not None
-        assert [event.content.parts[0].text for event in fresh.events if event.content and event.content.parts] == [
-            "first"
-        ]
+        assert [
+            event.content.parts[0].text for event in fresh.events if event.content and event.content.parts
+        ] == ["first"]
         await service.append_event(fresh, text_event("user", "second"))
         with pytest.raises(StaleSessionError):
             await service.append_event(session, text_event("user", "after someone else"))
@@ -508,7 +538,11 @@ def test_concurrent_appends_from_one_revision_land_once(store_target: StoreTarge
             await service.get_session(app_name=APP, user_id=USER, session_id=session.id) for _ in range(6)
         ]
         results = await asyncio.gather(
-            *(service.append_event(copy, text_event("user", f"writer {n}")) for n, copy in enumerate(copies) if copy),
+            *(
+                service.append_event(copy, text_event("user", f"writer {n}"))
+                for n, copy in enumerate(copies)
+                if copy
+            ),
             return_exceptions=True,
         )
         landed = [result for result in results if isinstance(result, Event)]
