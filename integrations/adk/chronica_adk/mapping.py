@@ -36,8 +36,9 @@ from typing import Any
 from google.adk.events import Event
 from google.genai import types
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
-from chronica_core import ActorKind, Actum, ActumKind
+from chronica_core import ActorKind, Actum, ActumKind, InvalidActum
 
 __all__ = [
     "EVENT_ACTOR_KINDS",
@@ -77,19 +78,40 @@ def event_kind(event: Event) -> ActumKind:
 
 
 def event_json(event: Event) -> str:
-    """Return the JSON an event is stored as (``None`` fields left out)."""
-    return event.model_dump_json(exclude_none=True)
+    """Return the JSON an event is stored as (``None`` fields left out).
+
+    State-delta values JSON cannot hold are written as ADK writes them (its own serializer: a
+    callable becomes its ``repr``, with ADK's warning).
+
+    Raises:
+        InvalidActum: (``field="content"``) pydantic cannot write the event as JSON at all, e.g.
+            text holding a lone surrogate, which UTF-8 cannot encode.
+    """
+    try:
+        return event.model_dump_json(exclude_none=True)
+    except PydanticSerializationError as error:
+        raise InvalidActum("content", f"the event cannot be written as JSON: {error}") from error
 
 
-def event_actum(chronicum_id: str, event: Event, user_id: str) -> Actum:
-    """Return the actum recording ``event`` in ``chronicum_id``; ``user_id`` writes the person's events."""
+def event_actum(chronicum_id: str, event: Event, user_id: str, content: str | None = None) -> Actum:
+    """Return the actum recording ``event`` in ``chronicum_id``; ``user_id`` writes the person's events.
+
+    Args:
+        chronicum_id: the session's chronicum.
+        event: the event.
+        user_id: ADK's user id, the actor of the person's (author ``"user"``) events.
+        content: the event's JSON when the caller has it already (:func:`event_json`).
+
+    Raises:
+        InvalidActum: (``field="content"``) the event cannot be written as JSON.
+    """
     human = event.author == USER_AUTHOR
     return Actum(
         chronicum_id,
         event_kind(event),
         ActorKind.HUMAN if human else ActorKind.AGENT,
         user_id if human else event.author,
-        event_json(event),
+        event_json(event) if content is None else content,
     )
 
 

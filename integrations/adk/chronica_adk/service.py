@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import uuid
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, Session, State
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import override
 
 from chronica_adk.ids import SessionKey, app_state_id, session_id_of, user_owner
@@ -49,6 +50,8 @@ from chronica_core import (
 
 __all__ = ["STALE_SESSION_MESSAGE", "ChronicaSessionService"]
 
+logger = logging.getLogger(__name__)
+
 STALE_SESSION_MESSAGE = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
@@ -69,16 +72,34 @@ NO_SNAPSHOT = "none"
 """The revision a first snapshot is written after, in its idempotency key ``after:none``."""
 
 
+def _json_ready(state: dict[str, Any]) -> dict[str, Any]:
+    """Return ``state`` as JSON values, as ADK's database service writes state.
+
+    Values pydantic writes faithfully are kept so (datetimes as ISO text, sets as lists, models
+    as objects); when one cannot be written at all (a callable), every such value becomes its
+    ``repr`` and a warning is logged, instead of the write failing.
+    """
+    try:
+        ready: dict[str, Any] = to_jsonable_python(state)
+    except PydanticSerializationError:
+        logger.warning(
+            "Some state values cannot be written as JSON (e.g. callables); they are written as "
+            "their repr instead.",
+            exc_info=True,
+        )
+        ready = to_jsonable_python(state, serialize_unknown=True)
+    return ready
+
+
 def _split_state(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Split ADK state into its app, user and session parts (prefixes removed), ``temp:`` dropped.
 
-    Values are made JSON-ready the way pydantic writes them (datetimes as ISO text, models as
-    objects), as ADK's own database service does.
+    Values are made JSON-ready as ADK's own database service does (:func:`_json_ready`).
     """
     app: dict[str, Any] = {}
     user: dict[str, Any] = {}
     session: dict[str, Any] = {}
-    for key, value in to_jsonable_python(state).items():
+    for key, value in _json_ready(state).items():
         if key.startswith(State.APP_PREFIX):
             app[key.removeprefix(State.APP_PREFIX)] = value
         elif key.startswith(State.USER_PREFIX):
@@ -347,8 +368,9 @@ class ChronicaSessionService(BaseSessionService):
                 revision marker when the session came from this service, else by
                 ``last_update_time`` and the newest event's id.
             SessionNotFoundError: the session does not exist (never created, or deleted).
-            InvalidActum: the event cannot be an actum (an empty author, an author over 255
-                characters); nothing is written.
+            InvalidActum: the event cannot be an actum: an empty author or one over 255
+                characters (``field="actor"``), or an event pydantic cannot write as JSON, such as
+                text with a lone surrogate (``field="content"``); nothing is written.
             InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
             StoreError: the store failed; chained to the driver's exception. The event's batch
                 is all or nothing; a failure after it leaves the ``user:`` or ``app:`` update
@@ -365,14 +387,14 @@ class ChronicaSessionService(BaseSessionService):
         if current is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
         self._check_fresh(session, current)
+        written = event_json(event)
         app, user, own = _split_state(event.actions.state_delta if event.actions is not None else {})
         state = {**current.state, **own}
-        written = event_json(event)
         try:
             stored = await self.chronicarius.record_acta(
                 key.owner,
                 [
-                    event_actum(key.chronicum_id, event, key.user_id),
+                    event_actum(key.chronicum_id, event, key.user_id, written),
                     snapshot_actum(key.chronicum_id, SESSION_SCOPE, state, secrets.token_hex(16), event.id),
                 ],
                 idempotency_key=f"after:{current.id}",
@@ -382,8 +404,10 @@ class ChronicaSessionService(BaseSessionService):
         snapshot = snapshot_of_actum(stored[-1], SESSION_SCOPE)
         if len(stored) != 2 or stored[0].content != written or snapshot is None:
             raise StaleSessionError(STALE_SESSION_MESSAGE)  # another writer's event took the revision
-        await self._update_shared(key.owner, key.user_state_id, USER_SCOPE, user)
-        await self._update_shared(key.app_state_id, key.app_state_id, APP_SCOPE, app)
+        if user:
+            await self._update_shared(key.owner, key.user_state_id, USER_SCOPE, user)
+        if app:
+            await self._update_shared(key.app_state_id, key.app_state_id, APP_SCOPE, app)
         session.last_update_time = snapshot.at.timestamp()
         session._storage_update_marker = snapshot.id
         return self._commit_event_to_session(session, event)

@@ -28,6 +28,7 @@ from chronica_core import (
     AsyncChronicarius,
     AsyncMemoryStore,
     AsyncStore,
+    InvalidActum,
 )
 
 
@@ -636,3 +637,44 @@ def test_the_service_shares_a_keeper_and_leaves_what_it_was_given_open() -> None
             assert await owned.get_session(app_name=APP, user_id=USER, session_id=session.id) is None
 
     asyncio.run(body())
+
+
+def test_state_values_json_cannot_hold_are_written_as_adks_database_service_writes_them(
+    store_target: StoreTarget,
+) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        app = f"app-{fresh_id()}"
+        session = await service.create_session(
+            app_name=app, user_id=USER, state={"tags": {"quiet"}, "hook": print}
+        )
+        assert session.state == {"tags": ["quiet"], "hook": repr(print)}
+        delta = {"user:callback": print, "seen": {1}}
+        await service.append_event(session, text_event("concierge", "Noted.", state_delta=delta))
+        got = await service.get_session(app_name=app, user_id=USER, session_id=session.id)
+        assert got is not None
+        assert got.state == {
+            "tags": ["quiet"],
+            "hook": repr(print),
+            "seen": [1],
+            "user:callback": repr(print),
+        }
+        assert got.events[0].actions.state_delta == {"user:callback": repr(print), "seen": [1]}
+
+    run_on(store_target, body)
+
+
+def test_an_event_json_cannot_write_is_refused_naming_the_content(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        session = await new_session(service)
+        with pytest.raises(InvalidActum) as raised:
+            await service.append_event(session, text_event("user", "lone \ud800 surrogate"))
+        assert raised.value.field == "content"
+        assert "JSON" in str(raised.value)
+        got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+        assert got is not None
+        assert got.events == []
+        assert session.events == []
+
+    run_on(store_target, body)
