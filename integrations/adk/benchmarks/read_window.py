@@ -3,7 +3,7 @@
 Not a test: it prints medians and their ratio, measured in one run, the two sessions read in
 alternation so that a busy machine slows both alike. The read of a long session should cost
 about what the short one's does (a context window, not a full read); the whole 500-event read
-is printed next to them for scale.
+is printed next to them for scale, and the median ``append_event`` while filling.
 
     python integrations/adk/benchmarks/read_window.py --store memory://
     python integrations/adk/benchmarks/read_window.py --store sqlite:////tmp/adk-bench.db
@@ -51,11 +51,14 @@ def event(number: int) -> Event:
     )
 
 
-async def fill(service: ChronicaSessionService, count: int) -> str:
-    """Create a session holding ``count`` events; return its id."""
+async def fill(service: ChronicaSessionService, count: int, appends: list[float] | None = None) -> str:
+    """Create a session holding ``count`` events; return its id (each append's seconds into ``appends``)."""
     session = await service.create_session(app_name=APP, user_id=USER, session_id=f"bench-{uuid.uuid4().hex}")
     for number in range(count):
+        start = time.perf_counter()
         await service.append_event(session, event(number))
+        if appends is not None:
+            appends.append(time.perf_counter() - start)
     return session.id
 
 
@@ -84,7 +87,8 @@ async def main(
     store = open_async_store(url, **options)
     service = ChronicaSessionService(store)
     try:
-        long_id = await fill(service, long_size)
+        appends: list[float] = []
+        long_id = await fill(service, long_size, appends)
         short_id = await fill(service, short_size)
         if analyzed:
             analyze(url, options.get("schema", "public"))
@@ -111,6 +115,9 @@ async def main(
         print(
             f"for scale, get_session() whole, {long_size} events: median {whole_median * 1e3:.3f} ms "
             f"({len(columns['long whole'])} reads)"
+        )
+        print(
+            f"append_event while filling the long session: median {statistics.median(appends) * 1e3:.3f} ms"
         )
         for session_id in (long_id, short_id):
             await service.delete_session(app_name=APP, user_id=USER, session_id=session_id)

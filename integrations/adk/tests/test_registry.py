@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,29 @@ def test_a_chronica_url_opens_a_service_on_the_store_after_the_prefix(tmp_path: 
 def test_a_url_without_the_prefix_is_refused() -> None:
     with pytest.raises(ValueError, match="chronica\\+"):
         session_service_from_url("memory://")
+
+
+def test_an_agents_folder_services_py_makes_adk_web_open_a_chronica_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from google.adk.cli.service_registry import load_services_module
+    from google.adk.cli.utils.service_factory import create_session_service_from_options
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # ADK puts the agents folder on it
+    monkeypatch.setitem(sys.modules, "services", None)  # and imports its services.py as "services"
+    del sys.modules["services"]
+    (tmp_path / "services.py").write_text("import chronica_adk\n\nchronica_adk.register_session_services()\n")
+    load_services_module(str(tmp_path))
+    service = create_session_service_from_options(
+        base_dir=tmp_path, session_service_uri=f"chronica+sqlite:///{tmp_path / 'web.db'}"
+    )
+    assert isinstance(service, ChronicaSessionService)
+
+    async def body() -> None:
+        assert isinstance(service, ChronicaSessionService)
+        created = await service.create_session(app_name=APP, user_id=USER)
+        listed = await service.list_sessions(app_name=APP, user_id=USER)
+        assert [session.id for session in listed.sessions] == [created.id]
+        await service.close()
+
+    asyncio.run(body())
