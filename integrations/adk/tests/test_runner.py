@@ -16,7 +16,7 @@ from google.genai import types
 from helpers import USER, fresh_id, run_on
 from scripted_model import ScriptedLlm, call, say
 
-from chronica_core import ActorKind, ActumKind, AsyncStore
+from chronica_core import ActorKind, Actum, ActumKind, AsyncStore
 
 
 def weather(city: str) -> str:
@@ -186,3 +186,39 @@ def test_the_sync_run_needs_nothing_but_the_script(monkeypatch: Any) -> None:
     )
     events = list(runner.run(user_id=USER, session_id=fresh_id(), new_message=user_says("hi")))
     assert texts(events) == ["hello"]
+
+
+def test_the_agent_reads_what_another_agent_wrote_through_chronica(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        app, model = f"app-{fresh_id()}", ScriptedLlm(script=[say("Searching."), say("Enjoy dinner.")])
+        runner = Runner(agent=weather_agent(model), app_name=app, session_service=service)
+        session = await service.create_session(app_name=app, user_id=USER)
+        async for _ in runner.run_async(
+            user_id=USER, session_id=session.id, new_message=user_says("A table?")
+        ):
+            pass
+        key = SessionKey(app, USER, session.id)
+        await service.chronicarius.record_actum(  # the booking agent, written with Chronica directly
+            key.owner,
+            Actum(
+                key.chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "booking", "Booked Rumah Teduh for 7pm."
+            ),
+        )
+        async for _ in runner.run_async(
+            user_id=USER, session_id=session.id, new_message=user_says("Thanks!")
+        ):
+            pass
+        assert any("Booked Rumah Teduh for 7pm." in text for text in request_texts(model, 1))
+        assert not any("Booked Rumah Teduh" in text for text in request_texts(model, 0))
+        stored = await service.get_session(app_name=app, user_id=USER, session_id=session.id)
+        assert stored is not None
+        assert [event.author for event in stored.events] == [
+            "user",
+            "concierge",
+            "booking",
+            "user",
+            "concierge",
+        ]
+
+    run_on(store_target, body)

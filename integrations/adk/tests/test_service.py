@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from chronica_adk import STATE_ACTOR, ChronicaSessionService, InvalidSessionKey, SessionKey
+from chronica_adk import STATE_ACTOR, ChronicaSessionService, InvalidSessionKey, SessionKey, user_owner
 from conftest import StoreTarget
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -676,5 +676,44 @@ def test_an_event_json_cannot_write_is_refused_naming_the_content(store_target: 
         assert got is not None
         assert got.events == []
         assert session.events == []
+
+    run_on(store_target, body)
+
+
+def test_another_writers_system_acta_do_not_hide_the_state(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        app = f"app-{fresh_id()}"
+        session = await service.create_session(app_name=app, user_id=USER, state={"party": 4})
+        key = SessionKey(app, USER, session.id)
+        for n in range(3):  # system acta of the same kind the snapshots have, by another actor
+            await service.chronicarius.record_actum(
+                key.owner, Actum(key.chronicum_id, ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, "audit", f"{n}")
+            )
+        got = await service.get_session(app_name=app, user_id=USER, session_id=session.id)
+        assert got is not None
+        assert got.state == {"party": 4}
+        assert got.events == []
+        await service.append_event(got, text_event("user", "hello", state_delta={"party": 5}))
+        again = await service.get_session(app_name=app, user_id=USER, session_id=session.id)
+        assert again is not None and again.state == {"party": 5}
+
+    run_on(store_target, body)
+
+
+def test_erasing_the_owner_erases_a_users_sessions_and_user_state(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        app = f"app-{fresh_id()}"
+        for user in ("ardian", "rafa"):
+            for _ in range(2):
+                created = await service.create_session(app_name=app, user_id=user, state={"user:lang": user})
+                await service.append_event(created, text_event("user", f"{user} was here"))
+        erased = await service.chronicarius.erase_owner(user_owner(app, "ardian"))
+        assert erased == 3  # two sessions and the user's state
+        assert (await service.list_sessions(app_name=app, user_id="ardian")).sessions == []
+        assert await service.get_user_state(app_name=app, user_id="ardian") == {}
+        assert len((await service.list_sessions(app_name=app, user_id="rafa")).sessions) == 2
+        assert await service.get_user_state(app_name=app, user_id="rafa") == {"lang": "rafa"}
 
     run_on(store_target, body)
