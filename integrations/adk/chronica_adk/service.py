@@ -99,12 +99,13 @@ def _split_state(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any],
     app: dict[str, Any] = {}
     user: dict[str, Any] = {}
     session: dict[str, Any] = {}
-    for key, value in _json_ready(state).items():
+    kept = {key: value for key, value in state.items() if not key.startswith(State.TEMP_PREFIX)}
+    for key, value in _json_ready(kept).items():
         if key.startswith(State.APP_PREFIX):
             app[key.removeprefix(State.APP_PREFIX)] = value
         elif key.startswith(State.USER_PREFIX):
             user[key.removeprefix(State.USER_PREFIX)] = value
-        elif not key.startswith(State.TEMP_PREFIX):
+        else:
             session[key] = value
     return app, user, session
 
