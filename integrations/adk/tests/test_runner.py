@@ -46,12 +46,11 @@ def user_says(text: str) -> types.Content:
     return types.Content(role="user", parts=[types.Part(text=text)])
 
 
-def texts(events: list[Event]) -> list[str]:
-    """Each event's text, its function call's name or its function response's output."""
+def contents_texts(contents: list[types.Content | None]) -> list[str]:
+    """Each part's text, its function call's name or its function response's output."""
     shown: list[str] = []
-    for event in events:
-        parts = event.content.parts if event.content is not None and event.content.parts else []
-        for part in parts:
+    for content in contents:
+        for part in (content.parts if content is not None else None) or []:
             if part.text is not None:
                 shown.append(part.text)
             elif part.function_call is not None:
@@ -59,6 +58,11 @@ def texts(events: list[Event]) -> list[str]:
             elif part.function_response is not None and part.function_response.response is not None:
                 shown.append(f"result {part.function_response.response.get('result')}")
     return shown
+
+
+def texts(events: list[Event]) -> list[str]:
+    """What the events say (see :func:`contents_texts`)."""
+    return contents_texts([event.content for event in events])
 
 
 TURN_ONE = ["What is the weather in Tirana?", "call weather", "result sunny in Tirana", "Sunny in Tirana."]
@@ -67,16 +71,7 @@ TURN_TWO = ["And tomorrow?", "Sunny again tomorrow."]
 
 def request_texts(model: ScriptedLlm, call_number: int) -> list[str]:
     """The texts of what the model was shown in its ``call_number``-th call."""
-    shown = []
-    for content in model.requests[call_number].contents:
-        for part in content.parts or []:
-            if part.text is not None:
-                shown.append(part.text)
-            elif part.function_call is not None:
-                shown.append(f"call {part.function_call.name}")
-            elif part.function_response is not None and part.function_response.response is not None:
-                shown.append(f"result {part.function_response.response.get('result')}")
-    return shown
+    return contents_texts(list(model.requests[call_number].contents))
 
 
 async def check_session(
