@@ -717,3 +717,24 @@ def test_erasing_the_owner_erases_a_users_sessions_and_user_state(store_target: 
         assert await service.get_user_state(app_name=app, user_id="rafa") == {"lang": "rafa"}
 
     run_on(store_target, body)
+
+
+def test_a_window_skips_other_frameworks_acta_and_still_returns_n_events(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        session = await new_session(service)
+        events = timed_events(4)
+        for event in events:
+            await service.append_event(session, event)
+        key = SessionKey(APP, USER, session.id)
+        for n in range(6):
+            await service.chronicarius.record_actum(
+                key.owner, Actum(key.chronicum_id, ActumKind.THOUGHT, ActorKind.AGENT, "planner", f"step {n}")
+            )
+        got = await service.get_session(
+            app_name=APP, user_id=USER, session_id=session.id, config=GetSessionConfig(num_recent_events=3)
+        )
+        assert got is not None
+        assert got.events == events[-3:]
+
+    run_on(store_target, body)
