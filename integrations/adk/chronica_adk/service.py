@@ -233,12 +233,12 @@ class ChronicaSessionService(BaseSessionService):
     ) -> Session | None:
         """Return the session with its events and merged state, or ``None`` when there is none.
 
-        Reads, each a bounded context window: the session's newest state snapshot, the user's and
-        the app's (one actum each), and the events. ``config.num_recent_events`` is the
-        ``last_n`` of the events' window (``0``: no events are read); ``config.after_timestamp``
-        keeps the events from the newest one older than it onwards (ADK's rule), read in
-        growing windows from the newest back until one older is reached, so its cost grows
-        with the events it returns, not with the history.
+        Reads four context windows: the session's newest state snapshot, the user's and the
+        app's (one actum each), and the events (all of them when ``config`` bounds nothing).
+        ``config.num_recent_events`` is the ``last_n`` of the events' window (``0``: no events
+        are read); ``config.after_timestamp`` keeps the events from the newest one older than
+        it onwards (ADK's rule), read in growing windows from the newest back until one older
+        is reached, so its cost grows with the events it returns, not with the history.
 
         Args:
             app_name: ADK's app name.
