@@ -1,0 +1,567 @@
+"""``ChronicaSessionService``: ADK's ``BaseSessionService`` kept in Chronica chronica.
+
+See :mod:`chronica_adk.ids` for where a session lives and :mod:`chronica_adk.mapping` for what
+an event and a state snapshot become.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import uuid
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events import Event
+from google.adk.sessions import BaseSessionService, Session, State
+from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+from typing_extensions import override
+
+from chronica_adk.ids import SessionKey, app_state_id, session_id_of, user_owner
+from chronica_adk.mapping import (
+    APP_SCOPE,
+    EVENT_ACTOR_KINDS,
+    SESSION_SCOPE,
+    USER_SCOPE,
+    Snapshot,
+    event_actum,
+    event_json,
+    event_of_actum,
+    snapshot_actum,
+    snapshot_of_actum,
+)
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    AsyncChronicarius,
+    AsyncStore,
+    ChronicumNotFound,
+    StoreError,
+    open_async_store,
+)
+
+__all__ = ["STALE_SESSION_MESSAGE", "ChronicaSessionService"]
+
+logger = logging.getLogger(__name__)
+
+STALE_SESSION_MESSAGE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+"""The message of the ``StaleSessionError`` raised for a stale session (ADK's own wording)."""
+
+FIRST_WINDOW = 32
+"""How many events a read bounded by ``after_timestamp`` alone asks for first; each further
+read asks for four times as many, until it reaches an event older than the bound."""
+
+SHARED_STATE_ATTEMPTS = 64
+"""How often an update of ``user:`` or ``app:`` state retries when other writers keep winning."""
+
+LISTING_READS = 8
+"""How many state snapshots ``list_sessions`` reads at once."""
+
+NO_SNAPSHOT = "none"
+"""The revision a first snapshot is written after, in its idempotency key ``after:none``."""
+
+
+def _json_ready(state: dict[str, Any]) -> dict[str, Any]:
+    """Return ``state`` as JSON values, as ADK's database service writes state.
+
+    Values pydantic writes faithfully are kept so (datetimes as ISO text, sets as lists, models
+    as objects); when one cannot be written at all (a callable), every such value becomes its
+    ``repr`` and a warning is logged, instead of the write failing.
+    """
+    try:
+        ready: dict[str, Any] = to_jsonable_python(state)
+    except PydanticSerializationError:
+        logger.warning(
+            "Some state values cannot be written as JSON (e.g. callables); they are written as "
+            "their repr instead.",
+            exc_info=True,
+        )
+        ready = to_jsonable_python(state, serialize_unknown=True)
+    return ready
+
+
+def _split_state(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Split ADK state into its app, user and session parts (prefixes removed), ``temp:`` dropped.
+
+    Values are made JSON-ready as ADK's own database service does (:func:`_json_ready`).
+    """
+    app: dict[str, Any] = {}
+    user: dict[str, Any] = {}
+    session: dict[str, Any] = {}
+    kept = {key: value for key, value in state.items() if not key.startswith(State.TEMP_PREFIX)}
+    for key, value in _json_ready(kept).items():
+        if key.startswith(State.APP_PREFIX):
+            app[key.removeprefix(State.APP_PREFIX)] = value
+        elif key.startswith(State.USER_PREFIX):
+            user[key.removeprefix(State.USER_PREFIX)] = value
+        else:
+            session[key] = value
+    return app, user, session
+
+
+def _merged(app: dict[str, Any], user: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
+    """The state a session shows: its own keys, then ``app:`` and ``user:`` ones with their prefix."""
+    merged = dict(session)
+    merged.update({State.APP_PREFIX + key: value for key, value in app.items()})
+    merged.update({State.USER_PREFIX + key: value for key, value in user.items()})
+    return merged
+
+
+def _suffix_after(events: list[Event], after: float) -> tuple[list[Event], bool]:
+    """Return the events after the newest one older than ``after``, and whether one was found.
+
+    ADK's rule for ``after_timestamp``: events with ``timestamp >= after``, read from the newest
+    back to the first one older than it.
+    """
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].timestamp < after:
+            return events[index + 1 :], True
+    return events, False
+
+
+class ChronicaSessionService(BaseSessionService):
+    """ADK's session service over a Chronica store: each session one chronicum, each event one actum.
+
+    Pass it to ``Runner(agent=..., app_name=..., session_service=...)`` in place of
+    ``InMemorySessionService`` or ``DatabaseSessionService``; nothing else in the agent changes.
+
+    - An ADK session ``(app_name, user_id, session_id)`` is a chronicum of the owner
+      ``(app_name, user_id)`` (:class:`chronica_adk.ids.SessionKey`); other agents and people read
+      and write the same conversation through Chronica under that owner.
+    - Every event is one actum holding the event's JSON (:mod:`chronica_adk.mapping`), written in
+      one atomic batch with a snapshot of the session's state, so ``get_session`` reads the state
+      with a one-actum context window and ``num_recent_events`` with a ``last_n`` window: neither
+      reads the whole history.
+    - ``user:`` state lives in one chronicum per (app, user), ``app:`` state in one per app;
+      ``temp:`` state is never written.
+
+    Args:
+        store: a store URL (``"memory://"``, ``"sqlite:///sessions.db"``, ``"postgresql://..."``:
+            the service opens an asyncio store and closes it in :meth:`close`), an open
+            :class:`chronica_core.AsyncStore`, or an :class:`chronica_core.AsyncChronicarius`
+            (both left open: they are the caller's). The store needs the ``idempotency``,
+            ``batch``, ``listing`` and ``erasure`` capabilities (every bundled backend has them).
+        store_options: options for ``open_async_store`` when ``store`` is a URL.
+
+    Raises:
+        TypeError: ``store`` is a blocking store or ``Chronicarius`` (use the asyncio ones).
+        UnknownBackend, BackendUnavailable, InvalidOption: from ``open_async_store`` for a URL.
+    """
+
+    def __init__(
+        self,
+        store: str | AsyncStore | AsyncChronicarius,
+        *,
+        store_options: dict[str, Any] | None = None,
+    ) -> None:
+        self._owned_store: AsyncStore | None = None
+        if isinstance(store, str):
+            self._owned_store = open_async_store(store, **(store_options or {}))
+            self.chronicarius = AsyncChronicarius(self._owned_store)
+        elif isinstance(store, AsyncChronicarius):
+            self.chronicarius = store
+        else:
+            self.chronicarius = AsyncChronicarius(store)
+
+    # -- ADK's session-service interface ------------------------------------------------------
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Create a session with ``state``, and apply its ``app:`` and ``user:`` keys to those states.
+
+        Args:
+            app_name: ADK's app name.
+            user_id: ADK's user id.
+            state: the initial state; ``app:`` and ``user:`` keys update the app's and the user's
+                state, ``temp:`` keys are dropped, the rest is the session's own.
+            session_id: the session id; ``None`` (or empty) makes a fresh UUID.
+
+        Returns:
+            The new session: no events, the merged state, ``last_update_time`` the store's UTC
+            time of the creation in seconds since the epoch.
+
+        Raises:
+            AlreadyExistsError: a session with ``session_id`` exists for this app and user
+                (also when several callers create it at once: exactly one succeeds).
+            InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long); nothing written.
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        key = SessionKey(app_name, user_id, session_id or str(uuid.uuid4()))
+        app, user, own = _split_state(state or {})
+        write = secrets.token_hex(16)
+        try:
+            stored = await self.chronicarius.record_actum(
+                key.owner,
+                snapshot_actum(key.chronicum_id, SESSION_SCOPE, own, write),
+                idempotency_key=f"after:{NO_SNAPSHOT}",
+            )
+        except ChronicumNotFound:  # the id is held by someone writing through Chronica directly
+            raise AlreadyExistsError(f"Session with id {key.session_id} already exists.") from None
+        snapshot = snapshot_of_actum(stored, SESSION_SCOPE)
+        if snapshot is None or snapshot.write != write:
+            raise AlreadyExistsError(f"Session with id {key.session_id} already exists.")
+        user_state = await self._update_shared(key.owner, key.user_state_id, USER_SCOPE, user)
+        app_state = await self._update_shared(key.app_state_id, key.app_state_id, APP_SCOPE, app)
+        return self._session(key, snapshot, app_state, user_state, [])
+
+    @override
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """Return the session with its events and merged state, or ``None`` when there is none.
+
+        Reads four context windows: the session's newest state snapshot, the user's and the
+        app's (one actum each), and the events (all of them when ``config`` bounds nothing).
+        ``config.num_recent_events`` is the ``last_n`` of the events' window (``0``: no events
+        are read); ``config.after_timestamp`` keeps the events from the newest one older than
+        it onwards (ADK's rule), read in growing windows from the newest back until one older
+        is reached, so its cost grows with the events it returns, not with the history.
+
+        Args:
+            app_name: ADK's app name.
+            user_id: ADK's user id.
+            session_id: the session id.
+            config: ADK's ``GetSessionConfig`` or ``None`` (every event).
+
+        Returns:
+            The session, events oldest first; ``None`` for a session never created, deleted, or
+            held by another owner.
+
+        Raises:
+            InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        key = SessionKey(app_name, user_id, session_id)
+        snapshot = await self._newest_snapshot(key.owner, key.chronicum_id, SESSION_SCOPE)
+        if snapshot is None:
+            return None
+        recent = config.num_recent_events if config is not None else None
+        after = config.after_timestamp if config is not None else None
+        events, user_state, app_state = await asyncio.gather(
+            self._events(key, snapshot, recent, after),
+            self._shared_state(key.owner, key.user_state_id, USER_SCOPE),
+            self._shared_state(key.app_state_id, key.app_state_id, APP_SCOPE),
+        )
+        return self._session(key, snapshot, app_state, user_state, events)
+
+    @override
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
+        """Return the user's sessions of ``app_name`` without events, least recently updated first.
+
+        Walks the owner's chronica by Chronica's keyset listing and reads each session's newest
+        state snapshot (one actum); no event is read.
+
+        Args:
+            app_name: ADK's app name.
+            user_id: ADK's user id. ``None`` (every user of the app) is not supported: Chronica
+                lists one owner's chronica, and each user is an owner.
+
+        Returns:
+            ``ListSessionsResponse(sessions=[...])``, each session with its merged state and no
+            events, sorted by ``last_update_time``, then user id, then session id.
+
+        Raises:
+            NotImplementedError: ``user_id`` is ``None``.
+            InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        if user_id is None:
+            raise NotImplementedError(
+                "ChronicaSessionService lists one user's sessions: pass user_id (each ADK user of "
+                "an app is a Chronica owner, and Chronica lists one owner's chronica at a time)"
+            )
+        owner = user_owner(app_name, user_id)
+        keys: list[SessionKey] = []
+        cursor: str | None = None
+        while True:
+            page = await self.chronicarius.list_chronica(owner, limit=1000, cursor=cursor)
+            for chronicum in page.chronica:
+                session_id = session_id_of(owner, chronicum.id)
+                if session_id is not None:
+                    keys.append(SessionKey(app_name, user_id, session_id))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        gate = asyncio.Semaphore(LISTING_READS)
+
+        async def snapshot_of(key: SessionKey) -> Snapshot | None:
+            async with gate:
+                return await self._newest_snapshot(key.owner, key.chronicum_id, SESSION_SCOPE)
+
+        snapshots = await asyncio.gather(*(snapshot_of(key) for key in keys))
+        user_state = await self._shared_state(owner, owner, USER_SCOPE)
+        app_state = await self._shared_state(app_state_id(app_name), app_state_id(app_name), APP_SCOPE)
+        sessions = [
+            self._session(key, snapshot, app_state, user_state, [])
+            for key, snapshot in zip(keys, snapshots, strict=True)
+            if snapshot is not None
+        ]
+        sessions.sort(key=lambda session: (session.last_update_time, session.user_id, session.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Erase the session: its events and state snapshots leave the store (Chronica's erasure).
+
+        The user's and the app's state stay, as in ADK. Creating the same session id again
+        later starts an empty session. Deleting a session that does not exist does nothing.
+
+        Raises:
+            InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        key = SessionKey(app_name, user_id, session_id)
+        with contextlib.suppress(ChronicumNotFound):
+            await self.chronicarius.erase_chronicum(key.owner, key.chronicum_id)
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """Return the user's ``user:`` state of ``app_name``, keys without the prefix (``{}`` if none).
+
+        Raises:
+            InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        owner = user_owner(app_name, user_id)
+        return await self._shared_state(owner, owner, USER_SCOPE)
+
+    @override
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Record ``event`` in the session, apply its state delta, and append it to ``session``.
+
+        A partial (streaming) event is returned untouched. ``temp:`` keys reach ``session.state``
+        but are never written. The event and the session's new state snapshot land as one atomic
+        batch whose idempotency key names the snapshot the session was read at, so of two
+        writers holding the same revision exactly one lands; ``user:`` and ``app:`` keys then
+        update the user's and the app's state (each a read and a compare-and-set write, retried
+        when another writer came first). An event equal to one ``session.events`` already holds
+        (same id) is not written twice.
+
+        Returns:
+            ``event`` (its state delta without ``temp:`` keys).
+
+        Raises:
+            StaleSessionError: the session was changed in storage since ``session`` was read
+                (another writer appended an event), as ADK's database service detects it: by the
+                revision marker when the session came from this service, else by
+                ``last_update_time`` and the newest event's id.
+            SessionNotFoundError: the session does not exist (never created, or deleted).
+            InvalidActum: the event cannot be an actum: an empty author or one over 255
+                characters (``field="actor"``), or an event pydantic cannot write as JSON, such as
+                text with a lone surrogate (``field="content"``); nothing is written.
+            InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
+            StoreError: the store failed; chained to the driver's exception. The event's batch
+                is all or nothing; a failure after it leaves the ``user:`` or ``app:`` update
+                undone (see the README).
+        """
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        if any(known.id == event.id and known == event for known in session.events):
+            return event
+        key = SessionKey(session.app_name, session.user_id, session.id)
+        current = await self._newest_snapshot(key.owner, key.chronicum_id, SESSION_SCOPE)
+        if current is None:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        self._check_fresh(session, current)
+        written = event_json(event)
+        app, user, own = _split_state(event.actions.state_delta if event.actions is not None else {})
+        state = {**current.state, **own}
+        try:
+            stored = await self.chronicarius.record_acta(
+                key.owner,
+                [
+                    event_actum(key.chronicum_id, event, key.user_id, written),
+                    snapshot_actum(key.chronicum_id, SESSION_SCOPE, state, secrets.token_hex(16), event.id),
+                ],
+                idempotency_key=f"after:{current.id}",
+            )
+        except ChronicumNotFound:  # deleted between the read and the write
+            raise SessionNotFoundError(f"Session {session.id} not found.") from None
+        snapshot = snapshot_of_actum(stored[-1], SESSION_SCOPE)
+        if len(stored) != 2 or stored[0].content != written or snapshot is None:
+            raise StaleSessionError(STALE_SESSION_MESSAGE)  # another writer's event took the revision
+        if user:
+            await self._update_shared(key.owner, key.user_state_id, USER_SCOPE, user)
+        if app:
+            await self._update_shared(key.app_state_id, key.app_state_id, APP_SCOPE, app)
+        session.last_update_time = snapshot.at.timestamp()
+        session._storage_update_marker = snapshot.id
+        return self._commit_event_to_session(session, event)
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the store the service opened from a URL (a store or keeper given is left open)."""
+        if self._owned_store is not None:
+            await self._owned_store.close()
+
+    async def __aenter__(self) -> ChronicaSessionService:
+        return self
+
+    async def __aexit__(
+        self,
+        exception_type: type[BaseException] | None,
+        exception: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _session(
+        key: SessionKey,
+        snapshot: Snapshot,
+        app_state: dict[str, Any],
+        user_state: dict[str, Any],
+        events: list[Event],
+    ) -> Session:
+        session = Session(
+            id=key.session_id,
+            app_name=key.app_name,
+            user_id=key.user_id,
+            state=_merged(app_state, user_state, snapshot.state),
+            events=events,
+            last_update_time=snapshot.at.timestamp(),
+        )
+        session._storage_update_marker = snapshot.id
+        return session
+
+    @staticmethod
+    def _check_fresh(session: Session, current: Snapshot) -> None:
+        """Raise ``StaleSessionError`` when storage moved on since ``session`` was read."""
+        if session._storage_update_marker is not None:
+            if session._storage_update_marker != current.id:
+                raise StaleSessionError(STALE_SESSION_MESSAGE)
+            return
+        # A session object this service did not return (built by hand, or by another service):
+        # stale only when storage is newer and its newest event is not the session's newest.
+        if current.at.timestamp() > session.last_update_time:
+            newest = session.events[-1].id if session.events else None
+            if current.event_id != newest:
+                raise StaleSessionError(STALE_SESSION_MESSAGE)
+
+    async def _snapshots(self, owner: str, chronicum_id: str, last_n: int) -> list[Actum]:
+        return await self.chronicarius.get_acta(
+            owner,
+            chronicum_id,
+            actum_kinds=[ActumKind.TOOL_RESPONSE],
+            actor_kinds=[ActorKind.SYSTEM],
+            last_n=last_n,
+        )
+
+    async def _newest_snapshot(self, owner: str, chronicum_id: str, scope: str) -> Snapshot | None:
+        """Return the newest snapshot of ``scope`` in the chronicum; ``None`` if it has none or is missing.
+
+        One actum is read; only when another writer's system actum came after the snapshot does
+        it read a larger window (doubling), up to the whole chronicum.
+        """
+        size = 1
+        while True:
+            try:
+                acta = await self._snapshots(owner, chronicum_id, size)
+            except ChronicumNotFound:
+                return None
+            for actum in reversed(acta):
+                snapshot = snapshot_of_actum(actum, scope)
+                if snapshot is not None:
+                    return snapshot
+            if len(acta) < size:
+                return None
+            size *= 2
+
+    async def _shared_state(self, owner: str, chronicum_id: str, scope: str) -> dict[str, Any]:
+        snapshot = await self._newest_snapshot(owner, chronicum_id, scope)
+        return {} if snapshot is None else snapshot.state
+
+    async def _update_shared(
+        self, owner: str, chronicum_id: str, scope: str, delta: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Apply ``delta`` to a user's or app's state by compare-and-set; return the state after it.
+
+        The snapshot is written with the idempotency key ``after:<the snapshot read>``: of
+        writers that read the same snapshot exactly one lands, and the others read again.
+        """
+        for _ in range(SHARED_STATE_ATTEMPTS):
+            current = await self._newest_snapshot(owner, chronicum_id, scope)
+            state = {} if current is None else current.state
+            if not delta:
+                return state
+            state = {**state, **delta}
+            write = secrets.token_hex(16)
+            stored = await self.chronicarius.record_actum(
+                owner,
+                snapshot_actum(chronicum_id, scope, state, write),
+                idempotency_key=f"after:{NO_SNAPSHOT if current is None else current.id}",
+            )
+            landed = snapshot_of_actum(stored, scope)
+            if landed is not None and landed.write == write:
+                return state
+        raise StoreError(
+            f"chronica-adk: update {scope} state",
+            f"other writers won {SHARED_STATE_ATTEMPTS} compare-and-set rounds in a row; retry",
+        )
+
+    async def _events(
+        self, key: SessionKey, snapshot: Snapshot, recent: int | None, after: float | None
+    ) -> list[Event]:
+        """Read the session's events for ``num_recent_events`` / ``after_timestamp`` (see get_session)."""
+        if recent == 0:
+            return []
+        size = recent or (FIRST_WINDOW if after is not None else 0)
+        while True:
+            try:
+                acta = await self.chronicarius.get_acta(
+                    key.owner, key.chronicum_id, actor_kinds=EVENT_ACTOR_KINDS, last_n=size
+                )
+            except ChronicumNotFound:
+                return []  # deleted after its snapshot was read
+            events = _until_snapshot(acta, snapshot)
+            exhausted = size == 0 or len(acta) < size
+            bounded = False
+            if after is not None:
+                events, bounded = _suffix_after(events, after)
+            enough = recent is not None and len(events) >= recent
+            if exhausted or bounded or enough:
+                return events[-recent:] if recent else events
+            size *= 4
+
+
+def _until_snapshot(acta: Sequence[Actum], snapshot: Snapshot) -> list[Event]:
+    """The events of ``acta``, without the ADK events appended after ``snapshot`` was read.
+
+    The state read belongs to the snapshot, so events of batches that came after it (a writer
+    racing this read) are left out; messages other agents wrote through Chronica are kept.
+    """
+    decoded = [(actum, event) for actum in acta if (event := event_of_actum(actum)) is not None]
+    if snapshot.event_id is not None:
+        for index in range(len(decoded) - 1, -1, -1):
+            if decoded[index][1].id == snapshot.event_id:
+                later = [event for actum, event in decoded[index + 1 :] if event.id == actum.id]
+                return [event for _, event in decoded[: index + 1]] + later
+    return [event for _, event in decoded]
