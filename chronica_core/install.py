@@ -15,7 +15,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, distribution
+from importlib.metadata import distributions
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
@@ -85,12 +85,15 @@ def origin_from_direct_url(record: str | None) -> InstallOrigin:
 
 
 def core_origin() -> InstallOrigin:
-    """Where this process's ``chronica`` distribution was installed from (see :class:`InstallOrigin`)."""
-    try:
-        installed = distribution("chronica")
-    except PackageNotFoundError:  # run from a source folder on sys.path
-        return InstallOrigin("unknown")
-    return origin_from_direct_url(installed.read_text("direct_url.json"))
+    """Where this process's ``chronica`` distribution was installed from (see :class:`InstallOrigin`).
+
+    Only an installed distribution counts (one an installer recorded itself in, ``INSTALLER``): a
+    ``chronica.egg-info`` folder a build left in the current directory is not one.
+    """
+    for installed in distributions(name="chronica"):
+        if installed.read_text("INSTALLER") is not None:
+            return origin_from_direct_url(installed.read_text("direct_url.json"))
+    return InstallOrigin("unknown")  # run from a source folder on sys.path
 
 
 def install_command(requirement: str, origin: InstallOrigin | None = None) -> str:

@@ -159,3 +159,13 @@ def test_a_missing_driver_says_what_to_install_from_this_clone() -> None:
         "backend 'needy' needs 'chronica_no_such_driver', which is not installed: "
         f"pip install '{ROOT}/backends/postgres[binary]'"
     )
+
+
+def test_a_build_s_egg_info_in_the_current_directory_does_not_hide_the_installed_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    left_by_a_build = tmp_path / "chronica.egg-info"
+    left_by_a_build.mkdir()
+    (left_by_a_build / "PKG-INFO").write_text("Metadata-Version: 2.4\nName: chronica\nVersion: 0.2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # as `python -c` puts the current directory first
+    assert core_origin() == InstallOrigin("clone", ROOT)
