@@ -367,7 +367,16 @@ def _conformance(arguments: argparse.Namespace, output: _Output) -> int:
     except ModuleNotFoundError:
         output.line(f"the conformance suite is not installed: {install_command('chronica-conformance')}")
         return EXIT_BACKEND
-    exit_code: int = conformance.run([arguments.url], arguments.pytest_args)
+    pytest_args = list(arguments.pytest_args)
+    only = [flavour for flavour in ("sync", "async") if getattr(arguments, f"{flavour}_only")]
+    for flavour in ("sync", "async"):  # typed after the URL, they land among pytest's arguments
+        if f"--{flavour}-only" in pytest_args:
+            pytest_args.remove(f"--{flavour}-only")
+            only.append(flavour)
+    if len(set(only)) > 1:
+        print("chronica conformance: give --sync-only or --async-only, not both", file=sys.stderr)
+        return EXIT_USAGE
+    exit_code: int = conformance.run([arguments.url], pytest_args, only=only[0] if only else None)
     return exit_code
 
 
@@ -477,6 +486,8 @@ def _parser() -> argparse.ArgumentParser:
     erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     erase.add_argument("--json", action="store_true", help="print what was erased as JSON")
     conformance = commands.add_parser("conformance", help="run the conformance suite against a store URL")
+    conformance.add_argument("--sync-only", action="store_true", help="run only the blocking store's cases")
+    conformance.add_argument("--async-only", action="store_true", help="run only the asyncio store's cases")
     conformance.add_argument("url", help="the store URL to check")
     conformance.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
     return parser

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from chronica_conformance import ConformanceSuite, Target
-from chronica_conformance.plugin import StoreCache, suite_urls
-from chronica_core import AsyncStore, Store, open_async_store, open_store
+from chronica_conformance.plugin import StoreCache, async_unavailable, suite_urls
+from chronica_core import AsyncStore, BackendUnavailable, Store, open_async_store, open_store
 from chronica_core.registry import registry
 
 
@@ -47,7 +47,14 @@ class TestChronicaStores(ConformanceSuite):
             store.close()
 
     @pytest.fixture
-    def async_store(self, chronica_target: Target) -> AsyncStore:
-        """A fresh async store for the target's URL; the harness closes it in the test's loop."""
+    def async_store(self, chronica_target: Target, request: pytest.FixtureRequest) -> AsyncStore:
+        """A fresh async store for the target's URL; the harness closes it in the test's loop.
+
+        When the backend's asyncio driver is not installed (``BackendUnavailable``), the case is
+        skipped saying what to install, and the run's summary says it once for the URL.
+        """
         assert chronica_target.url is not None
-        return open_async_store(chronica_target.url)
+        try:
+            return open_async_store(chronica_target.url)
+        except BackendUnavailable as error:
+            pytest.skip(async_unavailable(request.config, chronica_target.url, error))
