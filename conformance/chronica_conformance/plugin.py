@@ -11,6 +11,7 @@ runs it against every installed backend that needs no server.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Generator, Iterator
@@ -20,7 +21,7 @@ import pytest
 
 from chronica_conformance.harness import Flavour
 from chronica_conformance.profiles import load_profile_from_environment, register_profiles
-from chronica_core import BackendUnavailable, ChronicaError, Store, open_store
+from chronica_core import BackendUnavailable, ChronicaError, Store, open_async_store, open_store
 from chronica_core.redaction import masked_url, redact
 from chronica_core.registry import registry
 
@@ -28,8 +29,8 @@ __all__ = [
     "ENVIRONMENT_VARIABLE",
     "FLAVOURS",
     "StoreCache",
-    "async_unavailable",
     "discovered_urls",
+    "missing_async_driver",
     "redacted_report",
     "requested_urls",
     "selected_flavours",
@@ -174,34 +175,49 @@ def pytest_make_collect_report(
     return report
 
 
-_ASYNC_UNAVAILABLE = pytest.StashKey[dict[str, str]]()
+_ASYNC_PROBED = pytest.StashKey[dict[str, "str | None"]]()
 
 
-def async_unavailable(config: pytest.Config, url: str, error: BackendUnavailable) -> str:
-    """Note that ``url``'s asyncio store cannot be opened here; return the reason to skip a case with.
+def missing_async_driver(config: pytest.Config, url: str) -> str | None:
+    """Why ``url``'s asyncio store cannot be opened here (its driver is not installed), or ``None``.
 
-    The run's summary then says once, for the URL, that its async cases were skipped and what to
-    install (see :func:`pytest_terminal_summary`), instead of one traceback per case.
+    Opens the asyncio store once per URL and run (an asyncio store connects on first use, so this
+    touches no server) and closes it unused. When ``open_async_store`` raises
+    ``BackendUnavailable``, the suite leaves the URL's async cases out and the run's summary says
+    so once, with what to install (:func:`pytest_terminal_summary`), instead of one traceback per
+    case. Any other error is left for the cases to show.
 
     Args:
-        config: the run's configuration.
-        url: the store URL whose ``open_async_store`` raised.
-        error: what it raised; its message names what to install.
+        config: the run's configuration (it keeps the answer for the run).
+        url: a requested store URL whose backend has an asyncio store.
 
     Returns:
-        ``"the asyncio driver of <masked url> is not installed: <message>"``.
+        ``"the asyncio driver of <masked url> is not installed: <message naming what to install>"``,
+        or ``None`` when the store opens (or fails otherwise).
     """
-    reason = f"the asyncio driver of {masked_url(url)} is not installed: {redact(str(error), url)}"
-    config.stash.setdefault(_ASYNC_UNAVAILABLE, {})[url] = reason
-    return reason
+    probed = config.stash.setdefault(_ASYNC_PROBED, {})
+    if url not in probed:
+        probed[url] = None
+        try:
+            store = open_async_store(url)
+        except BackendUnavailable as error:
+            probed[url] = (
+                f"the asyncio driver of {masked_url(url)} is not installed: {redact(str(error), url)}"
+            )
+        except ChronicaError:
+            pass  # a bad URL or option: every async case shows it
+        else:
+            asyncio.run(store.close())
+    return probed[url]
 
 
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
 ) -> None:
-    """One line per URL whose async cases were skipped for a missing asyncio driver."""
-    for reason in config.stash.get(_ASYNC_UNAVAILABLE, {}).values():
-        terminalreporter.write_line(f"chronica-conformance: async cases skipped: {reason}")
+    """One line per URL whose async cases were left out for a missing asyncio driver."""
+    for reason in config.stash.get(_ASYNC_PROBED, {}).values():
+        if reason is not None:
+            terminalreporter.write_line(f"chronica-conformance: async cases not run: {reason}")
 
 
 _SUITE_REQUESTED = pytest.StashKey[bool]()

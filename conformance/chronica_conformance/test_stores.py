@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from chronica_conformance import ConformanceSuite, Target
-from chronica_conformance.plugin import StoreCache, async_unavailable, suite_urls
-from chronica_core import AsyncStore, BackendUnavailable, Store, open_async_store, open_store
+from chronica_conformance.plugin import StoreCache, missing_async_driver, selected_flavours, suite_urls
+from chronica_core import AsyncStore, Store, open_async_store, open_store
 from chronica_core.registry import registry
 
 
@@ -20,13 +20,22 @@ class TestChronicaStores(ConformanceSuite):
     """Every case, for each URL, in each flavour its backend provides (ids: ``[<url>-<flavour>]``)."""
 
     def chronica_targets(self, metafunc: pytest.Metafunc) -> list[Target]:
-        """One target per URL and flavour; a backend must have the capabilities it declares."""
+        """One target per URL and flavour; a backend must have the capabilities it declares.
+
+        A URL whose asyncio driver is not installed gets no async target (the run's summary says
+        what to install: :func:`~chronica_conformance.plugin.missing_async_driver`).
+        """
         targets: list[Target] = []
+        wants_async = "async" in selected_flavours(metafunc.config)
         for url in suite_urls(metafunc.config):
             backend = registry().backend_for(url)
             capabilities = tuple(backend.capabilities)
             targets.append(Target("sync", url, backend.idempotent, capabilities))
-            if backend.open_async is not None:
+            if (
+                backend.open_async is not None
+                and wants_async
+                and missing_async_driver(metafunc.config, url) is None
+            ):
                 targets.append(Target("async", url, backend.idempotent, capabilities))
         return targets
 
@@ -47,14 +56,7 @@ class TestChronicaStores(ConformanceSuite):
             store.close()
 
     @pytest.fixture
-    def async_store(self, chronica_target: Target, request: pytest.FixtureRequest) -> AsyncStore:
-        """A fresh async store for the target's URL; the harness closes it in the test's loop.
-
-        When the backend's asyncio driver is not installed (``BackendUnavailable``), the case is
-        skipped saying what to install, and the run's summary says it once for the URL.
-        """
+    def async_store(self, chronica_target: Target) -> AsyncStore:
+        """A fresh async store for the target's URL; the harness closes it in the test's loop."""
         assert chronica_target.url is not None
-        try:
-            return open_async_store(chronica_target.url)
-        except BackendUnavailable as error:
-            pytest.skip(async_unavailable(request.config, chronica_target.url, error))
+        return open_async_store(chronica_target.url)
