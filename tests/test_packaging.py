@@ -7,6 +7,7 @@ the same rules. Building and installing them is ``tox -e dists`` (``.ci/check-di
 
 from __future__ import annotations
 
+import configparser
 import importlib.metadata
 import re
 import subprocess
@@ -172,3 +173,13 @@ def test_libraries_choose_their_own_libpq_and_aiosqlite_is_an_extra() -> None:
     ]
     core = _project(ROOT)
     assert [Requirement(text).extras for text in core["optional-dependencies"]["postgres"]] == [{"binary"}]
+
+
+def test_tox_fails_instead_of_skipping_an_interpreter_it_lists() -> None:
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(ROOT / "tox.ini")
+    skip = tox["tox"]["skip_missing_interpreters"]
+    assert re.fullmatch(r"\{env:TOX_SKIP_MISSING_INTERPRETERS:false\}|false", skip), skip
+    listed = [name.strip() for name in tox["tox"]["env_list"].split(",")]
+    assert {"py311-memory", "py313-memory", "dists"} <= set(listed)
+    assert "TOX_SKIP_MISSING_INTERPRETERS=false" in (ROOT / ".ci" / "run").read_text()
