@@ -183,3 +183,41 @@ def test_tox_fails_instead_of_skipping_an_interpreter_it_lists() -> None:
     listed = [name.strip() for name in tox["tox"]["env_list"].split(",")]
     assert {"py311-memory", "py313-memory", "dists"} <= set(listed)
     assert "TOX_SKIP_MISSING_INTERPRETERS=false" in (ROOT / ".ci" / "run").read_text()
+
+
+_CITED = re.compile(r"\b([RSE])(\d{1,2})\b")
+_TEXT_FILES = ("*.py", "*.md", "*.toml", "*.ini", "*.yml")
+
+
+def _repository_texts() -> list[Path]:
+    skipped = {".tox", ".git", "build", ".venv", "site", "node_modules", ".mypy_cache", ".ruff_cache"}
+    return [
+        path
+        for pattern in _TEXT_FILES
+        for path in ROOT.rglob(pattern)
+        if not skipped & set(path.relative_to(ROOT).parts) and not path.name.endswith(".egg-info")
+    ]
+
+
+def test_every_rule_and_contract_number_cited_is_one_docs_contract_md_defines() -> None:
+    contract = (ROOT / "docs" / "contract.md").read_text()
+    defined = set(re.findall(r"\*\*([RSE]\d{1,2})\b", contract))
+    assert {f"R{n}" for n in range(1, 11)} | {f"S{n}" for n in range(1, 11)} | {"E1"} == defined
+    undefined = {
+        f"{path.relative_to(ROOT)}: {letter}{number}"
+        for path in _repository_texts()
+        for letter, number in _CITED.findall(path.read_text(errors="replace"))
+        if f"{letter}{number}" not in defined
+    }
+    assert undefined == set()
+
+
+def test_nothing_cites_a_document_outside_the_repository() -> None:
+    design = "DESIGN"  # spelled apart, so that this file does not cite it either
+    outside = re.compile(rf"{design}\.md|{design}\s*§|§\s?\d|\bissues? \d+\b", re.IGNORECASE)
+    citing = {
+        f"{path.relative_to(ROOT)}: {match.group()}"
+        for path in _repository_texts()
+        for match in outside.finditer(path.read_text(errors="replace"))
+    }
+    assert citing == set()
