@@ -1,5 +1,7 @@
 """The ``chronica`` command: the dinner-story demo, the installed backends, and reading and writing.
 
+``python -m chronica_core`` runs the same command; ``chronica --version`` prints the version.
+
 Every subcommand but ``backends`` and ``conformance`` takes ``--store URL`` (default:
 ``$CHRONICA_STORE``, else the embedded default ``sqlite:///chronica.db`` when chronica-sqlalchemy
 is installed, else ``memory://``) and ``--option KEY=VALUE`` (repeatable, the last of a key wins;
