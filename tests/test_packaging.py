@@ -59,8 +59,11 @@ def folder(request: pytest.FixtureRequest) -> Path:
     return path
 
 
-def test_every_distribution_is_checked_here() -> None:
-    assert {_id(folder) for folder in FOLDERS} >= set(FIRST_PARTY_FOLDERS.values())
+def test_every_distribution_is_checked_here_and_known_to_the_install_hints() -> None:
+    # A new distribution's folder goes into chronica_core.install.FIRST_PARTY_FOLDERS too, so
+    # that a message naming it shows its folder in a clone.
+    assert {_id(folder) for folder in FOLDERS} == set(FIRST_PARTY_FOLDERS.values())
+    assert {_project(folder)["name"] for folder in FOLDERS} == set(FIRST_PARTY_FOLDERS)
 
 
 def test_the_version_is_written_once_and_every_distribution_reads_it(folder: Path) -> None:
