@@ -4,6 +4,7 @@ Apps talk to :class:`Chronicarius` (or :class:`AsyncChronicarius`) over a store 
 :func:`open_store` (or :func:`open_async_store`).
 """
 
+from chronica_core._version import __version__
 from chronica_core.chronicarius import AsyncChronicarius, Chronicarius
 from chronica_core.closable import Closable
 from chronica_core.errors import (
@@ -98,6 +99,7 @@ __all__ = [
     "StoreError",
     "StorePlans",
     "UnknownBackend",
+    "__version__",
     "hookimpl",
     "list_backends",
     "new_actum_id",

@@ -1,5 +1,7 @@
 """The ``chronica`` command: the dinner-story demo, the installed backends, and reading and writing.
 
+``python -m chronica_core`` runs the same command; ``chronica --version`` prints the version.
+
 Every subcommand but ``backends`` and ``conformance`` takes ``--store URL`` (default:
 ``$CHRONICA_STORE``, else the embedded default ``sqlite:///chronica.db`` when chronica-sqlalchemy
 is installed, else ``memory://``) and ``--option KEY=VALUE`` (repeatable, the last of a key wins;
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import os
 import sys
@@ -22,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from chronica_core._version import __version__
 from chronica_core.capabilities import ALL_CAPABILITIES, ERASURE, IDEMPOTENCY, store_capabilities
 from chronica_core.chronicarius import Chronicarius
 from chronica_core.errors import (
@@ -38,6 +42,7 @@ from chronica_core.errors import (
     UnknownBackend,
 )
 from chronica_core.hookspecs import Backend
+from chronica_core.install import install_command
 from chronica_core.listing import DEFAULT_LIST_LIMIT
 from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage
 from chronica_core.redaction import masked_url, redact, redact_error
@@ -45,7 +50,7 @@ from chronica_core.registry import list_backends, open_store, registry
 from chronica_core.store import Store
 from chronica_core.story import DINNER_CHRONICUM, DINNER_OWNER, DINNER_STORY
 
-__all__ = ["EMBEDDED_DEFAULT_URL", "default_store_url", "main"]
+__all__ = ["EMBEDDED_DEFAULT_URL", "default_store_url", "main", "version_text"]
 
 EMBEDDED_DEFAULT_URL = "sqlite:///chronica.db"
 """The store the CLI uses when none is named and chronica-sqlalchemy is installed."""
@@ -362,13 +367,56 @@ def _conformance(arguments: argparse.Namespace, output: _Output) -> int:
     try:
         conformance = importlib.import_module("chronica_conformance")  # an optional distribution
     except ModuleNotFoundError:
-        output.line(
-            "the conformance suite is not installed: pip install ./conformance from a Chronica "
-            "checkout (or pip install chronica-conformance from an index that publishes it)"
-        )
+        output.line(f"the conformance suite is not installed: {install_command('chronica-conformance')}")
         return EXIT_BACKEND
-    exit_code: int = conformance.run([arguments.url], arguments.pytest_args)
+    pytest_args = list(arguments.pytest_args)
+    only = [flavour for flavour in ("sync", "async") if getattr(arguments, f"{flavour}_only")]
+    for flavour in ("sync", "async"):  # typed after the URL, they land among pytest's arguments
+        if f"--{flavour}-only" in pytest_args:
+            pytest_args.remove(f"--{flavour}-only")
+            only.append(flavour)
+    if len(set(only)) > 1:
+        print("chronica conformance: give --sync-only or --async-only, not both", file=sys.stderr)
+        return EXIT_USAGE
+    exit_code: int = conformance.run([arguments.url], pytest_args, only=only[0] if only else None)
     return exit_code
+
+
+def version_text() -> str:
+    """What ``chronica --version`` prints: the core's version, then each installed plugin distribution's.
+
+    Returns:
+        One line, e.g. ``"chronica 0.2.0 (plugins: chronica-postgres 0.2.0)"``; the plugins are the
+        distributions other than ``chronica`` that register in the ``chronica`` entry-point group,
+        each once, sorted by name.
+    """
+    plugins = sorted(
+        {
+            f"{point.dist.name} {point.dist.version}"
+            for point in importlib.metadata.entry_points(group="chronica")
+            if point.dist is not None and point.dist.name != "chronica"
+        }
+    )
+    return f"chronica {__version__}" + (f" (plugins: {', '.join(plugins)})" if plugins else "")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print :func:`version_text` and exit 0 (the plugins are looked up only then)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit"
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        print(version_text())
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -395,6 +443,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="chronica", description="One conversation, one person, many agents."
     )
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", parents=[store], help="play the dinner story and print each context window")
     commands.add_parser("backends", help="list the installed backends and broken plugins")
@@ -439,6 +488,8 @@ def _parser() -> argparse.ArgumentParser:
     erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     erase.add_argument("--json", action="store_true", help="print what was erased as JSON")
     conformance = commands.add_parser("conformance", help="run the conformance suite against a store URL")
+    conformance.add_argument("--sync-only", action="store_true", help="run only the blocking store's cases")
+    conformance.add_argument("--async-only", action="store_true", help="run only the asyncio store's cases")
     conformance.add_argument("url", help="the store URL to check")
     conformance.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
     return parser

@@ -49,7 +49,10 @@ class Backend:
             and never skips, the idempotent contract).
         open: ``open(url, **options) -> Store``.
         open_async: ``open_async(url, **options) -> AsyncStore``, or ``None`` if it has none.
-        install: what to ``pip install`` to get its driver, e.g. ``"chronica-postgres"``.
+        install: the requirement to ``pip install`` for its driver, with the smallest extra that
+            suffices, e.g. ``"chronica-postgres[binary]"``; ``BackendUnavailable`` shows it as
+            :func:`chronica_core.install.install_command` words it (for a distribution of the
+            Chronica repository: its folder in the user's clone, or its name on an index).
         needs_server: whether its URLs point at a server (the conformance suite, given no URL,
             runs only backends that need none).
         example_url: a URL that works without a server, for those that need none.

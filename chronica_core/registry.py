@@ -19,6 +19,7 @@ import pluggy
 
 from chronica_core.errors import BackendConflict, BackendUnavailable, UnknownBackend
 from chronica_core.hookspecs import PROJECT_NAME, Backend, BackendSpec
+from chronica_core.install import install_command
 from chronica_core.redaction import masked_url, redact_error
 from chronica_core.store import AsyncStore, Store
 
@@ -26,6 +27,7 @@ __all__ = [
     "BrokenPlugin",
     "InstalledBackend",
     "Registry",
+    "known_distribution",
     "list_backends",
     "open_async_store",
     "open_store",
@@ -34,15 +36,31 @@ __all__ = [
 ]
 
 KNOWN_DISTRIBUTIONS = {
-    "postgresql": "chronica-postgres",
-    "postgres": "chronica-postgres",
+    "postgresql": "chronica-postgres[binary]",
+    "postgres": "chronica-postgres[binary]",
     "mongodb": "chronica-mongodb",
     "mongodb+srv": "chronica-mongodb",
     "sqlite": "chronica-sqlalchemy",
-    "mysql": "chronica-sqlalchemy",
-    "mariadb": "chronica-sqlalchemy",
+    "sqlite+aiosqlite": "chronica-sqlalchemy[aiosqlite]",
+    "mysql": "chronica-sqlalchemy[mysql]",
+    "mariadb": "chronica-sqlalchemy[mysql]",
 }
-"""The first-party distribution to install for a scheme, for when none is installed."""
+"""The first-party distribution (with the smallest extra that suffices) to install for a scheme,
+for when none is installed; a dialect's other drivers (``mysql+asyncmy``) fall back on the dialect's."""
+
+
+def known_distribution(scheme: str) -> str | None:
+    """The first-party requirement that handles ``scheme`` (see :data:`KNOWN_DISTRIBUTIONS`), or ``None``.
+
+    ``postgresql+DRIVER`` is SQLAlchemy's (``chronica-sqlalchemy[postgresql]``), bare ``postgresql``
+    chronica-postgres's.
+    """
+    if scheme in KNOWN_DISTRIBUTIONS:
+        return KNOWN_DISTRIBUTIONS[scheme]
+    dialect, plus, _ = scheme.partition("+")
+    if dialect == "postgresql" and plus:
+        return "chronica-sqlalchemy[postgresql]"
+    return KNOWN_DISTRIBUTIONS.get(dialect)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +198,9 @@ class Registry:
         near = difflib.get_close_matches(scheme, schemes, n=1)
         if near:
             message += f"; did you mean {near[0]}://?"
-        distribution = KNOWN_DISTRIBUTIONS.get(scheme.split("+")[0])
+        distribution = known_distribution(scheme)
         if distribution:
-            message += f"; pip install {distribution} to add it"
+            message += f"; {install_command(distribution)} to add it"
         for plugin in self.broken:
             message += f"; plugin {plugin.name!r} failed to load ({plugin.error})"
         return message
@@ -197,9 +215,11 @@ def _opened(backend: Backend, opener: Callable[..., Opened], url: str, options: 
         return opener(url, **options)
     except ModuleNotFoundError as error:
         redact_error(error, url)
-        install = backend.install or f"the driver {error.name!r}"
+        install = (
+            install_command(backend.install) if backend.install else f"install the driver {error.name!r}"
+        )
         raise BackendUnavailable(
-            f"backend {backend.name!r} needs {error.name!r}, which is not installed: pip install {install}"
+            f"backend {backend.name!r} needs {error.name!r}, which is not installed: {install}"
         ) from error
     except BaseException as error:  # a third-party backend's driver may quote the URL
         redact_error(error, url)

@@ -1,4 +1,9 @@
-"""The Chronicarius rules R1–R10 (listed below), written once as plans that do no I/O.
+"""The Chronicarius rules R1–R10, written once as plans that do no I/O.
+
+The rules are written out in the repository's ``docs/contract.md``: R1 owner first, R2 validate
+before writing, R3 fresh ids, R4 the first write creates, R5 not yours is not found, R6 filters,
+then the limit, R7 order is write order, R8 keys land once, R9 no silent downgrade, R10 ownership
+never changes. Each plan below names the rules it keeps.
 
 :class:`chronica_core.Chronicarius` and :class:`chronica_core.AsyncChronicarius` run these plans
 against a sync or an async store; neither holds a rule of its own.

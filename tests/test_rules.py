@@ -1,4 +1,4 @@
-"""The Chronicarius rules R1–R10 (chronica_core.rules) on the memory store; conformance checks the rest."""
+"""The Chronicarius rules R1–R10 (docs/contract.md) on the memory store; conformance checks the rest."""
 
 from __future__ import annotations
 

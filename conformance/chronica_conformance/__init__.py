@@ -103,10 +103,11 @@ class ConformanceSuite(
 ):
     """Every group of the conformance suite, each case once per flavour the subclass supplies.
 
-    The groups: the store contract (S1–S9), the idempotent contract (S10, R8), the rules
-    (R1–R9), the size contract (content up to the store's limit), the batch, listing and
-    erasure contracts (each where the store has the capability), missing capabilities refused
-    before the store is touched, the public JSON form, the stateful model test and driver
+    The groups (numbered as in the repository's ``docs/contract.md``): the store contract
+    (S1–S9), the idempotent contract (S10, R8), the rules (R1–R9), the size contract (content up
+    to the store's limit), the batch, listing and erasure contracts (each where the store has the
+    capability; the erasure contract also checks R10 with a cached owner), missing capabilities
+    refused before the store is touched, the public JSON form, the stateful model test and driver
     failures (E1).
 
     Supply ``store`` and/or ``async_store`` fixtures; set ``declares_idempotent = True`` when the

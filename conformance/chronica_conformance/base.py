@@ -120,9 +120,15 @@ class SuiteBase:
         return [Target(flavour) for flavour in flavours]
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        """Parametrise every case that uses ``chronica_harness`` by :meth:`chronica_targets`."""
+        """Parametrise every case that uses ``chronica_harness`` by :meth:`chronica_targets`.
+
+        Only the flavours ``--chronica-sync-only`` / ``--chronica-async-only`` leave are kept.
+        """
         if "chronica_target" in metafunc.fixturenames:
-            targets = self.chronica_targets(metafunc)
+            from chronica_conformance.plugin import selected_flavours
+
+            kept = selected_flavours(metafunc.config)
+            targets = [target for target in self.chronica_targets(metafunc) if target.flavour in kept]
             metafunc.parametrize("chronica_target", targets, ids=[target.id for target in targets])
 
     @pytest.fixture

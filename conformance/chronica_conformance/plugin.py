@@ -1,5 +1,8 @@
 """The pytest plugin (entry point ``pytest11``): ``--chronica-store URL`` and ``CHRONICA_TEST_STORES``.
 
+``--chronica-sync-only`` / ``--chronica-async-only`` run one flavour of every case (of the added
+suite and of any :class:`~chronica_conformance.ConformanceSuite` subclass).
+
 With either, the whole suite (:mod:`chronica_conformance.test_stores`) is added to the run once
 per URL, in each flavour the URL's backend provides. With neither, nothing is added: a run that
 collects the suite itself (``pytest --pyargs chronica_conformance`` or :func:`run` with no URLs)
@@ -8,6 +11,7 @@ runs it against every installed backend that needs no server.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Generator, Iterator
@@ -15,20 +19,27 @@ from pathlib import Path
 
 import pytest
 
+from chronica_conformance.harness import Flavour
 from chronica_conformance.profiles import load_profile_from_environment, register_profiles
-from chronica_core import ChronicaError, Store, open_store
+from chronica_core import BackendUnavailable, ChronicaError, Store, open_async_store, open_store
 from chronica_core.redaction import masked_url, redact
 from chronica_core.registry import registry
 
 __all__ = [
     "ENVIRONMENT_VARIABLE",
+    "FLAVOURS",
     "StoreCache",
     "discovered_urls",
+    "missing_async_driver",
     "redacted_report",
     "requested_urls",
+    "selected_flavours",
     "suite_module_path",
     "suite_urls",
 ]
+
+FLAVOURS: tuple[Flavour, ...] = ("sync", "async")
+"""The flavours of every case: through the blocking store and through the asyncio store."""
 
 ENVIRONMENT_VARIABLE = "CHRONICA_TEST_STORES"
 """Comma-separated store URLs to run the suite against, like repeated ``--chronica-store``."""
@@ -48,6 +59,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             f"(repeatable; also ${ENVIRONMENT_VARIABLE}, comma-separated)"
         ),
     )
+    for flavour in FLAVOURS:
+        group.addoption(
+            f"--chronica-{flavour}-only",
+            action="store_true",
+            default=False,
+            dest=f"chronica_{flavour}_only",
+            help=f"run only the {flavour} flavour of the Chronica conformance suite's cases",
+        )
+
+
+def selected_flavours(config: pytest.Config) -> tuple[Flavour, ...]:
+    """The flavours to run: both, or the one ``--chronica-sync-only`` / ``--chronica-async-only`` names.
+
+    Raises:
+        pytest.UsageError: both options were given.
+    """
+    only = [flavour for flavour in FLAVOURS if config.getoption(f"chronica_{flavour}_only", default=False)]
+    if len(only) > 1:
+        raise pytest.UsageError("--chronica-sync-only and --chronica-async-only exclude each other: give one")
+    return tuple(only) or FLAVOURS
 
 
 def requested_urls(config: pytest.Config) -> list[str]:
@@ -84,6 +115,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     register_profiles()
     load_profile_from_environment()
+    selected_flavours(config)  # both options: a usage error before anything runs
     urls = requested_urls(config)
     if not urls:
         return
@@ -141,6 +173,51 @@ def pytest_make_collect_report(
     report = yield
     redacted_report(report, requested_urls(collector.config))
     return report
+
+
+_ASYNC_PROBED = pytest.StashKey[dict[str, "str | None"]]()
+
+
+def missing_async_driver(config: pytest.Config, url: str) -> str | None:
+    """Why ``url``'s asyncio store cannot be opened here (its driver is not installed), or ``None``.
+
+    Opens the asyncio store once per URL and run (an asyncio store connects on first use, so this
+    touches no server) and closes it unused. When ``open_async_store`` raises
+    ``BackendUnavailable``, the suite leaves the URL's async cases out and the run's summary says
+    so once, with what to install (:func:`pytest_terminal_summary`), instead of one traceback per
+    case. Any other error is left for the cases to show.
+
+    Args:
+        config: the run's configuration (it keeps the answer for the run).
+        url: a requested store URL whose backend has an asyncio store.
+
+    Returns:
+        ``"the asyncio driver of <masked url> is not installed: <message naming what to install>"``,
+        or ``None`` when the store opens (or fails otherwise).
+    """
+    probed = config.stash.setdefault(_ASYNC_PROBED, {})
+    if url not in probed:
+        probed[url] = None
+        try:
+            store = open_async_store(url)
+        except BackendUnavailable as error:
+            probed[url] = (
+                f"the asyncio driver of {masked_url(url)} is not installed: {redact(str(error), url)}"
+            )
+        except ChronicaError:
+            pass  # a bad URL or option: every async case shows it
+        else:
+            asyncio.run(store.close())
+    return probed[url]
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    """One line per URL whose async cases were left out for a missing asyncio driver."""
+    for reason in config.stash.get(_ASYNC_PROBED, {}).values():
+        if reason is not None:
+            terminalreporter.write_line(f"chronica-conformance: async cases not run: {reason}")
 
 
 _SUITE_REQUESTED = pytest.StashKey[bool]()

@@ -1,4 +1,8 @@
-"""The Chronicarius rules R1–R10, run through a Chronicarius over the store under test."""
+"""The Chronicarius rules R1–R9 (``docs/contract.md``), run through a Chronicarius over the store under test.
+
+R10 (ownership never changes, so an owner cache stays right) is the erasure contract's: it is
+the only operation that could break it.
+"""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ class Refusal:
 
 
 class ReferenceModel:
-    """Rules R1–R9 in plain Python, over dictionaries; what a Chronicarius must answer.
+    """Rules R1–R9 (``docs/contract.md``) in plain Python, over dictionaries; what a Chronicarius must answer.
 
     Args:
         idempotent: whether the store under test honours idempotency keys.

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from chronica_conformance import ConformanceSuite, Target
-from chronica_conformance.plugin import StoreCache, suite_urls
+from chronica_conformance.plugin import StoreCache, missing_async_driver, selected_flavours, suite_urls
 from chronica_core import AsyncStore, Store, open_async_store, open_store
 from chronica_core.registry import registry
 
@@ -20,13 +20,22 @@ class TestChronicaStores(ConformanceSuite):
     """Every case, for each URL, in each flavour its backend provides (ids: ``[<url>-<flavour>]``)."""
 
     def chronica_targets(self, metafunc: pytest.Metafunc) -> list[Target]:
-        """One target per URL and flavour; a backend must have the capabilities it declares."""
+        """One target per URL and flavour; a backend must have the capabilities it declares.
+
+        A URL whose asyncio driver is not installed gets no async target (the run's summary says
+        what to install: :func:`~chronica_conformance.plugin.missing_async_driver`).
+        """
         targets: list[Target] = []
+        wants_async = "async" in selected_flavours(metafunc.config)
         for url in suite_urls(metafunc.config):
             backend = registry().backend_for(url)
             capabilities = tuple(backend.capabilities)
             targets.append(Target("sync", url, backend.idempotent, capabilities))
-            if backend.open_async is not None:
+            if (
+                backend.open_async is not None
+                and wants_async
+                and missing_async_driver(metafunc.config, url) is None
+            ):
                 targets.append(Target("async", url, backend.idempotent, capabilities))
         return targets
 

@@ -71,8 +71,12 @@ def _collect(environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_restart_test_is_deselected_unless_asked_for_and_the_reason_is_shown() -> None:
+@pytest.mark.parametrize("opt_in", [None, "", "0", "true", "yes"])
+def test_the_restart_test_is_deselected_unless_asked_for_and_the_reason_is_shown(opt_in: str | None) -> None:
+    # As whoever runs the tests, root included (who could restart the local cluster): only "1" opts in.
     environment = {key: value for key, value in os.environ.items() if key != "CHRONICA_TEST_RESTART_POSTGRES"}
+    if opt_in is not None:
+        environment["CHRONICA_TEST_RESTART_POSTGRES"] = opt_in
     run = _collect(environment)
     reason = "restarting the server is opt-in: set CHRONICA_TEST_RESTART_POSTGRES=1 to run it"
     assert f"chronica-postgres: the restart test is deselected: {reason}" in run.stdout

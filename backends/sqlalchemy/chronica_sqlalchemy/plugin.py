@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from chronica_core.errors import BackendUnavailable
 from chronica_core.hookspecs import Backend, hookimpl
+from chronica_core.install import install_command
 from chronica_core.store import AsyncStore, Store
 
 __all__ = ["DEFAULT_URL", "chronica_backends"]
@@ -24,19 +25,35 @@ _INSTALL = "chronica-sqlalchemy"
 _CAPABILITIES = ("batch", "listing", "erasure")
 """Every store of this backend, on every dialect, has them all (see :mod:`chronica_core.capabilities`)."""
 
-_EXTRAS_MODULES = frozenset({"sqlalchemy", "greenlet", "aiosqlite", "pymysql", "asyncmy", "psycopg"})
-"""Modules that chronica-sqlalchemy or its extras install (the registry's hint names those)."""
+_EXTRAS: dict[str, str] = {
+    "sqlalchemy": "",
+    "greenlet": "",
+    "aiosqlite": "[aiosqlite]",
+    "pymysql": "[mysql]",
+    "asyncmy": "[mysql]",
+    "psycopg": "[postgresql]",
+}
+"""Modules that chronica-sqlalchemy (``""``) or one of its extras installs, by top-level module."""
 
 Opened = TypeVar("Opened", Store, AsyncStore)
 
 
 def _with_driver_hint(opener: Callable[[], Opened]) -> Opened:
-    """Run ``opener``; a missing driver that no extra of ours provides (the URL chose it) is named."""
+    """Run ``opener``; a missing driver is ``BackendUnavailable`` naming the smallest extra that has it.
+
+    One that no extra of ours provides (the URL chose it, ``mysql+mysqldb://``) is named as such.
+    """
     try:
         return opener()
     except ModuleNotFoundError as error:
-        if error.name is None or error.name.partition(".")[0] in _EXTRAS_MODULES:
+        if error.name is None:
             raise
+        module = error.name.partition(".")[0]
+        if module in _EXTRAS:
+            raise BackendUnavailable(
+                f"backend 'sqlalchemy' needs {error.name!r}, which is not installed: "
+                f"{install_command(_INSTALL + _EXTRAS[module])}"
+            ) from error
         raise BackendUnavailable(
             f"backend 'sqlalchemy' needs {error.name!r}, the driver the URL names, which is not "
             "installed; no extra of chronica-sqlalchemy provides it: install the package that does"

@@ -157,6 +157,30 @@ def test_a_driver_no_extra_provides_is_named_not_an_extra() -> None:
 
 
 @pytest.mark.parametrize(
+    ("flavour", "url", "module", "extra"),
+    [
+        ("async", "sqlite+aiosqlite:///{tmp}/chronica.db", "aiosqlite", "[aiosqlite]"),
+        ("sync", "mysql+pymysql://root@127.0.0.1:3306/test", "pymysql", "[mysql]"),
+        ("async", "mariadb+asyncmy://root@127.0.0.1:3306/test", "asyncmy", "[mysql]"),
+        ("sync", "postgresql+psycopg://postgres@127.0.0.1/test", "psycopg", "[postgresql]"),
+    ],
+)
+def test_a_missing_driver_names_the_smallest_extra_in_this_clone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flavour: str, url: str, module: str, extra: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # its import fails: not installed
+    clone = Path(__file__).resolve().parents[3]
+    opener = open_store if flavour == "sync" else open_async_store
+    with pytest.raises(BackendUnavailable) as raised:
+        opener(url.format(tmp=tmp_path))
+    assert str(raised.value) == (
+        f"backend 'sqlalchemy' needs {module!r}, which is not installed: "
+        f"pip install '{clone}/backends/sqlalchemy{extra}'"
+    )
+    assert isinstance(raised.value.__cause__, ModuleNotFoundError)
+
+
+@pytest.mark.parametrize(
     ("scheme", "asyncio_store"),
     [("sqlite", AsyncThreadedSQLAlchemyStore), ("sqlite+aiosqlite", AsyncSQLAlchemyStore)],
 )
