@@ -176,8 +176,9 @@ class Registry:
 
     def _unknown_message(self, scheme: str, installed: list[InstalledBackend]) -> str:
         schemes = sorted({s for item in installed for s in item.backend.schemes})
-        message = f"no installed backend handles {scheme}:// (installed: {', '.join(schemes) or 'none'})"
-        near = difflib.get_close_matches(scheme, schemes, n=1)
+        shown = [pattern.replace("*", "<driver>") for pattern in schemes]
+        message = f"no installed backend handles {scheme}:// (installed: {', '.join(shown) or 'none'})"
+        near = difflib.get_close_matches(scheme, _typeable(scheme, schemes), n=1)
         if near:
             message += f"; did you mean {near[0]}://?"
         distribution = KNOWN_DISTRIBUTIONS.get(scheme.split("+")[0])
@@ -186,6 +187,20 @@ class Registry:
         for plugin in self.broken:
             message += f"; plugin {plugin.name!r} failed to load ({plugin.error})"
         return message
+
+
+def _typeable(scheme: str, schemes: list[str]) -> list[str]:
+    """The schemes a near miss of ``scheme`` may be suggested from, none of them a pattern.
+
+    A pattern such as ``postgresql+*`` stands for the scheme with the driver ``scheme`` names
+    (``postgresq+psycopg`` may have meant ``postgresql+psycopg``); without a driver, it stands for
+    nothing one could type.
+    """
+    _, plus, driver = scheme.partition("+")
+    typeable = [name for name in schemes if "*" not in name]
+    if plus and driver:
+        typeable += [pattern.replace("*", driver) for pattern in schemes if pattern.endswith("+*")]
+    return typeable
 
 
 Opened = TypeVar("Opened", Store, AsyncStore)
