@@ -40,7 +40,13 @@ from bson import encode
 from bson.errors import BSONError
 from bson.int64 import Int64
 from bson.objectid import ObjectId
-from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure, PyMongoError
+from pymongo.errors import (
+    DocumentTooLarge,
+    DuplicateKeyError,
+    OperationFailure,
+    PyMongoError,
+    ServerSelectionTimeoutError,
+)
 
 from chronica_core.errors import (
     ActumTooLarge,
@@ -1060,9 +1066,27 @@ class MongoCore:
         except (PyMongoError, BSONError) as error:
             if duplicates and _left_to_caller(error):
                 raise
+            if isinstance(error, ServerSelectionTimeoutError):
+                raise StoreError(f"mongodb: {where}", _no_server(error)) from error
             if isinstance(error, PyMongoError) and error.timeout:
                 raise StoreError(f"mongodb: {where}", f"timed out: {error}; {WRITE_FATE_UNKNOWN}") from error
             raise StoreError(f"mongodb: {where}", str(error)) from error
+
+
+def _no_server(error: ServerSelectionTimeoutError) -> str:
+    """One line for a server selection that timed out: why each server failed, not pymongo's topology.
+
+    pymongo's message is ``<errors>, Timeout: 5.0s, Topology Description: <...>``; the description
+    repeats the errors inside a dump of every server's state.
+    """
+    errors, separator, rest = str(error).partition(", Timeout: ")
+    if not separator:
+        return f"no server could be used: {error}; {WRITE_FATE_UNKNOWN}"
+    waited = rest.partition(",")[0]
+    return (
+        f"no server could be used within {waited} (serverSelectionTimeoutMS): {errors}; "
+        f"{WRITE_FATE_UNKNOWN}"
+    )
 
 
 def _left_to_caller(error: Exception) -> bool:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from bson.codec_options import CodecOptions
 from pymongo import AsyncMongoClient, MongoClient, common
@@ -31,7 +31,10 @@ from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import redact, redact_error
 from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
 
-__all__ = ["DEFAULT_DATABASE", "STORE_OPTIONS", "AsyncMongoStore", "MongoStore"]
+__all__ = [
+    "DEFAULT_DATABASE",
+    "DEFAULT_SERVER_SELECTION_TIMEOUT_MS",
+    "STORE_OPTIONS", "AsyncMongoStore", "MongoStore"]
 
 DEFAULT_DATABASE = "chronica"
 """The database used when neither the ``database`` option nor the URL's path names one."""
@@ -63,6 +66,12 @@ pymongo checks them: pymongo takes values no store can work with (a ``timeoutMS`
 microsecond, a ``minPoolSize`` of 10**30). Names are matched in any case, as pymongo does."""
 
 _BOUNDED = {name.lower(): (name, *bounds) for name, bounds in BOUNDED_CLIENT_OPTIONS.items()}
+
+DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5000
+"""How long, in milliseconds, an operation waits for a server it can use before it fails, unless
+``serverSelectionTimeoutMS`` is given (as an option or in the URL). pymongo's own default is 30 s:
+a URL with no server behind it took 31 s to fail. A replica set electing a new primary (about
+10-12 s at the server's default ``electionTimeoutMillis``) may want more: give it."""
 
 _BACKEND = "mongodb"
 _DATABASE_NAME_FORBIDDEN = frozenset(' ./\\"$\x00')  # as pymongo and the server refuse them
@@ -200,7 +209,17 @@ def _checked(
         client_options["timeoutMS"] = seconds * 1000
     if opens_client:
         _check_client_options(client_options)
+        if not _names_selection_timeout(url, client_options):
+            client_options["serverSelectionTimeoutMS"] = DEFAULT_SERVER_SELECTION_TIMEOUT_MS
     return name, migrate
+
+
+def _names_selection_timeout(url: str | None, client_options: Mapping[str, Any]) -> bool:
+    """Whether ``serverSelectionTimeoutMS`` is given as an option or in the URL's query (any case)."""
+    wanted = "serverselectiontimeoutms"
+    query = (url or "").partition("?")[2].partition("#")[0]
+    named = [name for name, _ in parse_qsl(query, keep_blank_values=True)]
+    return any(name.lower() == wanted for name in [*client_options, *named])
 
 
 def _content_limit(value: object) -> int | None:
