@@ -225,23 +225,29 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
             _release(held[0], drop=held[0] in failed)
 
 
-def _connected(engine: Engine) -> Connection:
-    """A connection of ``engine``; any failure but a database error is ``StoreError("sqlalchemy: open")``.
+CONNECT = "sqlalchemy: connect"
+"""Where a failure to connect is reported, whichever operation needed the connection."""
 
-    SQLAlchemy wraps only the driver's database errors (``DBAPIError``). Drivers check their
+
+def _connected(engine: Engine) -> Connection:
+    """A connection of ``engine``; any failure is ``StoreError("sqlalchemy: connect", ...)``.
+
+    Labelled by what failed, connecting, not by the operation that wanted the connection (a read
+    whose server is down did not fail to migrate or to read). SQLAlchemy wraps only the driver's
+    database errors (``DBAPIError``: a refused connection, a wrong password). Drivers check their
     connect arguments (the URL's query, the dialect's keywords) as they connect and raise plain
-    Python exceptions for those they cannot use: ``ValueError`` for ``timeout=abc``, ``TypeError``
-    for an unknown keyword, ``OSError`` for a missing certificate file, ``OverflowError`` for a
-    port above 65535, ``AttributeError`` for an unknown charset in PyMySQL. Every such exception is
+    Python exceptions for those they cannot use (``TypeError`` for an unknown keyword, say; the
+    values :mod:`chronica_sqlalchemy.url_checks` knows are refused before). Every such exception is
     translated here, chained to it, whatever its class.
     """
     try:
         return engine.connect()
-    except (ChronicaError, SQLAlchemyError):
+    except ChronicaError:
         raise
+    except SQLAlchemyError as error:
+        raise StoreError(CONNECT, _detail(error)) from error
     except Exception as error:
-        detail = f"could not connect: {type(error).__name__}: {error}"
-        raise StoreError("sqlalchemy: open", detail) from error
+        raise StoreError(CONNECT, f"{type(error).__name__}: {error}") from error
 
 
 def _release(connection: Connection, *, drop: bool = False) -> None:

@@ -4,8 +4,8 @@ Values every driver here reads (``?timeout=abc``, ``?charset=bogus``, a missing 
 file, a port that is no number) are ``InvalidOption`` naming the parameter, before any engine is
 created, and the ``chronica`` command prints one line with exit 4. A driver name SQLAlchemy does
 not know is ``UnknownBackend`` suggesting a real URL (exit 5). Whatever else a driver raises while
-connecting leaves the store as ``StoreError("sqlalchemy: open", ...)`` chained to it, blocking and
-asyncio, and the command prints it on one line with exit 6."""
+connecting leaves the store as ``StoreError("sqlalchemy: connect", ...)`` chained to it, blocking
+and asyncio, and the command prints it on one line with exit 6."""
 
 from __future__ import annotations
 
@@ -121,8 +121,8 @@ def test_a_driver_typo_is_unknown_backend_suggesting_a_real_url(
 def check(error: BaseException) -> None:
     assert isinstance(error, StoreError), repr(error)
     assert error.__cause__ is not None
+    assert error.where == "sqlalchemy: connect"
     if not isinstance(error.__cause__, SQLAlchemyError):
-        assert error.where == "sqlalchemy: open"
         assert type(error.__cause__).__name__ in error.detail
     for linked in linked_exceptions(error):
         assert PASSWORD not in str(linked)
