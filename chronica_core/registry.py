@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import logging
 import re
 import threading
 from collections.abc import Callable
@@ -43,6 +44,8 @@ KNOWN_DISTRIBUTIONS = {
     "mariadb": "chronica-sqlalchemy",
 }
 """The first-party distribution to install for a scheme, for when none is installed."""
+
+_log = logging.getLogger("chronica.registry")
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +176,7 @@ class Registry:
         if self.plugin_manager.has_plugin(name):
             self.plugin_manager.unregister(name=name)
         self.broken.append(BrokenPlugin(name, target, distribution, f"{type(error).__name__}: {error}"))
+        _log.warning("plugin %r (%s) failed to load: %s", name, target, self.broken[-1].error)
 
     def _unknown_message(self, scheme: str, installed: list[InstalledBackend]) -> str:
         schemes = sorted({s for item in installed for s in item.backend.schemes})
@@ -208,6 +212,7 @@ Opened = TypeVar("Opened", Store, AsyncStore)
 
 def _opened(backend: Backend, opener: Callable[..., Opened], url: str, options: dict[str, Any]) -> Opened:
     """Open a store with the backend's ``opener``; whatever it raises has ``url``'s secrets redacted."""
+    _log.debug("opening %s with backend %r", masked_url(url), backend.name)
     try:
         return opener(url, **options)
     except ModuleNotFoundError as error:

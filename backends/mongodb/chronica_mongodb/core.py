@@ -29,6 +29,7 @@ returns part of what an erase deleted.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -60,6 +61,8 @@ from chronica_core.plans import Plan
 from chronica_core.rows import check_row
 from chronica_core.store import ListingPosition
 from chronica_core.timeouts import WRITE_FATE_UNKNOWN
+
+_log = logging.getLogger("chronica.mongodb")
 
 __all__ = [
     "ACTA",
@@ -391,6 +394,7 @@ class MongoCore:
                 yield from self._run(
                     Command(ACTA, "create_index", (keys,), {"name": name, **options}), "migrate"
                 )
+                _log.info("created the index %s of %s", name, ACTA)
         for collection, indexes in _OTHER_INDEXES:
             listed = yield from self._run(Command(collection, "list_indexes", cursor=True), "migrate")
             found = {index["name"]: list(index["key"].items()) for index in listed}
@@ -400,6 +404,7 @@ class MongoCore:
                         Command(collection, "create_index", (keys,), {"name": name, **options}),
                         "migrate",
                     )
+                    _log.info("created the index %s of %s", name, collection)
 
     def check(self) -> Plan[Command, None]:
         """What a store opened without ``auto_migrate`` runs first: refuse collections not its own.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import inspect
+import logging
 import re
 from collections.abc import Mapping
 from datetime import UTC
@@ -28,7 +29,7 @@ from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
-from chronica_core.redaction import redact, redact_error
+from chronica_core.redaction import masked_url, redact, redact_error
 from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
 
 __all__ = [
@@ -74,6 +75,7 @@ a URL with no server behind it took 31 s to fail. A replica set electing a new p
 10-12 s at the server's default ``electionTimeoutMillis``) may want more: give it."""
 
 _BACKEND = "mongodb"
+_log = logging.getLogger("chronica.mongodb")
 _DATABASE_NAME_FORBIDDEN = frozenset(' ./\\"$\x00')  # as pymongo and the server refuse them
 _DATABASE_NAME_MAX_BYTES = 63  # MongoDB: "less than 64 bytes"
 
@@ -166,7 +168,9 @@ def _client(client_class: Any, url: str | None, options: dict[str, Any]) -> Any:
     redacted from both and from pymongo's error (which may quote the URL or a part of it).
     """
     try:
-        return client_class(url or "mongodb://localhost", **options)
+        client = client_class(url or "mongodb://localhost", **options)
+        _log.debug("opened a %s for %s", client_class.__name__, masked_url(url or "mongodb://localhost"))
+        return client
     except (InvalidURI, TypeError, ValueError) as error:  # pymongo reports some malformed URLs as ValueError
         redact_error(error, url or "")
         named = [name for name in options if re.search(rf"\b{re.escape(name)}\b", str(error))]
@@ -318,6 +322,7 @@ class MongoStore(PlannedStore):
         self._mark_closed()
         if self._owns_client:
             self.client.close()
+            _log.debug("closed the MongoClient for %s", masked_url(self._secrets_of))
 
     def _run(self, plan: Plan[Any, Result]) -> Result:
         if self._unchecked:
@@ -387,6 +392,7 @@ class AsyncMongoStore(AsyncPlannedStore):
         self._mark_closed()
         if self._owns_client:
             await self.client.close()
+            _log.debug("closed the AsyncMongoClient for %s", masked_url(self._secrets_of))
 
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         if not self._opened:

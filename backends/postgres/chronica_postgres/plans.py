@@ -12,6 +12,7 @@ perform the operations.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -139,6 +140,7 @@ _NOT_MIGRATED_HINT = (
 
 
 _BACKEND = "postgres"
+_log = logging.getLogger("chronica.postgres")
 POOL_SIZE_MOST: Final = 1000
 """The largest ``min_size`` / ``max_size`` (PostgreSQL serves 100 connections by default)."""
 SECONDS_MOST: Final = 3600.0
@@ -616,8 +618,11 @@ class Plans:
         """
         version = yield from self._own_version("migrate")
         if version < LATEST_VERSION:
+            before = version
             yield from self._write(Statement(self.statements.migrate), "migrate", "")
             version = yield from self._own_version("migrate")
+            schema = self.statements.schema
+            _log.info("migrated schema %r from version %d to %d", schema, before, version)
         if version != LATEST_VERSION:
             raise StoreError(
                 "postgres: migrate",
@@ -726,8 +731,10 @@ class Plans:
         except psycopg.Error as error:
             if not connection_lost(error):
                 raise
+            lost = type(error).__name__
         else:
             return rows
+        _log.warning("lost the connection (%s); trying the read or keyed write once more on a new one", lost)
         yield DISCARD_BROKEN_CONNECTIONS
         rows = yield statement
         return rows

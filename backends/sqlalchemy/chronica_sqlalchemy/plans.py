@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -225,6 +226,8 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
             _release(held[0], drop=held[0] in failed)
 
 
+_log = logging.getLogger("chronica.sqlalchemy")
+
 CONNECT = "sqlalchemy: connect"
 """Where a failure to connect is reported, whichever operation needed the connection."""
 
@@ -275,6 +278,8 @@ def _again_if_disconnected(make: Callable[[], Plan[Step, Result]]) -> Plan[Step,
     except DBAPIError as error:
         if not error.connection_invalidated:
             raise
+        lost = type(error.orig if error.orig is not None else error).__name__
+    _log.warning("lost the connection (%s); trying the read or keyed write once more on a new one", lost)
     yield RECONNECT
     return (yield from make())
 
@@ -1133,7 +1138,7 @@ class Plans:
         result: CursorResult[Any] = yield _execute(
             select(tables.versions.c.version).where(tables.versions.c.component == _COMPONENT)
         )
-        version = result.scalar()
+        version: int | None = result.scalar()
         if version is not None and version > SCHEMA_VERSION:
             raise StoreError(
                 "sqlalchemy: migrate",
@@ -1156,6 +1161,12 @@ class Plans:
                 .values(version=target)
             )
         yield COMMIT
+        if version is None or version < target:
+            where = f"schema {self.schema!r}" if self.schema is not None else "the default schema"
+            if version is None:
+                _log.info("created the tables at schema version %d in %s", target, where)
+            else:
+                _log.info("migrated the tables from schema version %d to %d in %s", version, target, where)
 
     def _step(self, version: int) -> Plan[Step, None]:
         """The migration step that brings tables at ``version - 1`` to ``version``.
