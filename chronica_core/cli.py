@@ -14,7 +14,6 @@ erasure that was not confirmed, or failed conformance cases.
 from __future__ import annotations
 
 import argparse
-import functools
 import importlib
 import json
 import os
@@ -183,7 +182,9 @@ def _standard_input_content() -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise InvalidActum("content", f"standard input is not valid UTF-8 ({error.reason} at byte {error.start})") from None
+        raise InvalidActum(
+            "content", f"standard input is not valid UTF-8 ({error.reason} at byte {error.start})"
+        ) from None
 
 
 def _record(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
@@ -468,7 +469,7 @@ def _print_json_error(name: str, message: str, code: int, **fields: str) -> None
 
 
 def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
-    store = argparse.ArgumentParser(add_help=False)
+    store = _Parser(add_help=False)
     store.add_argument(
         "--store",
         default=None,
@@ -483,7 +484,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a store option, e.g. schema=chronica (repeatable; see the backend's README)",
     )
-    owned = argparse.ArgumentParser(add_help=False, parents=[store])
+    owned = _Parser(add_help=False, parents=[store])
     owned.add_argument("chronicum_id", help="the chronicum id")
     owned.add_argument("--owner", required=True, help="the owner id (the person the chronicum belongs to)")
     owned.add_argument(
@@ -493,12 +494,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="chronica", description="One conversation, one person, many agents.", json_errors=json_errors
     )
-    commands = parser.add_subparsers(
-        dest="command",
-        required=True,
-        metavar="COMMAND",
-        parser_class=functools.partial(_Parser, json_errors=json_errors),
-    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     commands.add_parser("demo", parents=[store], help="play the dinner story and print each context window")
     commands.add_parser("backends", help="list the installed backends and broken plugins")
     commands.add_parser("migrate", parents=[store], help="create or upgrade the store's schema")
@@ -539,7 +535,9 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     )
     listing.add_argument("--cursor", default=None, help="the next cursor a previous page printed")
     listing.add_argument(
-        "--json", action="store_true", help="print JSON: chronica and next_cursor (errors too, on standard error)"
+        "--json",
+        action="store_true",
+        help="print JSON: chronica and next_cursor (errors too, on standard error)",
     )
     erase = commands.add_parser(
         "erase",
@@ -562,6 +560,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     conformance.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
     for name, command in commands.choices.items():
         command.description = command.description or _DESCRIPTIONS.get(name)
+        command.json_errors = json_errors
     return parser
 
 
@@ -598,7 +597,9 @@ _FLAGS = {
 _READS = frozenset({"acta", "show", "list", "erase"})
 """Commands that never create a store that is not there (they find nothing in it)."""
 
-_SQLITE_FILE = re.compile(r"sqlite(?:\+[A-Za-z0-9_]+)?:///(?P<path>[^?#]+)(?:[?#].*)?", re.IGNORECASE | re.DOTALL)
+_SQLITE_FILE = re.compile(
+    r"sqlite(?:\+[A-Za-z0-9_]+)?:///(?P<path>[^?#]+)(?:[?#].*)?", re.IGNORECASE | re.DOTALL
+)
 
 
 def missing_database_file(url: str) -> Path | None:

@@ -65,6 +65,7 @@ def _refused(operation: str, owner_id: str, chronicum_id: str) -> ChronicumNotFo
     _log.debug("refused owner %r %s of chronicum %r, another owner's", owner_id, operation, chronicum_id)
     return ChronicumNotFound(chronicum_id)
 
+
 Kind = TypeVar("Kind", ActumKind, ActorKind)
 
 

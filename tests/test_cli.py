@@ -57,9 +57,7 @@ def test_demo_tells_the_dinner_story() -> None:
     header = "   #  kind          actor kind actor      content"
     listing = lines.index(header)  # the story as stored: numbered 1 to 7 under a header row
     assert [line.split(None, 1)[0] for line in lines[listing + 1 : listing + 8]] == list("1234567")
-    start = lines.index(
-        "The booking agent's context window (the last 3 messages, oldest first; # as above):"
-    )
+    start = lines.index("The booking agent's context window (the last 3 messages, oldest first; # as above):")
     assert lines[start + 1] == header
     window = [line.split(None, 4) for line in lines[start + 2 : start + 5]]
     # each keeps its number in the whole chronicum: the 5th, 6th and 7th actum, not 1, 2, 3
@@ -131,10 +129,20 @@ def test_not_found_names_the_store_without_its_password() -> None:
         (["acta", "c", "--owner", "ardian", "--last", "-3"], 2, "UsageError", "argument --last: must be 0"),
         (["acta", "c", "--owner", "ardian", "--last", "three"], 2, "UsageError", "argument --last: expected"),
         (["acta", "c", "--owner", "", "--kinds", "message"], 4, "EmptyOwnerID", "invalid --owner: must be"),
-        (["acta", "c", "--owner", "ardian", "--kinds", "shout"], 4, "InvalidQuery", "invalid query: --kinds:"),
+        (
+            ["acta", "c", "--owner", "ardian", "--kinds", "shout"],
+            4,
+            "InvalidQuery",
+            "invalid query: --kinds:",
+        ),
         (["list", "--owner", "ardian", "--limit", "0"], 4, "InvalidQuery", "invalid query: --limit:"),
         (["erase", "--owner", "ardian"], 2, "UsageError", "chronica erase: name the chronicum"),
-        (["list", "--owner", "ardian", "--option", "colour=red"], 4, "InvalidOption", "memory: --option colour:"),
+        (
+            ["list", "--owner", "ardian", "--option", "colour=red"],
+            4,
+            "InvalidOption",
+            "memory: --option colour:",
+        ),
     ],
 )
 def test_with_json_every_error_is_one_json_object_on_standard_error(

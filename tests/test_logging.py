@@ -35,7 +35,11 @@ def test_a_whole_scenario_on_memory_never_logs_a_password_content_or_id_above_de
     records, chronicum_ids = scenario_records(f"memory://ardian:{ENCODED_SECRET}@localhost")
     assert_records_keep_secrets(records, chronicum_ids)
     said = [(record.name, record.levelname, record.getMessage()) for record in records]
-    assert ("chronica.registry", "DEBUG", "opening memory://ardian:***@localhost with backend 'memory'") in said
+    assert (
+        "chronica.registry",
+        "DEBUG",
+        "opening memory://ardian:***@localhost with backend 'memory'",
+    ) in said
     refusals = [(level, message) for name, level, message in said if name == "chronica.chronicarius"]
     assert refusals.count(("INFO", "refused a read: the chronicum belongs to another owner")) == 3
     assert ("INFO", "refused a write: the chronicum belongs to another owner") in refusals

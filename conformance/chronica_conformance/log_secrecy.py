@@ -125,6 +125,8 @@ async def _play_async(url: str, options: dict[str, Any], chronicum_id: str) -> N
             await chronicarius.get_acta(INTRUDER, chronicum_id)
         except ChronicumNotFound:
             pass
+        else:
+            raise AssertionError("another owner's chronicum was not refused")
         await chronicarius.erase_owner(OWNER)
     finally:
         await store.close()

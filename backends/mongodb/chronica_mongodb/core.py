@@ -1089,8 +1089,7 @@ def _no_server(error: ServerSelectionTimeoutError) -> str:
         return f"no server could be used: {error}; {WRITE_FATE_UNKNOWN}"
     waited = rest.partition(",")[0]
     return (
-        f"no server could be used within {waited} (serverSelectionTimeoutMS): {errors}; "
-        f"{WRITE_FATE_UNKNOWN}"
+        f"no server could be used within {waited} (serverSelectionTimeoutMS): {errors}; {WRITE_FATE_UNKNOWN}"
     )
 
 

@@ -35,7 +35,10 @@ from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES
 __all__ = [
     "DEFAULT_DATABASE",
     "DEFAULT_SERVER_SELECTION_TIMEOUT_MS",
-    "STORE_OPTIONS", "AsyncMongoStore", "MongoStore"]
+    "STORE_OPTIONS",
+    "AsyncMongoStore",
+    "MongoStore",
+]
 
 DEFAULT_DATABASE = "chronica"
 """The database used when neither the ``database`` option nor the URL's path names one."""

@@ -21,11 +21,15 @@ def test_a_whole_scenario_logs_what_it_did_and_never_a_password_content_or_id(
     mongodb_server_url: str, database: str
 ) -> None:
     # pymongo knows no ``password`` parameter: the URL carries one that must never be shown
-    url = urlunsplit(urlsplit(mongodb_server_url)._replace(path=f"/{database}", query=f"password={ENCODED_SECRET}"))
+    url = urlunsplit(
+        urlsplit(mongodb_server_url)._replace(path=f"/{database}", query=f"password={ENCODED_SECRET}")
+    )
     records, chronicum_ids = scenario_records(url)
     assert_records_keep_secrets(records, chronicum_ids)
 
-    mongodb = [(record.levelname, record.getMessage()) for record in records if record.name == "chronica.mongodb"]
+    mongodb = [
+        (record.levelname, record.getMessage()) for record in records if record.name == "chronica.mongodb"
+    ]
     created = [message for level, message in mongodb if level == "INFO"]
     assert "created the index chronicum_seq of acta" in created, created
     debug = [message for level, message in mongodb if level == "DEBUG"]

@@ -127,7 +127,9 @@ class PostgresStore(PlannedStore):
         if pool is None:
             _check_connection(url, self.options)
             pool = ConnectionPool(url, open=True, configure=self._configure, **self.options.pool_arguments())
-            _log.debug("opened a pool of %d to %d connections to %s", pool.min_size, pool.max_size, masked_url(url))
+            _log.debug(
+                "opened a pool of %d to %d connections to %s", pool.min_size, pool.max_size, masked_url(url)
+            )
         self._pool = pool
         try:
             if self.options.auto_migrate:
@@ -296,7 +298,12 @@ class AsyncPostgresStore(AsyncPlannedStore):
             )
             self._pool = pool
             await pool.open()
-            _log.debug("opened a pool of %d to %d connections to %s", pool.min_size, pool.max_size, masked_url(self._url))
+            _log.debug(
+                "opened a pool of %d to %d connections to %s",
+                pool.min_size,
+                pool.max_size,
+                masked_url(self._url),
+            )
 
     async def _perform(self, operation: Operation) -> Rows:
         pool = self._pool

@@ -9,10 +9,10 @@ them), and in none of them the URL's password or an actum's content.
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit, urlunsplit
 
 from chronica_conformance.log_secrecy import assert_records_keep_secrets, scenario_records
 from chronica_conformance.secrecy import ENCODED_SECRET
-from urllib.parse import urlsplit, urlunsplit
 
 
 def test_a_whole_scenario_logs_what_it_did_and_never_a_password_content_or_id(
@@ -26,7 +26,9 @@ def test_a_whole_scenario_logs_what_it_did_and_never_a_password_content_or_id(
     records, chronicum_ids = scenario_records(with_password, schema=fresh_schema)
     assert_records_keep_secrets(records, chronicum_ids, password=ENCODED_SECRET)
 
-    postgres = [(record.levelname, record.getMessage()) for record in records if record.name == "chronica.postgres"]
+    postgres = [
+        (record.levelname, record.getMessage()) for record in records if record.name == "chronica.postgres"
+    ]
     assert ("INFO", f"migrated schema {fresh_schema!r} from version 0 to 2") in postgres, postgres
     debug = [message for level, message in postgres if level == "DEBUG"]
     opened = [line for line in debug if line.startswith("opened a pool of ")]

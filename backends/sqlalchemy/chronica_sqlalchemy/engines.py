@@ -114,7 +114,9 @@ def _parse(url: str | URL) -> URL:
         parsed = make_url(url)
     except ValueError as error:  # make_url converts only the port: int("abc")
         redact_error(error, url_text(url))
-        raise InvalidOption(_BACKEND, "port", f"the URL's port must be a whole number from 1 to 65535 ({error})") from error
+        raise InvalidOption(
+            _BACKEND, "port", f"the URL's port must be a whole number from 1 to 65535 ({error})"
+        ) from error
     except ArgumentError as error:
         redact_error(error, url_text(url))
         raise StoreError("sqlalchemy: open", f"not a SQLAlchemy URL: {error}") from error

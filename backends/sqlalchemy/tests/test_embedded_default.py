@@ -70,7 +70,9 @@ def test_demo_then_a_new_process_reads_the_stored_window(dialect: str, tmp_path:
         ["erase", "--owner", "ardian", "--all", "--yes"],
     ],
 )
-def test_a_read_where_there_is_no_store_creates_none(dialect: str, tmp_path: Path, command: list[str]) -> None:
+def test_a_read_where_there_is_no_store_creates_none(
+    dialect: str, tmp_path: Path, command: list[str]
+) -> None:
     result = run([CHRONICA, *command], tmp_path)
     assert sorted(tmp_path.iterdir()) == []  # no empty chronica.db (nor its -wal, -shm) left behind
     missing = tmp_path / "chronica.db"
@@ -86,11 +88,8 @@ def test_a_read_where_there_is_no_store_creates_none(dialect: str, tmp_path: Pat
             "chronica: ChronicumNotFound: chronicum 'dinner-friday' not found in sqlite:///chronica.db "
             f"(there is no file {missing}; nothing was created)\n"
         )
-    recorded = run(
-        [CHRONICA, "record", "lunch", "--owner", "ardian", "--kind", "message", "--actor-kind", "human"]
-        + ["--actor", "ardian", "--content", "A table?"],
-        tmp_path,
-    )
+    record = ["record", "lunch", "--owner", "ardian", "--kind", "message", "--actor-kind", "human"]
+    recorded = run([CHRONICA, *record, "--actor", "ardian", "--content", "A table?"], tmp_path)
     assert recorded.returncode == 0, recorded.stderr
     assert missing.is_file()  # a write creates the store, as before
     again = run([CHRONICA, *command], tmp_path)

@@ -47,7 +47,11 @@ def test_a_whole_scenario_logs_what_it_did_and_never_a_password_content_or_id(fr
     assert info[0].startswith("created the tables at schema version ")
     debug = said(records, "chronica.sqlalchemy", logging.DEBUG)
     for store in ("SQLAlchemyStore", "AsyncSQLAlchemyStore"):
-        kind = "AsyncThreadedSQLAlchemyStore" if store.startswith("Async") and fresh_url.startswith("sqlite:") else store
+        kind = (
+            "AsyncThreadedSQLAlchemyStore"
+            if store.startswith("Async") and fresh_url.startswith("sqlite:")
+            else store
+        )
         assert any(line.startswith(f"opened a {kind} on ") for line in debug), debug
         assert any(line.startswith(f"closed the {kind} on ") for line in debug), debug
 

@@ -751,7 +751,9 @@ def test_an_unreachable_server_is_a_connect_error_whatever_the_operation() -> No
     assert isinstance(caught.value.__cause__, SQLAlchemyError)
 
     async def scenario(auto_migrate: bool) -> None:
-        store = AsyncSQLAlchemyStore.open("postgresql+psycopg://postgres@127.0.0.1:1/nowhere", auto_migrate=auto_migrate)
+        store = AsyncSQLAlchemyStore.open(
+            "postgresql+psycopg://postgres@127.0.0.1:1/nowhere", auto_migrate=auto_migrate
+        )
         try:
             await store.get("anything")
         finally:
