@@ -70,8 +70,11 @@ __all__ = [
     "CHRONICA",
     "DATABASE",
     "DOCUMENT_RESERVE",
+    "INDEX_SPECS",
     "MAX_DOCUMENT_BYTES",
+    "SHARD_KEYS",
     "Command",
+    "IndexSpec",
     "MongoCore",
 ]
 
@@ -157,6 +160,27 @@ _OTHER_INDEXES: Final[
 )
 """The indexes :meth:`MongoCore.migrate` makes on the other collections (added with the batch,
 listing and erasure capabilities; a database made before gains them when it is migrated)."""
+
+IndexSpec = tuple[str, list[tuple[str, int]], dict[str, Any]]
+"""An index :meth:`MongoCore.migrate` makes: its name, its keys (field, 1 or -1), its options."""
+
+INDEX_SPECS: Final[dict[str, tuple[IndexSpec, ...]]] = {
+    ACTA: _INDEXES,
+    **{collection: indexes for collection, indexes in _OTHER_INDEXES},
+}
+"""Every index :meth:`MongoCore.migrate` makes, by collection (besides MongoDB's own ``_id_``)."""
+
+SHARD_KEYS: Final[dict[str, str]] = {CHRONICA: "_id", ACTA: "chronicum_id", BATCH_ACTA: "batch"}
+"""The shard key field of each collection on a sharded cluster (docs: "Scaling out").
+
+``chronica`` on ``_id``, the chronicum id: only then is ``_id`` unique across the cluster, which
+``create`` (``ChronicumExists``) needs; it may be hashed. ``acta`` on ``chronicum_id``, ranged: both
+of its unique indexes start with it, so MongoDB enforces them across shards, and every read and
+write names it. ``batch_acta`` on ``batch``, ranged: its unique index ``batch_pos`` starts with it.
+The indexes that do not start with their collection's shard key (:data:`LISTING_INDEX`,
+:data:`MARKER_INDEX`, :data:`BATCH_CHRONICUM_INDEX`) are not unique, and the queries they serve
+(an owner's listing, ``erase_owner``'s sweep of markers, ``erase``'s deletion of batch tails) go
+to every shard."""
 
 _OUR_INDEXES: Final = frozenset({"_id_", SEQUENCE_INDEX, IDEMPOTENCY_INDEX, LISTING_INDEX})
 _CHRONICUM_FIELDS: Final = frozenset({"_id", "owner_id", "started_at"})
