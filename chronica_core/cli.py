@@ -14,6 +14,7 @@ erasure that was not confirmed, or failed conformance cases.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import json
 import os
@@ -45,7 +46,7 @@ from chronica_core.listing import DEFAULT_LIST_LIMIT
 from chronica_core.memory import MemoryStore
 from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage
 from chronica_core.redaction import masked_url, redact, redact_error
-from chronica_core.registry import list_backends, open_store, registry
+from chronica_core.registry import list_backends, open_async_store, open_store, registry
 from chronica_core.store import Store
 from chronica_core.story import DINNER_CHRONICUM, DINNER_OWNER, DINNER_STORY
 
@@ -619,6 +620,22 @@ def missing_database_file(url: str) -> Path | None:
     return None if file.exists() else file.absolute()
 
 
+def _check_without_connecting(arguments: argparse.Namespace) -> None:
+    """Let the backend check the store URL and options, without touching the database.
+
+    Its asyncio store is opened and closed unused: opening one checks the URL (driver, port,
+    query) and the options, and connects only on first use. A backend without an asyncio store is
+    only looked up.
+
+    Raises:
+        ChronicaError: what opening the store would raise for the URL or an option.
+    """
+    if registry().backend_for(arguments.store).open_async is None:
+        return
+    store = open_async_store(arguments.store, **dict(arguments.option))
+    asyncio.run(store.close())
+
+
 def _message(error: ChronicaError, arguments: argparse.Namespace) -> str:
     """The error's message, naming the flag the user typed for the field it names."""
     if isinstance(error, InvalidActum | InvalidQuery) and error.field in _FLAGS:
@@ -682,6 +699,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         if arguments.command in _WITHOUT_CHRONICARIUS:
             return _WITHOUT_CHRONICARIUS[arguments.command](arguments, output)
         store: Store
+        if missing is not None:
+            _check_without_connecting(arguments)  # a bad URL is said as it would be with a file
         with MemoryStore() if missing is not None else _opened_store(arguments) as store:
             if missing is not None and arguments.command == "list" and not arguments.json:
                 print(f"chronica: note: there is no file {missing}; nothing was created", file=sys.stderr)

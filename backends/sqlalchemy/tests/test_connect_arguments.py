@@ -20,7 +20,7 @@ from chronica_sqlalchemy.store import SQLAlchemyStore
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from chronica_core import Chronicum, InvalidOption, StoreError, UnknownBackend
+from chronica_core import Chronicum, InvalidOption, StoreError, UnknownBackend, open_async_store, open_store
 from chronica_core.cli import EXIT_BACKEND, EXIT_INVALID, EXIT_STORE, main
 from chronica_core.redaction import linked_exceptions
 
@@ -75,7 +75,7 @@ def invalid_urls(dialect: str, database_url: str) -> list[tuple[str, str]]:
 
 def test_a_query_value_no_driver_takes_is_invalid_option_naming_it(dialect: str, database_url: str) -> None:
     for url, parameter in invalid_urls(dialect, database_url):
-        for opener in (SQLAlchemyStore.open, open_async_sqlalchemy_store):
+        for opener in (SQLAlchemyStore.open, open_async_sqlalchemy_store, open_store, open_async_store):
             with pytest.raises(InvalidOption) as raised:
                 opener(url)
             assert raised.value.option == parameter, (url, raised.value)
@@ -109,7 +109,7 @@ def test_a_driver_typo_is_unknown_backend_suggesting_a_real_url(
     typo, suggestion = DRIVER_TYPOS[dialect]
     url = make_url(with_password(dialect, database_url)).set(drivername=typo)
     text = url.render_as_string(hide_password=False)
-    for opener in (SQLAlchemyStore.open, open_async_sqlalchemy_store):
+    for opener in (SQLAlchemyStore.open, open_async_sqlalchemy_store, open_store, open_async_store):
         with pytest.raises(UnknownBackend, match=rf"did you mean {re.escape(suggestion)}\?"):
             opener(text)
     assert main(["show", "some-id", "--owner", "ardian", "--store", text]) == EXIT_BACKEND

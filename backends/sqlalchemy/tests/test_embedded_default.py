@@ -109,3 +109,21 @@ def test_the_readme_examples_run_on_a_sqlite_file(dialect: str, tmp_path: Path) 
     agents = run([sys.executable, str(EXAMPLES / "three_agents.py"), agents_url], tmp_path)
     assert agents.returncode == 0, agents.stderr
     assert agents.stdout.splitlines()[-1].startswith("the chronicum holds 4 acta: ['ardian', ")
+
+
+@pytest.mark.parametrize(
+    ("store", "code", "said"),
+    [
+        ("sqlite:///chronica.db?timeout=abc", 4, "chronica: InvalidOption: sqlalchemy: option timeout: "),
+        ("sqlite+pysqlte:///chronica.db", 5, "chronica: UnknownBackend: SQLAlchemy has no driver 'pysqlte'"),
+        ("sqlite:///chronica.db?schema=app", 4, "chronica: InvalidOption: sqlalchemy: option schema: "),
+    ],
+)
+def test_a_read_where_there_is_no_store_still_refuses_a_bad_url(
+    dialect: str, tmp_path: Path, store: str, code: int, said: str
+) -> None:
+    """The missing file is no reason to skip the checks: the URL is refused as it would be with one."""
+    result = run([CHRONICA, "acta", "dinner-friday", "--owner", "ardian", "--store", store], tmp_path)
+    assert result.returncode == code, result.stderr
+    assert result.stderr.startswith(said), result.stderr
+    assert sorted(tmp_path.iterdir()) == []
