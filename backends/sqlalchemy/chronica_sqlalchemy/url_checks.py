@@ -28,28 +28,21 @@ __all__ = ["BUILT_IN_DRIVERS", "check_driver_name", "check_port", "check_query",
 
 _BACKEND = "sqlalchemy"
 
+_MYSQL_DRIVERS = (
+    "pymysql",
+    "asyncmy",
+    "aiomysql",
+    "mysqldb",
+    "mariadbconnector",
+    "mysqlconnector",
+    "cymysql",
+    "pyodbc",
+)
+
 BUILT_IN_DRIVERS: dict[str, tuple[str, ...]] = {
     "sqlite": ("pysqlite", "aiosqlite", "pysqlcipher"),
-    "mysql": (
-        "pymysql",
-        "asyncmy",
-        "aiomysql",
-        "mysqldb",
-        "mariadbconnector",
-        "mysqlconnector",
-        "cymysql",
-        "pyodbc",
-    ),
-    "mariadb": (
-        "pymysql",
-        "asyncmy",
-        "aiomysql",
-        "mysqldb",
-        "mariadbconnector",
-        "mysqlconnector",
-        "cymysql",
-        "pyodbc",
-    ),
+    "mysql": _MYSQL_DRIVERS,
+    "mariadb": _MYSQL_DRIVERS,
     "postgresql": ("psycopg", "psycopg_async", "psycopg2", "psycopg2cffi", "pg8000", "asyncpg"),
 }
 """The drivers SQLAlchemy 2 ships for the dialects this backend serves (``dialect+driver://``)."""
