@@ -4,6 +4,8 @@ Apps talk to :class:`Chronicarius` (or :class:`AsyncChronicarius`) over a store 
 :func:`open_store` (or :func:`open_async_store`).
 """
 
+import logging
+
 from chronica_core._version import __version__
 from chronica_core.chronicarius import AsyncChronicarius, Chronicarius
 from chronica_core.closable import Closable
@@ -107,3 +109,5 @@ __all__ = [
     "open_async_store",
     "open_store",
 ]
+
+logging.getLogger("chronica").addHandler(logging.NullHandler())  # a library: the app configures logging

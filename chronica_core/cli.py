@@ -7,23 +7,27 @@ Every subcommand but ``backends`` and ``conformance`` takes ``--store URL`` (def
 is installed, else ``memory://``) and ``--option KEY=VALUE`` (repeatable, the last of a key wins;
 each goes to ``open_store`` as a string, the value as written).
 Exit codes: 0 success; 2 bad usage (and an ``erase`` that cannot ask for confirmation and was not
-given ``--yes``); 3 chronicum not found; 4 invalid input (an actum, a query, a cursor, an owner or
-a store option); 5 no usable backend for the URL; 6 the store failed; 7 the store lacks a
-capability the command needs (``chronica backends`` lists them); 1 any other Chronica error, an
-erasure that was not confirmed, or failed conformance cases.
+given ``--yes``); 3 chronicum not found; 4 invalid input (an actum, a query, a cursor, an owner, a
+store option or a value in the store URL); 5 no usable backend for the URL; 6 the store failed;
+7 the store lacks a capability the command needs (``chronica backends`` lists them); 1 any other
+Chronica error, an erasure that was not confirmed, or failed conformance cases.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import importlib.metadata
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+from urllib.parse import unquote
 
 from chronica_core._version import __version__
 from chronica_core.capabilities import ALL_CAPABILITIES, ERASURE, IDEMPOTENCY, store_capabilities
@@ -44,9 +48,10 @@ from chronica_core.errors import (
 from chronica_core.hookspecs import Backend
 from chronica_core.install import install_command
 from chronica_core.listing import DEFAULT_LIST_LIMIT
+from chronica_core.memory import MemoryStore
 from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage
 from chronica_core.redaction import masked_url, redact, redact_error
-from chronica_core.registry import list_backends, open_store, registry
+from chronica_core.registry import list_backends, open_async_store, open_store, registry
 from chronica_core.store import Store
 from chronica_core.story import DINNER_CHRONICUM, DINNER_OWNER, DINNER_STORY
 
@@ -90,7 +95,11 @@ def _split(values: str | None) -> list[str] | None:
 
 def _actum_line(position: int, actum: Actum) -> str:
     content = actum.content.replace("\n", "\\n")
-    return f"{position:>4}  {actum.kind.value:<13} {actum.actor_kind.value:<6} {actum.actor:<10} {content}"
+    return f"{position:>4}  {actum.kind.value:<13} {actum.actor_kind.value:<10} {actum.actor:<10} {content}"
+
+
+ACTA_HEADER = f"{'#':>4}  {'kind':<13} {'actor kind':<10} {'actor':<10} content"
+"""The header row above the acta the demo prints: each row's number is its place in the chronicum."""
 
 
 @dataclass
@@ -110,13 +119,18 @@ def _demo(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
     output.line()
     output.line("The dinner story, as recorded (each with an idempotency key, so a rerun adds nothing):")
     for position, actum in enumerate(DINNER_STORY, start=1):
-        stored = chronicarius.record_actum(DINNER_OWNER, actum, idempotency_key=f"dinner-story-{position}")
-        output.line(_actum_line(position, stored))
+        chronicarius.record_actum(DINNER_OWNER, actum, idempotency_key=f"dinner-story-{position}")
+    listing = chronicarius.get_acta(DINNER_OWNER, DINNER_CHRONICUM)
+    number = {actum.id: position for position, actum in enumerate(listing, start=1)}
+    output.line(ACTA_HEADER)
+    for actum in listing:
+        output.line(_actum_line(number[actum.id], actum))
     output.line()
-    output.line("The booking agent's context window (the last 3 messages, oldest first):")
+    output.line("The booking agent's context window (the last 3 messages, oldest first; # as above):")
     window = chronicarius.get_acta(DINNER_OWNER, DINNER_CHRONICUM, actum_kinds=[ActumKind.MESSAGE], last_n=3)
-    for position, actum in enumerate(window, start=1):
-        output.line(_actum_line(position, actum))
+    output.line(ACTA_HEADER)
+    for actum in window:
+        output.line(_actum_line(number[actum.id], actum))
     output.line()
     try:
         chronicarius.get_acta("rafa", DINNER_CHRONICUM)
@@ -152,8 +166,35 @@ def _demo(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
     return 0 if retry == first else EXIT_OTHER
 
 
+def _standard_input_content() -> str:
+    """The content piped to ``record``, byte for byte (no newline translated or dropped).
+
+    On a terminal it first says, on standard error, that it is reading, and how to end.
+
+    Raises:
+        InvalidActum: ``--content``: standard input is not valid UTF-8.
+    """
+    if _interactive(sys.stdin):
+        print(
+            "chronica record: reading the content from standard input; end it with Ctrl-D "
+            "(Ctrl-Z then Enter on Windows), or give --content",
+            file=sys.stderr,
+            flush=True,
+        )
+    binary = getattr(sys.stdin, "buffer", None)
+    if binary is None:  # a text stream standing in for standard input (tests, embedding)
+        return sys.stdin.read()
+    data: bytes = binary.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidActum(
+            "content", f"standard input is not valid UTF-8 ({error.reason} at byte {error.start})"
+        ) from None
+
+
 def _record(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
-    content = arguments.content if arguments.content is not None else sys.stdin.read()
+    content = arguments.content if arguments.content is not None else _standard_input_content()
     actum = Actum(arguments.chronicum_id, arguments.kind, arguments.actor_kind, arguments.actor, content)
     stored = chronicarius.record_actum(arguments.owner, actum, idempotency_key=arguments.key)
     if arguments.store.startswith("memory:"):
@@ -419,8 +460,65 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def _parser() -> argparse.ArgumentParser:
-    store = argparse.ArgumentParser(add_help=False)
+def _newest_count(text: str) -> int:
+    """Parse ``--last N``: a whole number, 0 or more (0 keeps every actum); else a usage error."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (0 keeps every actum), got {count}")
+    return count
+
+
+_DESCRIPTIONS = {
+    "demo": "Play the dinner story (owner 'ardian', chronicum 'dinner-friday') on the store: record "
+    "it with idempotency keys (a rerun adds nothing), print it and the booking agent's context window, "
+    "show that another owner is refused, and that a retried reply is stored once.",
+    "backends": "List the installed backends (schemes, asyncio store, capabilities, plugin) and any "
+    "plugin that failed to load, with its error.",
+    "migrate": "Create the store's tables (collections, indexes), or bring them to the current "
+    "schema version; safe to repeat, and from many processes at once.",
+    "record": "Record one actum into a chronicum of the owner (the first write creates the "
+    "chronicum) and print its id. Without --content the content is read from standard input, "
+    "byte for byte.",
+    "acta": "Print a context window of a chronicum of the owner, oldest first: the acta of the "
+    "kinds and actor kinds given, then the newest --last of those.",
+    "show": "Print a chronicum of the owner: its id, owner, started_at and last_actum_at.",
+    "list": "Print one page of the owner's chronica, newest first, then the cursor of the next page.",
+    "conformance": "Run the conformance suite against a store URL and print pytest's summary.",
+}
+"""What each command's ``--help`` says it does (``erase`` says it where it is declared)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """``argparse``, whose usage errors are JSON on standard error when ``json_errors``.
+
+    Args:
+        json_errors: the arguments hold ``--json``: print usage errors as JSON.
+        arguments: as for ``argparse.ArgumentParser``.
+    """
+
+    def __init__(self, *arguments: Any, json_errors: bool = False, **keywords: Any) -> None:
+        super().__init__(*arguments, **keywords)
+        self.json_errors = json_errors
+
+    def error(self, message: str) -> NoReturn:
+        """Print a usage error (JSON when ``json_errors``) on standard error and exit with code 2."""
+        if self.json_errors:
+            _print_json_error("UsageError", f"{self.prog}: {message}", EXIT_USAGE)
+            sys.exit(EXIT_USAGE)
+        super().error(message)
+
+
+def _print_json_error(name: str, message: str, code: int, **fields: str) -> None:
+    """Print an error as one JSON object on standard error: ``error``, ``message``, ``exit_code``, ..."""
+    form = {"error": name, "message": message, "exit_code": code, **fields}
+    print(json.dumps(form, ensure_ascii=False), file=sys.stderr)
+
+
+def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
+    store = _Parser(add_help=False)
     store.add_argument(
         "--store",
         default=None,
@@ -435,31 +533,45 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a store option, e.g. schema=chronica (repeatable; see the backend's README)",
     )
-    owned = argparse.ArgumentParser(add_help=False, parents=[store])
+    owned = _Parser(add_help=False, parents=[store])
     owned.add_argument("chronicum_id", help="the chronicum id")
     owned.add_argument("--owner", required=True, help="the owner id (the person the chronicum belongs to)")
-    owned.add_argument("--json", action="store_true", help="print JSON")
+    owned.add_argument(
+        "--json", action="store_true", help="print the public JSON form (errors too, on standard error)"
+    )
 
-    parser = argparse.ArgumentParser(
-        prog="chronica", description="One conversation, one person, many agents."
+    parser = _Parser(
+        prog="chronica", description="One conversation, one person, many agents.", json_errors=json_errors
     )
     parser.add_argument("--version", action=_VersionAction)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     commands.add_parser("demo", parents=[store], help="play the dinner story and print each context window")
     commands.add_parser("backends", help="list the installed backends and broken plugins")
     commands.add_parser("migrate", parents=[store], help="create or upgrade the store's schema")
     record = commands.add_parser("record", parents=[owned], help="record one actum")
-    record.add_argument("--kind", required=True, help=", ".join(kind.value for kind in ActumKind))
-    record.add_argument("--actor-kind", required=True, help=", ".join(kind.value for kind in ActorKind))
+    record.add_argument(
+        "--kind", required=True, help="what happened: " + ", ".join(kind.value for kind in ActumKind)
+    )
+    record.add_argument(
+        "--actor-kind", required=True, help="who wrote it: " + ", ".join(kind.value for kind in ActorKind)
+    )
     record.add_argument("--actor", required=True, help="stable id of the writer, e.g. booking")
-    record.add_argument("--content", default=None, help="the content (default: read standard input)")
+    record.add_argument(
+        "--content", default=None, help="the content (default: standard input, byte for byte)"
+    )
     record.add_argument("--key", default=None, help="idempotency key: a retry with it lands once")
     acta = commands.add_parser("acta", parents=[owned], help="print a context window, oldest first")
     acta.add_argument("--kinds", default=None, help="comma-separated kinds to keep (default: all)")
     acta.add_argument(
         "--actor-kinds", default=None, help="comma-separated actor kinds to keep (default: all)"
     )
-    acta.add_argument("--last", type=int, default=0, help="keep only the newest N (default: all)")
+    acta.add_argument(
+        "--last",
+        type=_newest_count,
+        default=0,
+        metavar="N",
+        help="keep only the newest N of those, 0 or more (default 0: all)",
+    )
     commands.add_parser("show", parents=[owned], help="print a chronicum")
     listing = commands.add_parser(
         "list", parents=[store], help="print one page of an owner's chronica, newest first"
@@ -472,7 +584,11 @@ def _parser() -> argparse.ArgumentParser:
         help=f"chronica per page, 1 to 1000 (default {DEFAULT_LIST_LIMIT})",
     )
     listing.add_argument("--cursor", default=None, help="the next cursor a previous page printed")
-    listing.add_argument("--json", action="store_true", help="print JSON: chronica and next_cursor")
+    listing.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: chronica and next_cursor (errors too, on standard error)",
+    )
     erase = commands.add_parser(
         "erase",
         parents=[store],
@@ -486,12 +602,17 @@ def _parser() -> argparse.ArgumentParser:
     erase.add_argument("--owner", required=True, help="the owner id (the person the chronica belong to)")
     erase.add_argument("--all", action="store_true", help="erase every chronicum of the owner")
     erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    erase.add_argument("--json", action="store_true", help="print what was erased as JSON")
+    erase.add_argument(
+        "--json", action="store_true", help="print what was erased as JSON (errors too, on standard error)"
+    )
     conformance = commands.add_parser("conformance", help="run the conformance suite against a store URL")
     conformance.add_argument("--sync-only", action="store_true", help="run only the blocking store's cases")
     conformance.add_argument("--async-only", action="store_true", help="run only the asyncio store's cases")
     conformance.add_argument("url", help="the store URL to check")
     conformance.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
+    for name, command in commands.choices.items():
+        command.description = command.description or _DESCRIPTIONS.get(name)
+        command.json_errors = json_errors
     return parser
 
 
@@ -510,36 +631,133 @@ _WITHOUT_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, _Output], int]] =
 }
 
 
+_FLAGS = {
+    "kind": "--kind",
+    "actor_kind": "--actor-kind",
+    "actor": "--actor",
+    "content": "--content",
+    "idempotency_key": "--key",
+    "chronicum_id": "CHRONICUM_ID",
+    "actum_kinds": "--kinds",
+    "actor_kinds": "--actor-kinds",
+    "last_n": "--last",
+    "limit": "--limit",
+    "cursor": "--cursor",
+}
+"""The command-line flag that gave each field an error may name (``InvalidActum.field``, ...)."""
+
+_READS = frozenset({"acta", "show", "list", "erase"})
+"""Commands that never create a store that is not there (they find nothing in it)."""
+
+_SQLITE_FILE = re.compile(
+    r"sqlite(?:\+[A-Za-z0-9_]+)?:///(?P<path>[^?#]+)(?:[?#].*)?", re.IGNORECASE | re.DOTALL
+)
+
+
+def missing_database_file(url: str) -> Path | None:
+    """The file a SQLite URL names when it does not exist (``None``: it exists, or ``url`` is no such URL).
+
+    A read of such a store would create an empty database file where it runs; there is nothing in
+    it to find, so the commands that only look (``acta``, ``show``, ``list``, ``erase``) look at an
+    empty store instead and say so. In-memory and ``file:`` URI databases are left to the store.
+    """
+    match = _SQLITE_FILE.fullmatch(url)
+    if match is None:
+        return None
+    path = unquote(match["path"])
+    if path == ":memory:" or path.startswith("file:"):
+        return None
+    file = Path(path)
+    return None if file.exists() else file.absolute()
+
+
+def _check_without_connecting(arguments: argparse.Namespace) -> None:
+    """Let the backend check the store URL and options, without touching the database.
+
+    Its asyncio store is opened and closed unused: opening one checks the URL (driver, port,
+    query) and the options, and connects only on first use. A backend without an asyncio store is
+    only looked up.
+
+    Raises:
+        ChronicaError: what opening the store would raise for the URL or an option.
+    """
+    if registry().backend_for(arguments.store).open_async is None:
+        return
+    store = open_async_store(arguments.store, **dict(arguments.option))
+    asyncio.run(store.close())
+
+
+def _message(error: ChronicaError, arguments: argparse.Namespace) -> str:
+    """The error's message, naming the flag the user typed for the field it names."""
+    if isinstance(error, InvalidActum | InvalidQuery) and error.field in _FLAGS:
+        what = "actum" if isinstance(error, InvalidActum) else "query"
+        return f"invalid {what}: {_FLAGS[error.field]}: {error.reason}"
+    if isinstance(error, InvalidOwnerID):
+        return f"invalid --owner: {error.reason.replace('owner_id must', 'must')}"
+    if isinstance(error, InvalidOption) and error.option in dict(getattr(arguments, "option", [])):
+        return f"{error.backend}: --option {error.option}: {error.reason}"
+    return str(error)
+
+
+def _report(error: ChronicaError, arguments: argparse.Namespace, url: str, missing: Path | None) -> int:
+    """Print ``error`` on standard error (JSON with ``--json``) and return its exit code."""
+    code = next((code for kinds, code in _EXIT_CODES if isinstance(error, kinds)), EXIT_OTHER)
+    message = redact(_message(error, arguments), url)
+    fields: dict[str, str] = {}
+    if isinstance(error, ChronicumNotFound):
+        fields["store"] = masked_url(url)
+        message += f" in {fields['store']}"
+        if missing is not None:
+            message += f" (there is no file {missing}; nothing was created)"
+    if isinstance(error, CapabilityUnsupported):
+        message += " (`chronica backends` lists each backend's capabilities)"
+    if getattr(arguments, "json", False):
+        _print_json_error(type(error).__name__, message, code, **fields)
+    else:
+        print(f"chronica: {type(error).__name__}: {message}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the ``chronica`` command with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
-    Chronica errors are printed to standard error as ``chronica: <ErrorName>: <message>`` and
-    mapped to the exit codes in the module docstring; nothing else is caught. The store URL's
-    secrets never reach the output: the URL is shown with :func:`~chronica_core.redaction.masked_url`,
-    and they are redacted from an error's message, and from any other exception (and the
-    exceptions chained to it) before it propagates.
+    Chronica errors are printed to standard error as ``chronica: <ErrorName>: <message>`` (with
+    ``--json``, as one JSON object: ``error``, ``message``, ``exit_code``, and ``store`` for a
+    chronicum not found) and mapped to the exit codes in the module docstring; nothing else is
+    caught. Messages name the flags that were typed (``--owner``, ``--last``), and "not found"
+    names the store it looked in. The store URL's secrets never reach the output: the URL is
+    shown with :func:`~chronica_core.redaction.masked_url`, and they are redacted from an error's
+    message, and from any other exception (and the exceptions chained to it) before it
+    propagates. ``acta``, ``show``, ``list`` and ``erase`` on a SQLite file that does not exist
+    create none (see :func:`missing_database_file`).
     """
-    arguments = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    arguments = _parser(json_errors="--json" in words).parse_args(words)
     if arguments.command == "erase":  # refused before the store is opened: nothing is erased
         refusal = _erase_refusal(arguments)
         if refusal is not None:
-            print(f"chronica erase: {refusal}", file=sys.stderr)
+            if arguments.json:
+                _print_json_error("UsageError", f"chronica erase: {refusal}", EXIT_USAGE)
+            else:
+                print(f"chronica erase: {refusal}", file=sys.stderr)
             return EXIT_USAGE
     output = _Output(out if out is not None else sys.stdout)
     if getattr(arguments, "store", "unset") is None:
         arguments.store = default_store_url()
     url = str(getattr(arguments, "store", None) or getattr(arguments, "url", ""))
+    missing = missing_database_file(url) if arguments.command in _READS else None
     try:
         if arguments.command in _WITHOUT_CHRONICARIUS:
             return _WITHOUT_CHRONICARIUS[arguments.command](arguments, output)
         store: Store
-        with _opened_store(arguments) as store:
+        if missing is not None:
+            _check_without_connecting(arguments)  # a bad URL is said as it would be with a file
+        with MemoryStore() if missing is not None else _opened_store(arguments) as store:
+            if missing is not None and arguments.command == "list" and not arguments.json:
+                print(f"chronica: note: there is no file {missing}; nothing was created", file=sys.stderr)
             return _WITH_CHRONICARIUS[arguments.command](arguments, Chronicarius(store), output)
     except ChronicaError as error:
-        unsupported = isinstance(error, CapabilityUnsupported)
-        hint = " (`chronica backends` lists each backend's capabilities)" if unsupported else ""
-        print(f"chronica: {type(error).__name__}: {redact(str(error), url)}{hint}", file=sys.stderr)
-        return next((code for kinds, code in _EXIT_CODES if isinstance(error, kinds)), EXIT_OTHER)
+        return _report(error, arguments, url, missing)
     except BrokenPipeError:  # `chronica demo | head`: the reader left; stop quietly
         sys.stderr.close()
         return 0

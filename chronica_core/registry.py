@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import logging
 import re
 import threading
 from collections.abc import Callable
@@ -61,6 +62,8 @@ def known_distribution(scheme: str) -> str | None:
     if dialect == "postgresql" and plus:
         return "chronica-sqlalchemy[postgresql]"
     return KNOWN_DISTRIBUTIONS.get(dialect)
+
+_log = logging.getLogger("chronica.registry")
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,11 +194,13 @@ class Registry:
         if self.plugin_manager.has_plugin(name):
             self.plugin_manager.unregister(name=name)
         self.broken.append(BrokenPlugin(name, target, distribution, f"{type(error).__name__}: {error}"))
+        _log.warning("plugin %r (%s) failed to load: %s", name, target, self.broken[-1].error)
 
     def _unknown_message(self, scheme: str, installed: list[InstalledBackend]) -> str:
         schemes = sorted({s for item in installed for s in item.backend.schemes})
-        message = f"no installed backend handles {scheme}:// (installed: {', '.join(schemes) or 'none'})"
-        near = difflib.get_close_matches(scheme, schemes, n=1)
+        shown = [pattern.replace("*", "<driver>") for pattern in schemes]
+        message = f"no installed backend handles {scheme}:// (installed: {', '.join(shown) or 'none'})"
+        near = difflib.get_close_matches(scheme, _typeable(scheme, schemes), n=1)
         if near:
             message += f"; did you mean {near[0]}://?"
         distribution = known_distribution(scheme)
@@ -206,11 +211,26 @@ class Registry:
         return message
 
 
+def _typeable(scheme: str, schemes: list[str]) -> list[str]:
+    """The schemes a near miss of ``scheme`` may be suggested from, none of them a pattern.
+
+    A pattern such as ``postgresql+*`` stands for the scheme with the driver ``scheme`` names
+    (``postgresq+psycopg`` may have meant ``postgresql+psycopg``); without a driver, it stands for
+    nothing one could type.
+    """
+    _, plus, driver = scheme.partition("+")
+    typeable = [name for name in schemes if "*" not in name]
+    if plus and driver:
+        typeable += [pattern.replace("*", driver) for pattern in schemes if pattern.endswith("+*")]
+    return typeable
+
+
 Opened = TypeVar("Opened", Store, AsyncStore)
 
 
 def _opened(backend: Backend, opener: Callable[..., Opened], url: str, options: dict[str, Any]) -> Opened:
     """Open a store with the backend's ``opener``; whatever it raises has ``url``'s secrets redacted."""
+    _log.debug("opening %s with backend %r", masked_url(url), backend.name)
     try:
         return opener(url, **options)
     except ModuleNotFoundError as error:

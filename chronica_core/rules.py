@@ -12,6 +12,7 @@ against a sync or an async store; neither holds a rule of its own.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -53,6 +54,22 @@ MAX_BATCH_SIZE = 1000
 """The most acta one ``record_acta`` call may record."""
 
 _KINDS_NEEDING_CONTENT = frozenset({ActumKind.MESSAGE, ActumKind.THOUGHT})
+
+_log = logging.getLogger("chronica.chronicarius")
+
+
+def _refused(operation: str, owner_id: str, chronicum_id: str) -> ChronicumNotFound:
+    """Rule R5's refusal of another owner's chronicum, logged; returned for the caller to raise.
+
+    ``operation`` is what was refused, with its article: ``"a read"``, ``"a write"``, ``"an erasure"``.
+
+    At INFO without any id (an operator sees that refusals happen); at DEBUG with the owner and
+    the chronicum id, for whoever turns DEBUG on to trace one.
+    """
+    _log.info("refused %s: the chronicum belongs to another owner", operation)
+    _log.debug("refused owner %r %s of chronicum %r, another owner's", owner_id, operation, chronicum_id)
+    return ChronicumNotFound(chronicum_id)
+
 
 Kind = TypeVar("Kind", ActumKind, ActorKind)
 
@@ -271,7 +288,7 @@ class Rules:
         if owner is None:
             owner = yield from self._read_owner(chronicum_id)
         if owner != owner_id:
-            raise ChronicumNotFound(chronicum_id)
+            raise _refused("an erasure", owner_id, chronicum_id)
         erased: int = yield ("erase", (chronicum_id, owner_digest(owner_id)))
         return erased
 
@@ -307,7 +324,7 @@ class Rules:
         if owner is None:
             owner = yield from self._claim(owner_id, chronicum_id, contents)
         if owner != owner_id:
-            raise ChronicumNotFound(chronicum_id)
+            raise _refused("a write", owner_id, chronicum_id)
         try:
             return (yield call)
         except ChronicumNotFound:
@@ -315,7 +332,7 @@ class Rules:
                 raise
         owner = yield from self._claim(owner_id, chronicum_id, contents)
         if owner != owner_id:
-            raise ChronicumNotFound(chronicum_id)
+            raise _refused("a write", owner_id, chronicum_id)
         return (yield call)
 
     def get_acta(
@@ -333,7 +350,7 @@ class Rules:
         if owner is None:
             owner = yield from self._read_owner(chronicum_id)
         if owner != owner_id:  # rule R5: not the owner's answers exactly like missing
-            raise ChronicumNotFound(chronicum_id)
+            raise _refused("a read", owner_id, chronicum_id)
         acta: list[Actum] = yield ("acta", (chronicum_id, query))
         return acta
 
@@ -345,7 +362,7 @@ class Rules:
         chronicum: Chronicum = yield ("get", (chronicum_id,))
         self._remember(chronicum.id, chronicum.owner_id)
         if chronicum.owner_id != owner_id:
-            raise ChronicumNotFound(chronicum_id)
+            raise _refused("a read", owner_id, chronicum_id)
         return chronicum
 
     def validated(self, actum: Actum) -> Actum:

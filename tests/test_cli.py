@@ -27,7 +27,7 @@ from chronica_core import (
     MemoryStore,
     hookimpl,
 )
-from chronica_core.cli import main
+from chronica_core.cli import _parser, main, missing_database_file
 from chronica_core.registry import registry
 
 CHRONICA = str(Path(sys.executable).with_name("chronica"))
@@ -54,16 +54,21 @@ def test_demo_tells_the_dinner_story() -> None:
     result = chronica("demo")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    start = lines.index("The booking agent's context window (the last 3 messages, oldest first):")
-    window = [line.split(None, 4) for line in lines[start + 1 : start + 4]]
-    assert [(row[1], row[2], row[3]) for row in window] == [
-        ("message", "agent", "search"),
-        ("message", "human", "ardian"),
-        ("message", "agent", "concierge"),
+    header = "   #  kind          actor kind actor      content"
+    listing = lines.index(header)  # the story as stored: numbered 1 to 7 under a header row
+    assert [line.split(None, 1)[0] for line in lines[listing + 1 : listing + 8]] == list("1234567")
+    start = lines.index("The booking agent's context window (the last 3 messages, oldest first; # as above):")
+    assert lines[start + 1] == header
+    window = [line.split(None, 4) for line in lines[start + 2 : start + 5]]
+    # each keeps its number in the whole chronicum: the 5th, 6th and 7th actum, not 1, 2, 3
+    assert [(row[0], row[1], row[2], row[3]) for row in window] == [
+        ("5", "message", "agent", "search"),
+        ("6", "message", "human", "ardian"),
+        ("7", "message", "agent", "concierge"),
     ]
     assert window[0][4] == "Rumah Teduh and Kayu Manis both have a quiet table for four at 7pm."
     assert window[2][4] == "Book Rumah Teduh for four at 7pm on Friday under Ardian."
-    assert lines[start + 4] == ""
+    assert lines[start + 5] == ""
     assert "Owner 'rafa' asks for 'dinner-friday': refused, ChronicumNotFound" in result.stdout
     first = next(line for line in lines if line.startswith("The booking agent's reply")).split()[-1]
     retry = next(line for line in lines if line.startswith("Retried with reworded content")).split()[-1]
@@ -101,7 +106,137 @@ def test_acta_of_a_missing_chronicum_is_not_found_with_exit_3() -> None:
     )
     assert result.returncode == 3
     assert result.stdout == ""
-    assert result.stderr.strip() == "chronica: ChronicumNotFound: chronicum 'dinner-friday' not found"
+    # with --json the error is JSON too, on standard error, naming the store it looked in
+    assert json.loads(result.stderr) == {
+        "error": "ChronicumNotFound",
+        "message": "chronicum 'dinner-friday' not found in memory://",
+        "exit_code": 3,
+        "store": "memory://",
+    }
+
+
+def test_not_found_names_the_store_without_its_password() -> None:
+    result = chronica("show", "lunch", "--owner", "ardian", store="memory://ardian:s3cret@localhost")
+    assert result.returncode == 3
+    assert result.stderr == (
+        "chronica: ChronicumNotFound: chronicum 'lunch' not found in memory://ardian:***@localhost\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "error", "message"),
+    [
+        (["acta", "c", "--owner", "ardian", "--last", "-3"], 2, "UsageError", "argument --last: must be 0"),
+        (["acta", "c", "--owner", "ardian", "--last", "three"], 2, "UsageError", "argument --last: expected"),
+        (["acta", "c", "--owner", "", "--kinds", "message"], 4, "EmptyOwnerID", "invalid --owner: must be"),
+        (
+            ["acta", "c", "--owner", "ardian", "--kinds", "shout"],
+            4,
+            "InvalidQuery",
+            "invalid query: --kinds:",
+        ),
+        (["list", "--owner", "ardian", "--limit", "0"], 4, "InvalidQuery", "invalid query: --limit:"),
+        (["erase", "--owner", "ardian"], 2, "UsageError", "chronica erase: name the chronicum"),
+        (
+            ["list", "--owner", "ardian", "--option", "colour=red"],
+            4,
+            "InvalidOption",
+            "memory: --option colour:",
+        ),
+    ],
+)
+def test_with_json_every_error_is_one_json_object_on_standard_error(
+    arguments: list[str], code: int, error: str, message: str
+) -> None:
+    result = chronica(*arguments, "--json")
+    assert result.returncode == code, result.stderr
+    assert result.stdout == ""
+    printed = json.loads(result.stderr)
+    assert printed["error"] == error and printed["exit_code"] == code
+    assert message in printed["message"], printed
+
+
+def test_a_negative_last_is_a_usage_error_at_the_command_line() -> None:
+    result = chronica("acta", "c", "--owner", "ardian", "--last", "-3")
+    assert result.returncode == 2
+    assert "argument --last: must be 0 or more (0 keeps every actum), got -3" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_every_command_and_every_flag_has_a_description() -> None:
+    parser = _parser()
+    commands = next(action for action in parser._actions if action.dest == "command")
+    assert isinstance(commands.choices, dict)
+    assert set(commands.choices) >= {"demo", "backends", "migrate", "record", "acta", "show", "list", "erase"}
+    for name, command in commands.choices.items():
+        assert command.description, f"chronica {name} --help describes no command"
+        for action in command._actions:
+            assert action.help, f"chronica {name}: {action.option_strings or action.dest} has no help"
+    record_help = commands.choices["record"].format_help()
+    assert "byte for byte" in record_help and "--owner OWNER" in record_help
+
+
+def test_record_on_a_terminal_says_it_reads_standard_input(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = run(
+        capsys,
+        monkeypatch,
+        "record",
+        "lunch",
+        "--owner",
+        "ardian",
+        "--kind",
+        "message",
+        "--actor-kind",
+        "human",
+        "--actor",
+        "ardian",
+        typed="A table for two.\n",
+    )
+    assert recorded.code == 0, recorded.stderr
+    assert recorded.stderr.startswith("chronica record: reading the content from standard input; end it")
+    assert "--content" in recorded.stderr
+    assert [actum.content for actum in kept.acta("lunch", ActaQuery())] == ["A table for two.\n"]
+
+
+def test_piped_content_is_recorded_byte_for_byte_without_a_prompt() -> None:
+    content = "line one\r\nline two\n\n"
+    command = [CHRONICA, "record", "c", "--owner", "ardian", "--kind", "message", "--actor-kind", "human"]
+    command += ["--actor", "ardian", "--json", "--store", "memory://"]
+    result = subprocess.run(command, input=content.encode(), capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["content"] == content
+    assert b"standard input" not in result.stderr  # only memory://'s note that it keeps nothing
+    invalid = subprocess.run(command, input=b"caf\xe9\n", capture_output=True, timeout=120)
+    assert invalid.returncode == 4
+    assert invalid.stdout == b""
+    assert json.loads(invalid.stderr)["message"].startswith(
+        "invalid actum: --content: standard input is not valid UTF-8"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "missing"),
+    [
+        ("sqlite:///no-such.db", "no-such.db"),
+        ("sqlite+aiosqlite:///no-such.db?timeout=5", "no-such.db"),
+        ("SQLite:///sub%20dir/no-such.db", "sub dir/no-such.db"),
+        ("sqlite:///:memory:", None),
+        ("sqlite://", None),
+        ("sqlite:///file:no-such.db?mode=ro&uri=true", None),
+        ("postgresql://h/db", None),
+    ],
+)
+def test_missing_database_file_finds_a_sqlite_file_that_is_not_there(
+    url: str, missing: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert missing_database_file(url) == (None if missing is None else tmp_path / missing)
+    if missing is not None:
+        (tmp_path / missing).parent.mkdir(exist_ok=True)
+        (tmp_path / missing).write_bytes(b"")
+        assert missing_database_file(url) is None
 
 
 def test_show_of_a_missing_chronicum_is_not_found() -> None:
@@ -112,13 +247,13 @@ def test_show_of_a_missing_chronicum_is_not_found() -> None:
 @pytest.mark.parametrize(
     ("arguments", "field"),
     [
-        (["--kind", "shout", "--actor-kind", "human", "--actor", "ardian", "--content", "hi"], "kind"),
+        (["--kind", "shout", "--actor-kind", "human", "--actor", "ardian", "--content", "hi"], "--kind"),
         (
             ["--kind", "message", "--actor-kind", "robot", "--actor", "ardian", "--content", "hi"],
-            "actor_kind",
+            "--actor-kind",
         ),
-        (["--kind", "message", "--actor-kind", "human", "--actor", "", "--content", "hi"], "actor"),
-        (["--kind", "message", "--actor-kind", "human", "--actor", "ardian", "--content", ""], "content"),
+        (["--kind", "message", "--actor-kind", "human", "--actor", "", "--content", "hi"], "--actor"),
+        (["--kind", "message", "--actor-kind", "human", "--actor", "ardian", "--content", ""], "--content"),
         (
             [
                 "--kind",
@@ -132,14 +267,14 @@ def test_show_of_a_missing_chronicum_is_not_found() -> None:
                 "--key",
                 "",
             ],
-            "idempotency_key",
+            "--key",
         ),
     ],
 )
 def test_invalid_actum_exits_4_naming_the_field(arguments: list[str], field: str) -> None:
     result = chronica("record", "c", "--owner", "ardian", *arguments)
     assert result.returncode == 4
-    assert result.stderr.startswith(f"chronica: InvalidActum: invalid actum: {field}: ")
+    assert result.stderr.startswith(f"chronica: InvalidActum: invalid actum: {field}: "), result.stderr
 
 
 def test_empty_owner_exits_4() -> None:
@@ -151,7 +286,8 @@ def test_empty_owner_exits_4() -> None:
 def test_bad_kinds_filter_exits_4_naming_the_option() -> None:
     result = chronica("acta", "c", "--owner", "ardian", "--kinds", "message,shout")
     assert result.returncode == 4
-    assert "actum_kinds" in result.stderr
+    assert result.stderr.startswith("chronica: InvalidQuery: invalid query: --kinds: "), result.stderr
+    assert "actum_kinds" not in result.stderr
 
 
 def test_unknown_scheme_exits_5_with_a_suggestion() -> None:
@@ -220,7 +356,7 @@ def test_store_options_reach_the_store_and_a_malformed_one_is_a_usage_error() ->
     refused = chronica("acta", "x", "--owner", "ardian", "--option", "colour=blue")
     assert refused.returncode == 4
     assert refused.stderr == (
-        "chronica: InvalidOption: memory: option colour: "
+        "chronica: InvalidOption: memory: --option colour: "
         "unknown option (the memory store takes only max_content_bytes)\n"
     )
     malformed = chronica("acta", "x", "--owner", "ardian", "--option", "colour")
@@ -357,21 +493,21 @@ def test_list_prints_a_page_newest_first_and_the_cursor_walks_the_rest(
     stolen = run(capsys, monkeypatch, "list", "--owner", "rafa", "--cursor", cursor)
     assert stolen.code == 4
     assert stolen.stderr == (
-        "chronica: InvalidQuery: invalid query: cursor: was made for another owner's listing\n"
+        "chronica: InvalidQuery: invalid query: --cursor: was made for another owner's listing\n"
     )
 
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--limit", "0"], "chronica: InvalidQuery: invalid query: limit: must be from 1 to 1000, not 0\n"),
+        (["--limit", "0"], "chronica: InvalidQuery: invalid query: --limit: must be from 1 to 1000, not 0\n"),
         (
             ["--limit", "1001"],
-            "chronica: InvalidQuery: invalid query: limit: must be from 1 to 1000, not 1001\n",
+            "chronica: InvalidQuery: invalid query: --limit: must be from 1 to 1000, not 1001\n",
         ),
         (
             ["--cursor", "not-a-cursor"],
-            "chronica: InvalidQuery: invalid query: cursor: "
+            "chronica: InvalidQuery: invalid query: --cursor: "
             "is not a cursor from a previous page's next_cursor\n",
         ),
     ],
@@ -402,7 +538,7 @@ def test_erase_with_yes_erases_the_acta_and_the_same_owner_starts_afresh(
 
     refused = run(capsys, monkeypatch, "erase", "lunch", "--owner", "rafa", "--yes")
     assert refused.code == 3
-    assert refused.stderr == "chronica: ChronicumNotFound: chronicum 'lunch' not found\n"
+    assert refused.stderr == "chronica: ChronicumNotFound: chronicum 'lunch' not found in kept://\n"
     assert len(kept.acta("lunch", ActaQuery())) == 3
 
     erased = run(capsys, monkeypatch, "erase", "lunch", "--owner", "ardian", "--yes")
@@ -474,7 +610,7 @@ def test_erase_on_a_terminal_asks_for_the_chronicum_id(
 
     missing = run(capsys, monkeypatch, "erase", "dinner", "--owner", "ardian", typed="dinner\n")
     assert missing.code == 3  # told before being asked
-    assert missing.stderr == "chronica: ChronicumNotFound: chronicum 'dinner' not found\n"
+    assert missing.stderr == "chronica: ChronicumNotFound: chronicum 'dinner' not found in kept://\n"
 
     confirmed = run(capsys, monkeypatch, "erase", "lunch", "--owner", "ardian", typed="lunch\n")
     assert confirmed.code == 0, confirmed.stderr

@@ -134,6 +134,26 @@ def test_an_exact_scheme_wins_over_a_dialect_pattern() -> None:
         registry.backend_for("mysql://h/db")
 
 
+@pytest.mark.parametrize(
+    ("typed", "suggested"),
+    [
+        ("postgresq+psycopg", "postgresql+psycopg://"),
+        ("mariadbb+pymysql", "mariadb+pymysql://"),
+        ("postgresq", "postgresql://"),
+    ],
+)
+def test_a_near_miss_of_a_pattern_suggests_a_url_one_can_type(typed: str, suggested: str) -> None:
+    registry = Registry(load_entry_points=False)
+    registry.register(FakePlugin(_backend("patterned", "postgresql+*", "mariadb+*")), "patterned")
+    registry.register(FakePlugin(_backend("exact", "postgresql")), "exact")
+    with pytest.raises(UnknownBackend) as raised:
+        registry.backend_for(f"{typed}://h/db")
+    message = str(raised.value)
+    assert f"did you mean {suggested}?" in message
+    assert "*" not in message  # the patterns are listed as postgresql+<driver>
+    assert "postgresql+<driver>" in message
+
+
 def test_a_missing_driver_says_what_to_pip_install() -> None:
     registry = Registry(load_entry_points=False)
     registry.register(

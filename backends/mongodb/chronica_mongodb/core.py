@@ -29,6 +29,7 @@ returns part of what an erase deleted.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -40,7 +41,13 @@ from bson import encode
 from bson.errors import BSONError
 from bson.int64 import Int64
 from bson.objectid import ObjectId
-from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure, PyMongoError
+from pymongo.errors import (
+    DocumentTooLarge,
+    DuplicateKeyError,
+    OperationFailure,
+    PyMongoError,
+    ServerSelectionTimeoutError,
+)
 
 from chronica_core.errors import (
     ActumTooLarge,
@@ -55,14 +62,19 @@ from chronica_core.rows import check_row
 from chronica_core.store import ListingPosition
 from chronica_core.timeouts import WRITE_FATE_UNKNOWN
 
+_log = logging.getLogger("chronica.mongodb")
+
 __all__ = [
     "ACTA",
     "BATCH_ACTA",
     "CHRONICA",
     "DATABASE",
     "DOCUMENT_RESERVE",
+    "INDEX_SPECS",
     "MAX_DOCUMENT_BYTES",
+    "SHARD_KEYS",
     "Command",
+    "IndexSpec",
     "MongoCore",
 ]
 
@@ -148,6 +160,27 @@ _OTHER_INDEXES: Final[
 )
 """The indexes :meth:`MongoCore.migrate` makes on the other collections (added with the batch,
 listing and erasure capabilities; a database made before gains them when it is migrated)."""
+
+IndexSpec = tuple[str, list[tuple[str, int]], dict[str, Any]]
+"""An index :meth:`MongoCore.migrate` makes: its name, its keys (field, 1 or -1), its options."""
+
+INDEX_SPECS: Final[dict[str, tuple[IndexSpec, ...]]] = {
+    ACTA: _INDEXES,
+    **{collection: indexes for collection, indexes in _OTHER_INDEXES},
+}
+"""Every index :meth:`MongoCore.migrate` makes, by collection (besides MongoDB's own ``_id_``)."""
+
+SHARD_KEYS: Final[dict[str, str]] = {CHRONICA: "_id", ACTA: "chronicum_id", BATCH_ACTA: "batch"}
+"""The shard key field of each collection on a sharded cluster (docs: "Scaling out").
+
+``chronica`` on ``_id``, the chronicum id: only then is ``_id`` unique across the cluster, which
+``create`` (``ChronicumExists``) needs; it may be hashed. ``acta`` on ``chronicum_id``, ranged: both
+of its unique indexes start with it, so MongoDB enforces them across shards, and every read and
+write names it. ``batch_acta`` on ``batch``, ranged: its unique index ``batch_pos`` starts with it.
+The indexes that do not start with their collection's shard key (:data:`LISTING_INDEX`,
+:data:`MARKER_INDEX`, :data:`BATCH_CHRONICUM_INDEX`) are not unique, and the queries they serve
+(an owner's listing, ``erase_owner``'s sweep of markers, ``erase``'s deletion of batch tails) go
+to every shard."""
 
 _OUR_INDEXES: Final = frozenset({"_id_", SEQUENCE_INDEX, IDEMPOTENCY_INDEX, LISTING_INDEX})
 _CHRONICUM_FIELDS: Final = frozenset({"_id", "owner_id", "started_at"})
@@ -385,6 +418,7 @@ class MongoCore:
                 yield from self._run(
                     Command(ACTA, "create_index", (keys,), {"name": name, **options}), "migrate"
                 )
+                _log.info("created the index %s of %s", name, ACTA)
         for collection, indexes in _OTHER_INDEXES:
             listed = yield from self._run(Command(collection, "list_indexes", cursor=True), "migrate")
             found = {index["name"]: list(index["key"].items()) for index in listed}
@@ -394,6 +428,7 @@ class MongoCore:
                         Command(collection, "create_index", (keys,), {"name": name, **options}),
                         "migrate",
                     )
+                    _log.info("created the index %s of %s", name, collection)
 
     def check(self) -> Plan[Command, None]:
         """What a store opened without ``auto_migrate`` runs first: refuse collections not its own.
@@ -1060,9 +1095,26 @@ class MongoCore:
         except (PyMongoError, BSONError) as error:
             if duplicates and _left_to_caller(error):
                 raise
+            if isinstance(error, ServerSelectionTimeoutError):
+                raise StoreError(f"mongodb: {where}", _no_server(error)) from error
             if isinstance(error, PyMongoError) and error.timeout:
                 raise StoreError(f"mongodb: {where}", f"timed out: {error}; {WRITE_FATE_UNKNOWN}") from error
             raise StoreError(f"mongodb: {where}", str(error)) from error
+
+
+def _no_server(error: ServerSelectionTimeoutError) -> str:
+    """One line for a server selection that timed out: why each server failed, not pymongo's topology.
+
+    pymongo's message is ``<errors>, Timeout: 5.0s, Topology Description: <...>``; the description
+    repeats the errors inside a dump of every server's state.
+    """
+    errors, separator, rest = str(error).partition(", Timeout: ")
+    if not separator:
+        return f"no server could be used: {error}; {WRITE_FATE_UNKNOWN}"
+    waited = rest.partition(",")[0]
+    return (
+        f"no server could be used within {waited} (serverSelectionTimeoutMS): {errors}; {WRITE_FATE_UNKNOWN}"
+    )
 
 
 def _left_to_caller(error: Exception) -> bool:

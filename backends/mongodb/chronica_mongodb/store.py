@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import difflib
 import inspect
+import logging
 import re
 from collections.abc import Mapping
 from datetime import UTC
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from bson.codec_options import CodecOptions
 from pymongo import AsyncMongoClient, MongoClient, common
@@ -28,10 +29,16 @@ from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
-from chronica_core.redaction import redact, redact_error
+from chronica_core.redaction import masked_url, redact, redact_error
 from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
 
-__all__ = ["DEFAULT_DATABASE", "STORE_OPTIONS", "AsyncMongoStore", "MongoStore"]
+__all__ = [
+    "DEFAULT_DATABASE",
+    "DEFAULT_SERVER_SELECTION_TIMEOUT_MS",
+    "STORE_OPTIONS",
+    "AsyncMongoStore",
+    "MongoStore",
+]
 
 DEFAULT_DATABASE = "chronica"
 """The database used when neither the ``database`` option nor the URL's path names one."""
@@ -64,7 +71,14 @@ microsecond, a ``minPoolSize`` of 10**30). Names are matched in any case, as pym
 
 _BOUNDED = {name.lower(): (name, *bounds) for name, bounds in BOUNDED_CLIENT_OPTIONS.items()}
 
+DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5000
+"""How long, in milliseconds, an operation waits for a server it can use before it fails, unless
+``serverSelectionTimeoutMS`` is given (as an option or in the URL). pymongo's own default is 30 s:
+a URL with no server behind it took 31 s to fail. A replica set electing a new primary (about
+10-12 s at the server's default ``electionTimeoutMillis``) may want more: give it."""
+
 _BACKEND = "mongodb"
+_log = logging.getLogger("chronica.mongodb")
 _DATABASE_NAME_FORBIDDEN = frozenset(' ./\\"$\x00')  # as pymongo and the server refuse them
 _DATABASE_NAME_MAX_BYTES = 63  # MongoDB: "less than 64 bytes"
 
@@ -157,7 +171,9 @@ def _client(client_class: Any, url: str | None, options: dict[str, Any]) -> Any:
     redacted from both and from pymongo's error (which may quote the URL or a part of it).
     """
     try:
-        return client_class(url or "mongodb://localhost", **options)
+        client = client_class(url or "mongodb://localhost", **options)
+        _log.debug("opened a %s for %s", client_class.__name__, masked_url(url or "mongodb://localhost"))
+        return client
     except (InvalidURI, TypeError, ValueError) as error:  # pymongo reports some malformed URLs as ValueError
         redact_error(error, url or "")
         named = [name for name in options if re.search(rf"\b{re.escape(name)}\b", str(error))]
@@ -200,7 +216,17 @@ def _checked(
         client_options["timeoutMS"] = seconds * 1000
     if opens_client:
         _check_client_options(client_options)
+        if not _names_selection_timeout(url, client_options):
+            client_options["serverSelectionTimeoutMS"] = DEFAULT_SERVER_SELECTION_TIMEOUT_MS
     return name, migrate
+
+
+def _names_selection_timeout(url: str | None, client_options: Mapping[str, Any]) -> bool:
+    """Whether ``serverSelectionTimeoutMS`` is given as an option or in the URL's query (any case)."""
+    wanted = "serverselectiontimeoutms"
+    query = (url or "").partition("?")[2].partition("#")[0]
+    named = [name for name, _ in parse_qsl(query, keep_blank_values=True)]
+    return any(name.lower() == wanted for name in [*client_options, *named])
 
 
 def _content_limit(value: object) -> int | None:
@@ -299,6 +325,7 @@ class MongoStore(PlannedStore):
         self._mark_closed()
         if self._owns_client:
             self.client.close()
+            _log.debug("closed the MongoClient for %s", masked_url(self._secrets_of))
 
     def _run(self, plan: Plan[Any, Result]) -> Result:
         if self._unchecked:
@@ -368,6 +395,7 @@ class AsyncMongoStore(AsyncPlannedStore):
         self._mark_closed()
         if self._owns_client:
             await self.client.close()
+            _log.debug("closed the AsyncMongoClient for %s", masked_url(self._secrets_of))
 
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         if not self._opened:

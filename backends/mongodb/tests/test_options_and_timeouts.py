@@ -15,12 +15,22 @@ from chronica_conformance.freezable_proxy import FreezableProxy
 from chronica_conformance.option_values import opens_or_names_it, option_values
 from chronica_conformance.timeout_contract import check_frozen_server, check_frozen_server_async
 from chronica_mongodb import AsyncMongoStore, MongoStore
-from chronica_mongodb.store import BOUNDED_CLIENT_OPTIONS
+from chronica_mongodb.store import BOUNDED_CLIENT_OPTIONS, DEFAULT_SERVER_SELECTION_TIMEOUT_MS
 from hypothesis import given
 from hypothesis import strategies as st
 from pymongo import MongoClient
+from pymongo.errors import ServerSelectionTimeoutError
 
-from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, InvalidOption, new_actum_id
+from chronica_core import (
+    ActaQuery,
+    ActorKind,
+    Actum,
+    ActumKind,
+    Chronicum,
+    InvalidOption,
+    StoreError,
+    new_actum_id,
+)
 
 UNREACHABLE = "mongodb://127.0.0.1:9/chronica"  # nothing listens: options are checked before connecting
 OPTIONS = ("operation_timeout", "auto_migrate", *BOUNDED_CLIENT_OPTIONS)
@@ -146,3 +156,48 @@ def test_an_async_store_times_out_the_same_way_and_recovers(
 
     with proxy_for(mongodb_server_url) as proxy:
         asyncio.run(scenario(proxy))
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "seconds"),
+    [
+        (UNREACHABLE, {}, DEFAULT_SERVER_SELECTION_TIMEOUT_MS / 1000),
+        (UNREACHABLE, {"serverSelectionTimeoutMS": 2000}, 2.0),
+        (UNREACHABLE, {"serverselectiontimeoutms": "2500"}, 2.5),
+        (f"{UNREACHABLE}?serverSelectionTimeoutMS=1500", {}, 1.5),
+        (f"{UNREACHABLE}?connectTimeoutMS=900&serverselectiontimeoutms=30000", {}, 30.0),
+    ],
+)
+def test_a_server_is_waited_for_a_few_seconds_unless_told_otherwise(
+    url: str, options: dict[str, Any], seconds: float
+) -> None:
+    with MongoStore(url, auto_migrate=False, **options) as store:
+        assert store.client.options.server_selection_timeout == seconds
+    async_store = AsyncMongoStore(url, auto_migrate=False, **options)
+    assert async_store.client.options.server_selection_timeout == seconds
+    asyncio.run(async_store.close())
+
+
+def test_no_server_is_one_line_naming_the_wait_not_pymongos_topology() -> None:
+    with pytest.raises(StoreError) as raised:
+        MongoStore(UNREACHABLE, serverSelectionTimeoutMS=300)
+    text = str(raised.value)
+    assert text.startswith(
+        "mongodb: migrate: no server could be used within 0.3s (serverSelectionTimeoutMS): "
+    )
+    assert "127.0.0.1:9" in text
+    assert "\n" not in text and "Topology Description" not in text and "ServerDescription" not in text
+    assert isinstance(raised.value.__cause__, ServerSelectionTimeoutError)
+
+    async def first_use() -> StoreError:
+        store = AsyncMongoStore(UNREACHABLE, serverSelectionTimeoutMS=300)
+        try:
+            await store.get("anything")
+        except StoreError as error:
+            return error
+        finally:
+            await store.close()
+        raise AssertionError("an unreachable server answered")
+
+    text = str(asyncio.run(first_use()))
+    assert "within 0.3s" in text and "Topology Description" not in text

@@ -12,6 +12,7 @@ perform the operations.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -66,6 +67,8 @@ __all__ = [
     "Statement",
     "Transaction",
     "batch_parameters",
+    "names_constraint",
+    "translate",
 ]
 
 Rows = list[tuple[Any, ...]]
@@ -139,6 +142,7 @@ _NOT_MIGRATED_HINT = (
 
 
 _BACKEND = "postgres"
+_log = logging.getLogger("chronica.postgres")
 POOL_SIZE_MOST: Final = 1000
 """The largest ``min_size`` / ``max_size`` (PostgreSQL serves 100 connections by default)."""
 SECONDS_MOST: Final = 3600.0
@@ -327,16 +331,27 @@ def connection_lost(error: Exception) -> bool:
     return state is None or state.startswith(("08", "57P"))
 
 
+def names_constraint(error: psycopg.Error, constraint: str) -> bool:
+    """Whether ``error`` is a violation of ``constraint``, or of its copy on a partition or shard.
+
+    A partition's index has a name of its own, which a violation names instead (the docs'
+    partitioning DDL renames each to ``<constraint>_<partition>``), and Citus appends the shard's
+    number to a shard's (``chronica_pkey_102008``): a name ``constraint`` followed by ``_`` and
+    anything counts as ``constraint``.
+    """
+    name = error.diag.constraint_name
+    return name is not None and (name == constraint or name.startswith(f"{constraint}_"))
+
+
 def translate(error: psycopg.Error, operation: str, chronicum_id: str) -> ChronicaError:
     """The Chronica error for a psycopg ``error`` raised while doing ``operation``.
 
     A violated foreign key to ``chronica`` is ``ChronicumNotFound``, a taken chronicum id
     ``ChronicumExists``; anything else ``StoreError("postgres: <operation>", detail)``.
     """
-    constraint = error.diag.constraint_name
-    if isinstance(error, errors.ForeignKeyViolation) and constraint == ACTA_TO_CHRONICA_KEY:
+    if isinstance(error, errors.ForeignKeyViolation) and names_constraint(error, ACTA_TO_CHRONICA_KEY):
         return ChronicumNotFound(chronicum_id)
-    if isinstance(error, errors.UniqueViolation) and constraint == CHRONICA_PRIMARY_KEY:
+    if isinstance(error, errors.UniqueViolation) and names_constraint(error, CHRONICA_PRIMARY_KEY):
         return ChronicumExists(chronicum_id)
     detail = str(error).strip() or type(error).__name__
     if isinstance(error, errors.UndefinedTable | errors.InvalidSchemaName | errors.UndefinedColumn):
@@ -422,7 +437,7 @@ class Plans:
         try:
             rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
         except errors.UniqueViolation as error:
-            if error.diag.constraint_name != ACTA_IDEMPOTENCY_INDEX:
+            if not names_constraint(error, ACTA_IDEMPOTENCY_INDEX):
                 raise translate(error, "record actum", chronicum_id) from error
             stored = yield from self._read_keyed(chronicum_id, key, "record actum", error)
             return stored[0]
@@ -487,7 +502,7 @@ class Plans:
             else:
                 rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
         except errors.UniqueViolation as error:
-            if key is None or error.diag.constraint_name != ACTA_IDEMPOTENCY_INDEX:
+            if key is None or not names_constraint(error, ACTA_IDEMPOTENCY_INDEX):
                 raise translate(error, "record acta", chronicum_id) from error
             return (yield from self._read_keyed(chronicum_id, key, "record acta", error))
         except psycopg.Error as error:
@@ -616,8 +631,11 @@ class Plans:
         """
         version = yield from self._own_version("migrate")
         if version < LATEST_VERSION:
+            before = version
             yield from self._write(Statement(self.statements.migrate), "migrate", "")
             version = yield from self._own_version("migrate")
+            schema = self.statements.schema
+            _log.info("migrated schema %r from version %d to %d", schema, before, version)
         if version != LATEST_VERSION:
             raise StoreError(
                 "postgres: migrate",
@@ -726,8 +744,10 @@ class Plans:
         except psycopg.Error as error:
             if not connection_lost(error):
                 raise
+            lost = type(error).__name__
         else:
             return rows
+        _log.warning("lost the connection (%s); trying the read or keyed write once more on a new one", lost)
         yield DISCARD_BROKEN_CONNECTIONS
         rows = yield statement
         return rows

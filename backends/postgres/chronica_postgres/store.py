@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any, TypeVar
 
 import psycopg
@@ -18,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from chronica_core import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
-from chronica_core.redaction import redact_error
+from chronica_core.redaction import masked_url, redact_error
 from chronica_core.urls import split_query_options, split_schema
 from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
@@ -28,6 +29,8 @@ from chronica_postgres.timeout import bounded, connection_wait, waiting
 __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
 
 Result = TypeVar("Result")
+
+_log = logging.getLogger("chronica.postgres")
 
 _URL_OPTIONS = ("schema", "connect_timeout")
 """Options a URL's query may carry (``?schema=app&connect_timeout=5``)."""
@@ -124,6 +127,9 @@ class PostgresStore(PlannedStore):
         if pool is None:
             _check_connection(url, self.options)
             pool = ConnectionPool(url, open=True, configure=self._configure, **self.options.pool_arguments())
+            _log.debug(
+                "opened a pool of %d to %d connections to %s", pool.min_size, pool.max_size, masked_url(url)
+            )
         self._pool = pool
         try:
             if self.options.auto_migrate:
@@ -149,6 +155,7 @@ class PostgresStore(PlannedStore):
         self._mark_closed()
         if self._owns_pool:
             self._pool.close()
+            _log.debug("closed the pool of the PostgresStore on %s", masked_url(self._secrets_of))
 
     def _run(self, plan: Plan[Any, Result]) -> Result:
         return run_plan(plan, self._perform)
@@ -259,6 +266,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         """
         self._mark_closed()
         if self._owns_pool and self._pool is not None:
+            _log.debug("closing the pool of the AsyncPostgresStore on %s", masked_url(self._secrets_of))
             pool, self._pool, self._ready = self._pool, None, False
             if not self._bound_to_another_loop():
                 await pool.close()
@@ -290,6 +298,12 @@ class AsyncPostgresStore(AsyncPlannedStore):
             )
             self._pool = pool
             await pool.open()
+            _log.debug(
+                "opened a pool of %d to %d connections to %s",
+                pool.min_size,
+                pool.max_size,
+                masked_url(self._url),
+            )
 
     async def _perform(self, operation: Operation) -> Rows:
         pool = self._pool

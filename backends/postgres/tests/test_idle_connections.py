@@ -9,6 +9,7 @@ runs the next operation, which must succeed: reads, keyed writes and plain write
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from datetime import UTC, datetime
@@ -166,9 +167,11 @@ def lost_once(faults: PsycopgFaults, store: PostgresStore | AsyncPostgresStore) 
 
 
 def test_reads_and_keyed_writes_are_tried_again_after_a_lost_connection_plain_writes_not(
-    store: PostgresStore, chronica_driver_faults: PsycopgFaults
+    store: PostgresStore, chronica_driver_faults: PsycopgFaults, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A connection may die unseen (a proxy's timeout): the safe operations are repeated once."""
+    """A connection may die unseen (a proxy's timeout): the safe operations are repeated once,
+    each repeat logged as a WARNING of ``chronica.postgres``."""
+    caplog.set_level(logging.WARNING, logger="chronica")
     chronicum_id = f"lost-{uuid.uuid4().hex}"
     store.create(Chronicum(chronicum_id, "ardian", time_now()))
     with lost_once(chronica_driver_faults, store) as injection:
@@ -179,6 +182,13 @@ def test_reads_and_keyed_writes_are_tried_again_after_a_lost_connection_plain_wr
     assert len(injection.raised) == 1
     with lost_once(chronica_driver_faults, store) as injection:
         assert [actum.id for actum in store.acta(chronicum_id, ActaQuery())] == [keyed.id]
+    retries = [record for record in caplog.records if record.name == "chronica.postgres"]
+    assert [record.levelname for record in retries] == ["WARNING"] * 3
+    assert all(
+        record.getMessage().endswith("; trying the read or keyed write once more on a new one")
+        and record.getMessage().startswith("lost the connection (")
+        for record in retries
+    )
     assert len(injection.raised) == 1
     with lost_once(chronica_driver_faults, store) as injection, pytest.raises(StoreError) as raised:
         store.record(message(chronicum_id, "plain"))

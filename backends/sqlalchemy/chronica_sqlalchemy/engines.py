@@ -41,6 +41,7 @@ from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
+from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_SECONDS",
@@ -102,15 +103,26 @@ def url_text(url: str | URL) -> str:
 
 
 def _parse(url: str | URL) -> URL:
-    """Parse ``url``; one SQLAlchemy cannot parse (a port that is no number, say) is ``StoreError``.
+    """Parse ``url`` and check its driver name and port (see :mod:`chronica_sqlalchemy.url_checks`).
 
-    SQLAlchemy's message quotes the URL: its secrets are redacted, from the driver's error too.
+    Raises ``StoreError`` for text SQLAlchemy cannot parse as a URL, ``InvalidOption`` (option
+    ``port``) for a port that is no number or out of range, ``UnknownBackend`` for a driver
+    SQLAlchemy does not know. SQLAlchemy's message quotes the URL: its secrets are redacted,
+    from the driver's error too.
     """
     try:
-        return make_url(url)
-    except (ArgumentError, ValueError) as error:
+        parsed = make_url(url)
+    except ValueError as error:  # make_url converts only the port: int("abc")
+        redact_error(error, url_text(url))
+        raise InvalidOption(
+            _BACKEND, "port", f"the URL's port must be a whole number from 1 to 65535 ({error})"
+        ) from error
+    except ArgumentError as error:
         redact_error(error, url_text(url))
         raise StoreError("sqlalchemy: open", f"not a SQLAlchemy URL: {error}") from error
+    check_driver_name(parsed)
+    check_port(parsed)
+    return parsed
 
 
 def _with_driver(url: URL, drivers: Mapping[str, str], keep: frozenset[str]) -> URL:
@@ -123,7 +135,8 @@ def _with_driver(url: URL, drivers: Mapping[str, str], keep: frozenset[str]) -> 
 def sync_url(url: str | URL) -> URL:
     """Return ``url`` with a blocking driver: its own if it names one, else the default (table above).
 
-    Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL.
+    Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL, ``InvalidOption`` for a port that is
+    no number or out of range, ``UnknownBackend`` for a driver SQLAlchemy does not know.
     """
     parsed = _parse(url)
     driver = parsed.drivername.partition("+")[2]
@@ -135,7 +148,8 @@ def sync_url(url: str | URL) -> URL:
 def async_url(url: str | URL) -> URL:
     """Return ``url`` with an asyncio driver: its own if it names one, else its twin (table above).
 
-    Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL.
+    Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL, ``InvalidOption`` for a port that is
+    no number or out of range, ``UnknownBackend`` for a driver SQLAlchemy does not know.
     """
     return _with_driver(_parse(url), _ASYNC_DRIVERS, _ASYNC_ONLY)
 
@@ -149,7 +163,8 @@ def runs_on_worker_threads(url: str | URL) -> bool:
     four round trips between the event loop and that thread per statement; running each whole
     operation on a worker thread makes one (see ``AsyncThreadedSQLAlchemyStore``).
 
-    Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL.
+    Raises ``StoreError`` when ``url`` is not a SQLAlchemy URL, ``InvalidOption`` for a port that is
+    no number or out of range, ``UnknownBackend`` for a driver SQLAlchemy does not know.
     """
     parsed = _parse(url)
     return parsed.get_backend_name() == "sqlite" and parsed.drivername.partition("+")[2] not in _ASYNC_ONLY
@@ -399,6 +414,7 @@ def _created(
     factory: Callable[..., AnyEngine], url: URL, options: EngineOptions, queue_pool: type[pool.Pool]
 ) -> AnyEngine:
     options.check_dialect(url)
+    check_query(url)
     url, arguments = _engine_arguments(url, options, queue_pool)
     try:
         return factory(url, **arguments)

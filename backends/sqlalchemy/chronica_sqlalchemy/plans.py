@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -225,23 +226,31 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
             _release(held[0], drop=held[0] in failed)
 
 
-def _connected(engine: Engine) -> Connection:
-    """A connection of ``engine``; any failure but a database error is ``StoreError("sqlalchemy: open")``.
+_log = logging.getLogger("chronica.sqlalchemy")
 
-    SQLAlchemy wraps only the driver's database errors (``DBAPIError``). Drivers check their
+CONNECT = "sqlalchemy: connect"
+"""Where a failure to connect is reported, whichever operation needed the connection."""
+
+
+def _connected(engine: Engine) -> Connection:
+    """A connection of ``engine``; any failure is ``StoreError("sqlalchemy: connect", ...)``.
+
+    Labelled by what failed, connecting, not by the operation that wanted the connection (a read
+    whose server is down did not fail to migrate or to read). SQLAlchemy wraps only the driver's
+    database errors (``DBAPIError``: a refused connection, a wrong password). Drivers check their
     connect arguments (the URL's query, the dialect's keywords) as they connect and raise plain
-    Python exceptions for those they cannot use: ``ValueError`` for ``timeout=abc``, ``TypeError``
-    for an unknown keyword, ``OSError`` for a missing certificate file, ``OverflowError`` for a
-    port above 65535, ``AttributeError`` for an unknown charset in PyMySQL. Every such exception is
+    Python exceptions for those they cannot use (``TypeError`` for an unknown keyword, say; the
+    values :mod:`chronica_sqlalchemy.url_checks` knows are refused before). Every such exception is
     translated here, chained to it, whatever its class.
     """
     try:
         return engine.connect()
-    except (ChronicaError, SQLAlchemyError):
+    except ChronicaError:
         raise
+    except SQLAlchemyError as error:
+        raise StoreError(CONNECT, _detail(error)) from error
     except Exception as error:
-        detail = f"could not connect: {type(error).__name__}: {error}"
-        raise StoreError("sqlalchemy: open", detail) from error
+        raise StoreError(CONNECT, f"{type(error).__name__}: {error}") from error
 
 
 def _release(connection: Connection, *, drop: bool = False) -> None:
@@ -269,6 +278,8 @@ def _again_if_disconnected(make: Callable[[], Plan[Step, Result]]) -> Plan[Step,
     except DBAPIError as error:
         if not error.connection_invalidated:
             raise
+        lost = type(error.orig if error.orig is not None else error).__name__
+    _log.warning("lost the connection (%s); trying the read or keyed write once more on a new one", lost)
     yield RECONNECT
     return (yield from make())
 
@@ -1127,7 +1138,7 @@ class Plans:
         result: CursorResult[Any] = yield _execute(
             select(tables.versions.c.version).where(tables.versions.c.component == _COMPONENT)
         )
-        version = result.scalar()
+        version: int | None = result.scalar()
         if version is not None and version > SCHEMA_VERSION:
             raise StoreError(
                 "sqlalchemy: migrate",
@@ -1150,6 +1161,12 @@ class Plans:
                 .values(version=target)
             )
         yield COMMIT
+        if version is None or version < target:
+            where = f"schema {self.schema!r}" if self.schema is not None else "the default schema"
+            if version is None:
+                _log.info("created the tables at schema version %d in %s", target, where)
+            else:
+                _log.info("migrated the tables from schema version %d to %d in %s", version, target, where)
 
     def _step(self, version: int) -> Plan[Step, None]:
         """The migration step that brings tables at ``version - 1`` to ``version``.

@@ -14,6 +14,7 @@ worker thread.
 from __future__ import annotations
 
 import asyncio
+import logging
 from abc import abstractmethod
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ from sqlalchemy.util import greenlet_spawn
 from chronica_core.errors import StoreError
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
+from chronica_core.redaction import masked_url
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.engines import (
     checked_content_limit,
@@ -57,6 +59,8 @@ _SQLITE_WORKERS = 2
 _DEFAULT_POOL_SIZE = 5
 """SQLAlchemy's default ``pool_size``: the threaded store's workers on a server pool of no limit."""
 
+_log = logging.getLogger("chronica.sqlalchemy")
+
 
 class _Store:
     """What every store here shares: the engine's plans, and whether opening is yet to be done.
@@ -83,6 +87,14 @@ class _Store:
         self._auto_migrate = auto_migrate
         self._pending_open = True
         self._owns_engine = owns_engine
+        _log.debug("opened a %s on %s (%s)", type(self).__name__, self._shown(), type(engine.pool).__name__)
+
+    def _shown(self) -> str:
+        """The store's URL as it may be shown: its password masked."""
+        return masked_url(self._secrets_of)
+
+    def _log_closed(self) -> None:
+        _log.debug("closed the %s on %s", type(self).__name__, self._shown())
 
 
 class SQLAlchemyStore(PlannedStore, _Store):
@@ -168,6 +180,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
         Later operations raise ``StoreError("sqlalchemy: store", "the store is closed")``.
         """
         self._mark_closed()
+        self._log_closed()
         if self._owns_engine:
             self.engine.dispose()
 
@@ -272,6 +285,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         server ends the session then).
         """
         self._mark_closed()
+        self._log_closed()
         if self._bound_to_another_loop():
             if self._owns_engine:
                 await self.engine.dispose(close=False)
@@ -370,6 +384,7 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         It waits off the event loop; calls after it raise ``StoreError``.
         """
         self._mark_closed()
+        self._log_closed()
         await asyncio.to_thread(self._close)
 
     def _close(self) -> None:

@@ -44,7 +44,9 @@ def test_demo_then_a_new_process_reads_the_stored_window(dialect: str, tmp_path:
 
     refused = run([CHRONICA, "show", "dinner-friday", "--owner", "rafa"], tmp_path)
     assert refused.returncode == 3
-    assert refused.stderr.strip() == "chronica: ChronicumNotFound: chronicum 'dinner-friday' not found"
+    assert refused.stderr.strip() == (
+        "chronica: ChronicumNotFound: chronicum 'dinner-friday' not found in sqlite:///chronica.db"
+    )
 
     migrate = run([CHRONICA, "migrate"], tmp_path)
     assert migrate.returncode == 0, migrate.stderr
@@ -56,6 +58,42 @@ def test_demo_then_a_new_process_reads_the_stored_window(dialect: str, tmp_path:
     assert (
         migrate.stdout.strip() == "schema of sqlite:///chronica.db is current"
     )  # only schema/database shown
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["acta", "dinner-friday", "--owner", "ardian", "--last", "3"],
+        ["show", "dinner-friday", "--owner", "ardian"],
+        ["list", "--owner", "ardian"],
+        ["erase", "dinner-friday", "--owner", "ardian", "--yes"],
+        ["erase", "--owner", "ardian", "--all", "--yes"],
+    ],
+)
+def test_a_read_where_there_is_no_store_creates_none(
+    dialect: str, tmp_path: Path, command: list[str]
+) -> None:
+    result = run([CHRONICA, *command], tmp_path)
+    assert sorted(tmp_path.iterdir()) == []  # no empty chronica.db (nor its -wal, -shm) left behind
+    missing = tmp_path / "chronica.db"
+    if command[0] == "list":
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines()[0] == "owner 'ardian' has no chronica"
+        assert result.stderr == f"chronica: note: there is no file {missing}; nothing was created\n"
+    elif "--all" in command:
+        assert result.returncode == 0, result.stderr
+    else:
+        assert result.returncode == 3
+        assert result.stderr == (
+            "chronica: ChronicumNotFound: chronicum 'dinner-friday' not found in sqlite:///chronica.db "
+            f"(there is no file {missing}; nothing was created)\n"
+        )
+    record = ["record", "lunch", "--owner", "ardian", "--kind", "message", "--actor-kind", "human"]
+    recorded = run([CHRONICA, *record, "--actor", "ardian", "--content", "A table?"], tmp_path)
+    assert recorded.returncode == 0, recorded.stderr
+    assert missing.is_file()  # a write creates the store, as before
+    again = run([CHRONICA, *command], tmp_path)
+    assert "there is no file" not in again.stderr
 
 
 def test_the_readme_examples_run_on_a_sqlite_file(dialect: str, tmp_path: Path) -> None:
@@ -71,3 +109,21 @@ def test_the_readme_examples_run_on_a_sqlite_file(dialect: str, tmp_path: Path) 
     agents = run([sys.executable, str(EXAMPLES / "three_agents.py"), agents_url], tmp_path)
     assert agents.returncode == 0, agents.stderr
     assert agents.stdout.splitlines()[-1].startswith("the chronicum holds 4 acta: ['ardian', ")
+
+
+@pytest.mark.parametrize(
+    ("store", "code", "said"),
+    [
+        ("sqlite:///chronica.db?timeout=abc", 4, "chronica: InvalidOption: sqlalchemy: option timeout: "),
+        ("sqlite+pysqlte:///chronica.db", 5, "chronica: UnknownBackend: SQLAlchemy has no driver 'pysqlte'"),
+        ("sqlite:///chronica.db?schema=app", 4, "chronica: InvalidOption: sqlalchemy: option schema: "),
+    ],
+)
+def test_a_read_where_there_is_no_store_still_refuses_a_bad_url(
+    dialect: str, tmp_path: Path, store: str, code: int, said: str
+) -> None:
+    """The missing file is no reason to skip the checks: the URL is refused as it would be with one."""
+    result = run([CHRONICA, "acta", "dinner-friday", "--owner", "ardian", "--store", store], tmp_path)
+    assert result.returncode == code, result.stderr
+    assert result.stderr.startswith(said), result.stderr
+    assert sorted(tmp_path.iterdir()) == []

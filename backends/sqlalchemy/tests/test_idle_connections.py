@@ -11,6 +11,7 @@ plain writes, blocking and asyncio.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -222,9 +223,11 @@ def test_check_idle_after_is_range_checked(value: object) -> None:
 
 @servers_only
 def test_reads_and_keyed_writes_are_tried_again_after_a_lost_connection_plain_writes_not(
-    store: SQLAlchemyStore, chronica_driver_faults: SQLAlchemyFaults
+    store: SQLAlchemyStore, chronica_driver_faults: SQLAlchemyFaults, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A connection may die unseen (a proxy's timeout): the safe operations are repeated once."""
+    """A connection may die unseen (a proxy's timeout): the safe operations are repeated once,
+    each repeat logged as a WARNING of ``chronica.sqlalchemy``."""
+    caplog.set_level(logging.WARNING, logger="chronica")
     chronicum_id = f"lost-{uuid.uuid4().hex}"
     store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
     with chronica_driver_faults.inject(store, "connection_reset", times=1) as injection:
@@ -244,3 +247,10 @@ def test_reads_and_keyed_writes_are_tried_again_after_a_lost_connection_plain_wr
     assert raised.value.__cause__ is not None
     assert raised.value.__cause__.__cause__ is injection.raised[0]
     assert [actum.id for actum in store.acta(chronicum_id, ActaQuery())] == [keyed.id]
+    retries = [record for record in caplog.records if record.name == "chronica.sqlalchemy"]
+    assert [record.levelname for record in retries] == ["WARNING"] * 3
+    assert all(
+        record.getMessage().endswith("; trying the read or keyed write once more on a new one")
+        and record.getMessage().startswith("lost the connection (")
+        for record in retries
+    )

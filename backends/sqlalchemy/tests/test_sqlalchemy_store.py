@@ -766,23 +766,27 @@ def test_an_id_too_long_for_the_column_is_a_store_error(store: SQLAlchemyStore) 
     assert isinstance(caught.value.__cause__, SQLAlchemyError)
 
 
-def test_an_unreachable_server_is_a_store_error() -> None:
-    with pytest.raises(StoreError, match=r"^sqlalchemy: migrate: ") as caught:
+def test_an_unreachable_server_is_a_connect_error_whatever_the_operation() -> None:
+    """Opening migrates, and the asyncio store's first read first looks at the tables: neither
+    failed to migrate or to read, they could not connect, and say so."""
+    with pytest.raises(StoreError, match=r"^sqlalchemy: connect: OperationalError: ") as caught:
         SQLAlchemyStore.open("mariadb+pymysql://root@127.0.0.1:1/nowhere")
+    assert caught.value.where == "sqlalchemy: connect"
     assert isinstance(caught.value.__cause__, SQLAlchemyError)
 
-    async def scenario() -> None:
+    async def scenario(auto_migrate: bool) -> None:
         store = AsyncSQLAlchemyStore.open(
-            "postgresql+psycopg://postgres@127.0.0.1:1/nowhere", auto_migrate=False
+            "postgresql+psycopg://postgres@127.0.0.1:1/nowhere", auto_migrate=auto_migrate
         )
         try:
             await store.get("anything")
         finally:
             await store.close()
 
-    # without auto_migrate the first operation first looks at the tables: opening is what fails
-    with pytest.raises(StoreError, match=r"^sqlalchemy: open: "):
-        asyncio.run(scenario())
+    for auto_migrate in (True, False):
+        with pytest.raises(StoreError, match=r"^sqlalchemy: connect: OperationalError: ") as caught:
+            asyncio.run(scenario(auto_migrate))
+        assert isinstance(caught.value.__cause__, SQLAlchemyError)
 
 
 def test_a_newer_schema_version_is_refused(database_url: str, shared_store: SQLAlchemyStore) -> None:
