@@ -63,6 +63,7 @@ def known_distribution(scheme: str) -> str | None:
         return "chronica-sqlalchemy[postgresql]"
     return KNOWN_DISTRIBUTIONS.get(dialect)
 
+
 _log = logging.getLogger("chronica.registry")
 
 
