@@ -397,3 +397,27 @@ def test_a_given_store_is_left_open_and_the_wrong_flavour_is_refused() -> None:
         asyncio.run(blocking.load())
     with pytest.raises(TypeError, match="store must be a store URL"):
         ChronicaHistory("c", cast(Any, 42), owner_id=OWNER, actor=AGENT)
+
+
+NEEDS_ANY_LOOP = pytest.mark.xfail(strict=True, reason="needs async stores serving any event loop")
+
+
+def test_one_history_serves_asyncio_runs_one_after_another(
+    store_target: StoreTarget, request: pytest.FixtureRequest
+) -> None:
+    if store_target.name in ("postgres", "postgres-sqlalchemy", "mariadb"):  # pools bound to one loop
+        request.applymarker(NEEDS_ANY_LOOP)
+    history = ChronicaHistory(
+        new_chronicum_id(), store_target.url, owner_id=OWNER, actor=AGENT, store_options=store_target.options
+    )
+    agent = ToolLoop(calls=1).agent()
+    saved: list[ModelMessage] = []
+    try:
+        for prompt in ("Find a table.", "Book it.", "Thanks."):
+            loaded = asyncio.run(history.load(10))  # each asyncio.run() is a new event loop
+            result = agent.run_sync(prompt, message_history=loaded)  # and run_sync another one
+            asyncio.run(history.save(result.new_messages()))
+            saved.extend(result.new_messages())
+        assert asyncio.run(history.load()) == saved
+    finally:
+        asyncio.run(history.close())
