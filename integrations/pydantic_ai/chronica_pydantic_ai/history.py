@@ -20,6 +20,7 @@ from chronica_core import (
     AsyncStore,
     Chronicarius,
     ChronicumNotFound,
+    InvalidQuery,
     Store,
     open_async_store,
     open_store,
@@ -40,6 +41,8 @@ def _read_window(last_n: int | None) -> _Read:
     twice as many each time acta that hold no pydantic-ai message leave fewer than ``last_n``
     messages, until the whole chronicum has been read.
     """
+    if last_n is not None and (isinstance(last_n, bool) or not isinstance(last_n, int)):
+        raise InvalidQuery("last_n", f"must be an int or None, not {type(last_n).__name__}")
     if last_n is None or last_n <= 0:
         acta = yield 0
         return window([m for m in map(message_of_actum, acta) if m is not None], None)
@@ -139,6 +142,7 @@ class ChronicaHistory:
             means) are left out and not counted.
 
         Raises:
+            InvalidQuery: ``last_n`` is not an int or ``None`` (``field="last_n"``).
             TypeError: the history was given a blocking store (use :meth:`load_sync`).
             StoreError: the store failed.
         """
@@ -187,6 +191,7 @@ class ChronicaHistory:
         """The blocking twin of :meth:`load`, for ``agent.run_sync`` (no event loop involved).
 
         Raises:
+            InvalidQuery: ``last_n`` is not an int or ``None`` (``field="last_n"``).
             TypeError: the history was given an asyncio store (use :meth:`load`).
             StoreError: the store failed.
         """

@@ -73,7 +73,7 @@ class ToolLoop:
         self.seen: list[list[ModelMessage]] = []
         self.made = 0
 
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.seen.append(list(messages))
         if _returns_since_last_prompt(messages) < self.calls:
             self.made += 1
@@ -87,7 +87,7 @@ class ToolLoop:
 
     def agent(self) -> Agent[None, str]:
         """An agent on this script, with the ``find_table`` tool and a system prompt."""
-        agent = Agent(FunctionModel(self), system_prompt="Find tables; be brief.")
+        agent = Agent(FunctionModel(self.respond), system_prompt="Find tables; be brief.")
 
         @agent.tool_plain
         def find_table(area: str, party: int) -> str:

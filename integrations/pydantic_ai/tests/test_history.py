@@ -34,6 +34,7 @@ from chronica_core import (
     Chronicarius,
     ChronicumNotFound,
     InvalidActum,
+    InvalidQuery,
     MemoryStore,
     new_chronicum_id,
 )
@@ -421,3 +422,21 @@ def test_one_history_serves_asyncio_runs_one_after_another(
         assert asyncio.run(history.load()) == saved
     finally:
         asyncio.run(history.close())
+
+
+def test_a_bad_last_n_and_too_many_messages_are_refused() -> None:
+    async def body() -> None:
+        store = AsyncMemoryStore()
+        history = history_on(store)
+        for bad in ("5", 2.0, True):
+            with pytest.raises(InvalidQuery) as raised:
+                await history.load(cast(Any, bad))
+            assert raised.value.field == "last_n"
+        too_many = [ModelRequest(parts=[UserPromptPart(f"{n}")]) for n in range(1001)]
+        with pytest.raises(InvalidActum) as refused:
+            await history.save(too_many)
+        assert refused.value.field == "acta"
+        assert len(await history.save(too_many[:1000])) == 1000
+        assert await history.load(3) == too_many[997:1000]
+
+    asyncio.run(body())
