@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 
 from chronica_core import (
     Actum,
@@ -20,6 +20,7 @@ from chronica_core import (
     AsyncStore,
     Chronicarius,
     ChronicumNotFound,
+    InvalidActum,
     InvalidQuery,
     Store,
     open_async_store,
@@ -131,9 +132,14 @@ class ChronicaHistory:
 
         Args:
             last_n: how many of the newest messages; ``None`` (or ``0`` or less): every message.
-                The window never starts with a tool's result whose call it cut off, so it may
-                hold fewer (see :func:`chronica_pydantic_ai.mapping.window` for exactly how it
-                decides).
+                The window never starts with a tool's result whose call it cut off. How it
+                decides: of the newest ``last_n`` messages, a leading ``ModelRequest`` holding a
+                ``ToolReturnPart`` (or a ``RetryPromptPart`` naming a tool) is left out whole,
+                and so is the next one while it holds one too; so the window starts with a user
+                prompt, a system prompt or a model response, and holds at most ``last_n``
+                messages. A conversation of at most ``last_n`` messages is returned whole, as
+                stored. The end is never cut, so every call in the window has its result in it
+                when the stored history has it (:func:`chronica_pydantic_ai.mapping.window`).
 
         Returns:
             The messages, oldest first, as ``ModelMessagesTypeAdapter`` reads back what it wrote
@@ -175,7 +181,8 @@ class ChronicaHistory:
         Raises:
             InvalidActum: a message is not a ``ModelRequest`` or ``ModelResponse``, or pydantic-ai
                 cannot write it as JSON (``.index`` is its position, ``.field`` is ``"content"``),
-                or there are more than 1000 (``field="acta"``); nothing is written.
+                or ``messages`` is not a list of them or holds more than 1000 (``field="acta"``);
+                nothing is written.
             ActumTooLarge: (an ``InvalidActum``) a message's JSON is larger than the store
                 accepts; nothing is written.
             ChronicumNotFound: the chronicum is another owner's; nothing is written.
@@ -217,16 +224,19 @@ class ChronicaHistory:
         return self._blocking_keeper().record_acta(self.owner_id, acta, idempotency_key=idempotency_key)
 
     async def close(self) -> None:
-        """Close the stores the history opened from a URL (a store or keeper given is left open)."""
+        """Close the stores the history opened from a URL (a store or keeper given is left open).
+
+        The history's methods then raise the closed store's ``StoreError``.
+        """
         if self._opened_async is not None:
-            store, self._opened_async, self._async = self._opened_async, None, None
-            await store.close()
+            store, self._opened_async = self._opened_async, None
+            await store.close()  # later calls get the closed store's StoreError
         self.close_sync()
 
     def close_sync(self) -> None:
         """Close the blocking store the history opened from a URL (an asyncio one needs :meth:`close`)."""
         if self._opened_sync is not None:
-            store, self._opened_sync, self._sync = self._opened_sync, None, None
+            store, self._opened_sync = self._opened_sync, None
             store.close()
 
     async def __aenter__(self) -> ChronicaHistory:
@@ -253,6 +263,13 @@ class ChronicaHistory:
 
     def _acta(self, messages: Sequence[ModelMessage]) -> list[Actum]:
         """One actum per message, checked before anything is written."""
+        if isinstance(messages, (str, bytes, ModelRequest, ModelResponse)) or not isinstance(
+            messages, Sequence
+        ):
+            raise InvalidActum(
+                "acta",
+                f"messages must be a list of ModelRequest and ModelResponse, not {type(messages).__name__}",
+            )
         return [
             message_actum(self.chronicum_id, message, self.actor, self.human_actor, index=index)
             for index, message in enumerate(messages)

@@ -36,6 +36,7 @@ from chronica_core import (
     InvalidActum,
     InvalidQuery,
     MemoryStore,
+    StoreError,
     new_chronicum_id,
 )
 
@@ -373,8 +374,10 @@ def test_a_history_opened_from_a_url_closes_what_it_opened() -> None:
             assert await history.load() == result.new_messages()
             opened = history._opened_async
             assert opened is not None
-        with pytest.raises(Exception, match="closed"):
+        with pytest.raises(StoreError, match="closed"):
             await opened.get(history.chronicum_id)
+        with pytest.raises(StoreError, match="closed"):
+            await history.load()
 
     asyncio.run(body())
 
@@ -436,6 +439,11 @@ def test_a_bad_last_n_and_too_many_messages_are_refused() -> None:
         with pytest.raises(InvalidActum) as refused:
             await history.save(too_many)
         assert refused.value.field == "acta"
+        for not_a_list in (too_many[0], "hello", iter(too_many)):
+            with pytest.raises(InvalidActum) as refused:
+                await history.save(cast(Any, not_a_list))
+            assert refused.value.field == "acta"
+        assert await history.load() == []
         assert len(await history.save(too_many[:1000])) == 1000
         assert await history.load(3) == too_many[997:1000]
 
