@@ -448,3 +448,37 @@ def test_a_bad_last_n_and_too_many_messages_are_refused() -> None:
         assert await history.load(3) == too_many[997:1000]
 
     asyncio.run(body())
+
+
+def test_concurrent_saves_each_land_whole_and_consecutive(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        history = history_on(store)
+        runs = [await ToolLoop(calls=2).agent().run(f"request {n}") for n in range(4)]
+        await asyncio.gather(*(history_on(store, history.chronicum_id).save(r.new_messages()) for r in runs))
+        loaded = await history.load()
+        assert len(loaded) == sum(len(r.new_messages()) for r in runs) == 24
+        starts = [loaded.index(r.new_messages()[0]) for r in runs]
+        for run, start in zip(runs, starts, strict=True):
+            assert loaded[start : start + 6] == run.new_messages()  # no other run's message between
+
+    run_on(store_target, body)
+
+
+def test_two_agents_share_one_conversation(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        chronicum_id = new_chronicum_id()
+        concierge = ChronicaHistory(chronicum_id, store, owner_id=OWNER, actor="concierge")
+        booking = ChronicaHistory(chronicum_id, store, owner_id=OWNER, actor="booking")
+        first = await ToolLoop(calls=1, answer="Rumah Teduh.").agent().run("Find a table.")
+        await concierge.save(first.new_messages())
+        second = (
+            await ToolLoop(calls=0, answer="Booked.")
+            .agent()
+            .run("Book it.", message_history=await booking.load())
+        )
+        await booking.save(second.new_messages())
+        assert await concierge.load() == second.all_messages()
+        acta = await AsyncChronicarius(store).get_acta(OWNER, chronicum_id, actor_kinds=[ActorKind.AGENT])
+        assert [actum.actor for actum in acta] == ["concierge"] * 3 + ["booking"]
+
+    run_on(store_target, body)
