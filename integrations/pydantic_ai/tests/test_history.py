@@ -9,10 +9,11 @@ import pytest
 from chronica_pydantic_ai import SYSTEM_ACTOR, ChronicaHistory, answers_a_call, window
 from conftest import StoreTarget
 from helpers import AGENT, OWNER, ToolLoop, as_json, dangling, history_on, pairs, round_tripped, run_on
-from pydantic_ai import Agent
+from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import (
     BinaryContent,
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
@@ -22,6 +23,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from chronica_core import (
@@ -486,5 +488,36 @@ def test_two_agents_share_one_conversation(store_target: StoreTarget) -> None:
         assert await concierge.load() == second.all_messages()
         acta = await AsyncChronicarius(store).get_acta(OWNER, chronicum_id, actor_kinds=[ActorKind.AGENT])
         assert [actum.actor for actum in acta] == ["concierge"] * 3 + ["booking"]
+
+    run_on(store_target, body)
+
+
+def test_a_tool_retry_is_a_tool_result_for_the_window(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        script = ToolLoop(calls=2)
+        agent = Agent(FunctionModel(script.respond), system_prompt="Find tables.")
+        tries: list[int] = []
+
+        @agent.tool_plain
+        def find_table(area: str, party: int) -> str:
+            """Find a quiet table; asks the model to retry the first call."""
+            tries.append(party)
+            if len(tries) == 1:
+                raise ModelRetry("no tables for that party; ask again")
+            return f"Rumah Teduh in {area} for {party}"
+
+        history = history_on(store)
+        result = await agent.run("Find a table.")
+        await history.save(result.new_messages())
+        everything = result.new_messages()
+        retry_request = everything[2]  # the answer to the first call: a retry, not a return
+        assert answers_a_call(retry_request)
+        assert "no tables for that party" in ModelMessagesTypeAdapter.dump_json([retry_request]).decode()
+        for last_n in range(1, len(everything) + 1):
+            loaded = await history.load(last_n)
+            assert loaded == everything[len(everything) - len(loaded) :]
+            if len(loaded) < len(everything):
+                assert not answers_a_call(loaded[0]), last_n
+            await agent.run("Once more.", message_history=loaded)  # pydantic-ai takes every window
 
     run_on(store_target, body)
