@@ -85,7 +85,9 @@ class Chronicarius(_Keeper[Store]):
 
     _asynchronous = False
 
-    def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
+    def record_actum(
+        self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None, create: bool = True
+    ) -> Actum:
         """Record ``actum`` for ``owner_id``, creating its chronicum on the first write.
 
         Args:
@@ -93,6 +95,10 @@ class Chronicarius(_Keeper[Store]):
             actum: what happened; its ``id`` and ``at`` are replaced.
             idempotency_key: with a key, a retry in the same chronicum returns the actum stored
                 the first time and discards the new one.
+            create: ``False`` writes only into a chronicum that exists now: an id nobody holds,
+                or one erased (also by an erasure racing this write), is ``ChronicumNotFound``
+                and nothing is created or reopened. For a write that completes something read
+                from the chronicum before (a follow-up that must not outlive an erasure).
 
         Returns:
             The stored actum: a fresh 32-hex-character ``id`` and the store's UTC ``at``.
@@ -106,11 +112,12 @@ class Chronicarius(_Keeper[Store]):
                 not idempotent; nothing is written, not even the chronicum.
             ChronicumNotFound: the chronicum belongs to another owner; nothing is written. (An
                 id nobody holds is created instead, so this tells the writer the id is taken.)
+                With ``create=False``, also: the chronicum does not exist or was erased.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception.
         """
-        return run_plan(self._rules.record_actum(owner_id, actum, idempotency_key), self._perform)
+        return run_plan(self._rules.record_actum(owner_id, actum, idempotency_key, create), self._perform)
 
     def get_acta(
         self,
@@ -157,7 +164,7 @@ class Chronicarius(_Keeper[Store]):
         return run_plan(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
 
     def record_acta(
-        self, owner_id: str, acta: Sequence[Actum], *, idempotency_key: str | None = None
+        self, owner_id: str, acta: Sequence[Actum], *, idempotency_key: str | None = None, create: bool = True
     ) -> list[Actum]:
         """Record a batch of acta of one chronicum for ``owner_id``, all or none, one after another.
 
@@ -171,6 +178,8 @@ class Chronicarius(_Keeper[Store]):
                 chronicum; their ``id`` and ``at`` are replaced.
             idempotency_key: with a key, a retry in the same chronicum returns the acta the
                 first call stored (the whole list, same ids) and writes nothing.
+            create: ``False`` writes only into a chronicum that exists now, as for
+                :meth:`record_actum`.
 
         Returns:
             The stored acta in the order given, each with a fresh id and the store's UTC ``at``;
@@ -185,12 +194,13 @@ class Chronicarius(_Keeper[Store]):
                 accepts; nothing is written.
             CapabilityUnsupported: the store has no ``batch`` capability (or, given a key, no
                 ``idempotency``: ``IdempotencyUnsupported``); nothing is written.
-            ChronicumNotFound: the chronicum belongs to another owner; nothing is written.
+            ChronicumNotFound: the chronicum belongs to another owner; nothing is written. With
+                ``create=False``, also: the chronicum does not exist or was erased.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception. Nothing was written.
         """
-        return run_plan(self._rules.record_acta(owner_id, acta, idempotency_key), self._perform)
+        return run_plan(self._rules.record_acta(owner_id, acta, idempotency_key, create), self._perform)
 
     def list_chronica(
         self, owner_id: str, *, limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None
@@ -271,9 +281,11 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
 
     _asynchronous = True
 
-    async def record_actum(self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None) -> Actum:
+    async def record_actum(
+        self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None, create: bool = True
+    ) -> Actum:
         """See :meth:`Chronicarius.record_actum`."""
-        plan = self._rules.record_actum(owner_id, actum, idempotency_key)
+        plan = self._rules.record_actum(owner_id, actum, idempotency_key, create)
         return await run_plan_async(plan, self._perform)
 
     async def get_acta(
@@ -294,10 +306,11 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         return await run_plan_async(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
 
     async def record_acta(
-        self, owner_id: str, acta: Sequence[Actum], *, idempotency_key: str | None = None
+        self, owner_id: str, acta: Sequence[Actum], *, idempotency_key: str | None = None, create: bool = True
     ) -> list[Actum]:
         """See :meth:`Chronicarius.record_acta`."""
-        return await run_plan_async(self._rules.record_acta(owner_id, acta, idempotency_key), self._perform)
+        plan = self._rules.record_acta(owner_id, acta, idempotency_key, create)
+        return await run_plan_async(plan, self._perform)
 
     async def list_chronica(
         self, owner_id: str, *, limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None

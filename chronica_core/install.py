@@ -36,6 +36,7 @@ FIRST_PARTY_FOLDERS: dict[str, str] = {
     "chronica-conformance": "conformance",
     "chronica-openai-agents": "integrations/openai_agents",
     "chronica-adk": "integrations/adk",
+    "chronica-pydantic-ai": "integrations/pydantic_ai",
 }
 """Each distribution of the repository, and its folder relative to the repository's root."""
 

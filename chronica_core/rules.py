@@ -215,9 +215,12 @@ class Rules:
         self._owners_lock = threading.Lock()
 
     def record_actum(
-        self, owner_id: str, actum: Actum, idempotency_key: str | None
+        self, owner_id: str, actum: Actum, idempotency_key: str | None, create: bool = True
     ) -> Plan[StoreCall, Actum]:
-        """Rules R1–R4 and R8–R9 for one write; returns the stored actum."""
+        """Rules R1–R4 and R8–R9 for one write; returns the stored actum.
+
+        With ``create=False`` rule R4 does not apply: the chronicum must exist (see :meth:`_write`).
+        """
         _check_owner(owner_id)
         actum = self.validated(actum)
         self._check_key(idempotency_key)
@@ -225,13 +228,16 @@ class Rules:
             call: StoreCall = ("record", (actum,))
         else:
             call = ("record_idempotent", (actum, idempotency_key))
-        stored: Actum = yield from self._write(owner_id, actum.chronicum_id, (actum.content,), call)
+        stored: Actum = yield from self._write(owner_id, actum.chronicum_id, (actum.content,), call, create)
         return stored
 
     def record_acta(
-        self, owner_id: str, acta: Sequence[Actum], idempotency_key: str | None
+        self, owner_id: str, acta: Sequence[Actum], idempotency_key: str | None, create: bool = True
     ) -> Plan[StoreCall, list[Actum]]:
-        """Rules R1–R4 and R8–R9 for a batch: every actum checked first, then one atomic write."""
+        """Rules R1–R4 and R8–R9 for a batch: every actum checked first, then one atomic write.
+
+        With ``create=False`` rule R4 does not apply: the chronicum must exist (see :meth:`_write`).
+        """
         _check_owner(owner_id)
         if isinstance(acta, (str, bytes, Actum)) or not isinstance(acta, Sequence):
             raise InvalidActum("acta", f"must be a list of Actum, not {type(acta).__name__}")
@@ -257,7 +263,9 @@ class Rules:
             raise CapabilityUnsupported(self._store_name, BATCH)
         contents = tuple(actum.content for actum in checked)
         call: StoreCall = ("record_many", (checked, idempotency_key))
-        stored: list[Actum] = yield from self._write(owner_id, checked[0].chronicum_id, contents, call)
+        stored: list[Actum] = yield from self._write(
+            owner_id, checked[0].chronicum_id, contents, call, create
+        )
         return stored
 
     def list_chronica(self, owner_id: str, limit: int, cursor: str | None) -> Plan[StoreCall, ChronicaPage]:
@@ -311,24 +319,31 @@ class Rules:
             raise IdempotencyUnsupported(self._store_name)
 
     def _write(
-        self, owner_id: str, chronicum_id: str, contents: tuple[str, ...], call: StoreCall
+        self, owner_id: str, chronicum_id: str, contents: tuple[str, ...], call: StoreCall, create: bool
     ) -> Plan[StoreCall, Any]:
         """Rule R4 then the write ``call``: claim the chronicum (or check its owner), then write.
 
         An owner remembered from before may be stale in one way only: the chronicum was erased
         since (its owner unchanged). The store then answers ``ChronicumNotFound``; the owner is
         read again once, which reopens the chronicum for the same owner.
+
+        With ``create=False`` the chronicum is never created nor reopened: an id nobody holds, or
+        one erased (before the write, or between the owner check and the write: the store answers
+        ``ChronicumNotFound`` for its marker), is ``ChronicumNotFound`` with nothing written.
         """
         owner = self._owners.get(chronicum_id)
         remembered = owner is not None
         if owner is None:
-            owner = yield from self._claim(owner_id, chronicum_id, contents)
+            if create:
+                owner = yield from self._claim(owner_id, chronicum_id, contents)
+            else:
+                owner = yield from self._read_owner(chronicum_id)
         if owner != owner_id:
             raise _refused("a write", owner_id, chronicum_id)
         try:
             return (yield call)
         except ChronicumNotFound:
-            if not remembered or ERASURE not in self._capabilities:
+            if not create or not remembered or ERASURE not in self._capabilities:
                 raise
         owner = yield from self._claim(owner_id, chronicum_id, contents)
         if owner != owner_id:

@@ -27,6 +27,9 @@ PAGES = {
     "backends/sqlalchemy/README.md": "readmes/sqlalchemy.md",
     "backends/mongodb/README.md": "readmes/mongodb.md",
     "conformance/README.md": "readmes/conformance.md",
+    "integrations/openai_agents/README.md": "readmes/openai-agents.md",
+    "integrations/adk/README.md": "readmes/adk.md",
+    "integrations/pydantic_ai/README.md": "readmes/pydantic-ai.md",
     "docs/contract.md": "contract.md",
 }
 

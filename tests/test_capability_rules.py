@@ -328,6 +328,90 @@ def test_an_erased_chronicum_reopens_for_its_owner_only_even_through_a_stale_own
         first.erase_chronicum("ardian", "missing")
 
 
+def test_a_write_with_create_false_never_creates_a_chronicum(store: MemoryStore) -> None:
+    keeper = Chronicarius(store)
+    with pytest.raises(ChronicumNotFound):
+        keeper.record_actum("ardian", message("c", "hi"), create=False)
+    with pytest.raises(ChronicumNotFound):
+        keeper.record_acta("ardian", [message("c", "hi")], idempotency_key="k", create=False)
+    with pytest.raises(ChronicumNotFound):
+        store.get("c")
+    assert keeper.list_chronica("ardian").chronica == []
+
+
+def test_a_write_with_create_false_lands_in_the_owners_existing_chronicum_only(store: MemoryStore) -> None:
+    keeper = Chronicarius(store)
+    first = keeper.record_actum("ardian", message("c", "one"))
+    second = Chronicarius(store).record_actum("ardian", message("c", "two"), create=False)
+    batch = Chronicarius(store).record_acta("ardian", [message("c", "three")], create=False)
+    assert keeper.get_acta("ardian", "c") == [first, second, *batch]
+    with pytest.raises(ChronicumNotFound):
+        Chronicarius(store).record_actum("bob", message("c", "claim"), create=False)
+    assert len(keeper.get_acta("ardian", "c")) == 3
+
+
+def write_late(keeper: Chronicarius, *, batch: bool) -> None:
+    """A keyed write into ``c`` with ``create=False``, as one actum or as a batch."""
+    if batch:
+        keeper.record_acta("ardian", [message("c", "late")], idempotency_key="k", create=False)
+    else:
+        keeper.record_actum("ardian", message("c", "late"), idempotency_key="k", create=False)
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_write_with_create_false_never_reopens_an_erased_chronicum_even_through_the_owner_cache(
+    store: MemoryStore, batch: bool
+) -> None:
+    remembering, fresh = Chronicarius(store), Chronicarius(store)
+    remembering.record_actum("ardian", message("c", "one"))  # it now remembers the owner
+    assert fresh.erase_chronicum("ardian", "c") == 1
+    for keeper in (remembering, Chronicarius(store)):
+        with pytest.raises(ChronicumNotFound):
+            write_late(keeper, batch=batch)
+    with pytest.raises(ChronicumNotFound):
+        fresh.get_acta("ardian", "c")
+    assert fresh.list_chronica("ardian").chronica == []
+    # without create=False, the owner's write reopens it, fresh
+    reopened = remembering.record_actum("ardian", message("c", "again"))
+    assert fresh.get_acta("ardian", "c") == [reopened]
+
+
+def test_a_write_with_create_false_racing_an_erasure_is_not_found_and_reopens_nothing() -> None:
+    class ErasedJustBeforeTheWrite(MemoryStore):
+        """Erases the chronicum right after the owner check, before the write reaches the store."""
+
+        def record_idempotent(self, actum: Actum, key: str) -> Actum:
+            self.erase(actum.chronicum_id, owner_digest("ardian"))
+            return super().record_idempotent(actum, key)
+
+    store = ErasedJustBeforeTheWrite()
+    Chronicarius(store).record_actum("ardian", message("c", "one"))
+    with pytest.raises(ChronicumNotFound):
+        Chronicarius(store).record_actum("ardian", message("c", "late"), idempotency_key="k", create=False)
+    with pytest.raises(ChronicumNotFound):
+        store.get("c")
+
+
+def test_the_async_twin_writes_with_create_false_like_the_blocking_one() -> None:
+    async def scenario() -> None:
+        store = AsyncMemoryStore()
+        keeper = AsyncChronicarius(store)
+        with pytest.raises(ChronicumNotFound):
+            await keeper.record_actum("ardian", message("c", "hi"), create=False)
+        with pytest.raises(ChronicumNotFound):
+            await keeper.record_acta("ardian", [message("c", "hi")], create=False)
+        first = await keeper.record_actum("ardian", message("c", "one"))
+        batch = await keeper.record_acta("ardian", [message("c", "two")], create=False)
+        assert await keeper.get_acta("ardian", "c") == [first, *batch]
+        await keeper.erase_chronicum("ardian", "c")
+        with pytest.raises(ChronicumNotFound):
+            await keeper.record_actum("ardian", message("c", "late"), create=False)
+        with pytest.raises(ChronicumNotFound):
+            await store.get("c")
+
+    asyncio.run(scenario())
+
+
 def test_erasing_an_owner_counts_chronica_and_spares_others(chronicarius: Chronicarius) -> None:
     for chronicum_id in ("a", "b", "c"):
         chronicarius.record_actum("ardian", message(chronicum_id, "hi"))

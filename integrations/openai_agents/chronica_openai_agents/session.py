@@ -149,10 +149,13 @@ class ChronicaSession:
         Appends a tombstone naming the item's actum, written with the idempotency key
         ``pop:<actum id>``: of several pops racing for the same item exactly one writes it, and
         each loser reads again and pops the next newest item, so concurrent pops remove
-        different items.
+        different items. The tombstone is written only into the chronicum as it exists
+        (``record_actum(create=False)``): a ``clear_session`` landing between the pop's read and
+        its tombstone makes the pop find nothing, and it never starts a fresh session.
 
         Returns:
-            The item removed; ``None`` when the session has no items (or is another owner's).
+            The item removed; ``None`` when the session has no items (or is another owner's, or
+            was cleared while the pop ran).
 
         Raises:
             StoreError: the store failed (a retry pops at most one item more).
@@ -168,6 +171,7 @@ class ChronicaSession:
                     self.owner_id,
                     tombstone(self.session_id, newest.id, nonce),
                     idempotency_key=f"pop:{newest.id}",
+                    create=False,  # a clear that landed since the read leaves nothing to pop
                 )
             except ChronicumNotFound:
                 return None

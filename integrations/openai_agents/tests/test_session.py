@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import pytest
@@ -252,6 +253,68 @@ def test_clear_session_erases_every_item_and_the_id_starts_afresh(store_target: 
         fresh = [item("user", "a new start")]
         await session.add_items(fresh)
         assert await session.get_items() == fresh
+
+    run_on(store_target, body)
+
+
+class InterleavingChronicarius(AsyncChronicarius):
+    """Runs ``between`` once, right after its next read: another caller's step landing between a
+    pop's read of the newest item and the pop's tombstone, deterministically."""
+
+    between: Callable[[], Awaitable[None]] | None = None
+
+    async def get_acta(self, owner_id: str, chronicum_id: str, **query: Any) -> Any:
+        found = await super().get_acta(owner_id, chronicum_id, **query)
+        between, self.between = self.between, None
+        if between is not None:
+            await between()
+        return found
+
+
+def test_a_pop_racing_a_clear_writes_nothing_into_a_fresh_session(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        racing = InterleavingChronicarius(store)
+        session = session_on(racing)
+        await session.add_items(numbered(3))
+        racing.between = session_on(store, session.session_id).clear_session
+        assert await session.pop_item() is None  # the clear came first: nothing was left to pop
+        assert racing.between is None
+        assert await session.get_items() == []
+        keeper = AsyncChronicarius(store)
+        with pytest.raises(ChronicumNotFound):  # no fresh chronicum holding a tombstone
+            await keeper.get_acta(OWNER, session.session_id)
+        assert session.session_id not in [c.id for c in (await keeper.list_chronica(OWNER)).chronica]
+        fresh = [item("user", "a new start")]
+        await session.add_items(fresh)
+        assert await session.get_items() == fresh
+        assert [actum.content for actum in await keeper.get_acta(OWNER, session.session_id)] == [
+            json.dumps(fresh[0], separators=(",", ":"))
+        ]
+
+    run_on(store_target, body)
+
+
+def test_a_pop_racing_a_clear_and_a_new_item_hides_nothing_of_the_fresh_session(
+    store_target: StoreTarget,
+) -> None:
+    async def body(store: AsyncStore) -> None:
+        racing = InterleavingChronicarius(store)
+        session = session_on(racing)
+        items = numbered(3)
+        await session.add_items(items)
+        fresh = [item("user", "a new start")]
+        other = session_on(store, session.session_id)
+
+        async def clear_then_add() -> None:
+            await other.clear_session()
+            await other.add_items(fresh)
+
+        racing.between = clear_then_add
+        assert await session.pop_item() == items[-1]  # removed, by the clear, for every later reader
+        assert await session.get_items() == fresh
+        assert await other.get_items() == fresh
+        assert await other.pop_item() == fresh[0]
+        assert await other.get_items() == []
 
     run_on(store_target, body)
 

@@ -1,0 +1,12 @@
+"""Chronica for pydantic-ai: an agent's message history kept in a chronicum.
+
+:class:`ChronicaHistory` saves a run's messages (``result.new_messages()``) as one atomic batch
+and loads a context window to pass back as ``message_history=``; each message is one actum whose
+content is pydantic-ai's own JSON for it (:mod:`chronica_pydantic_ai.mapping`). See this
+distribution's README.
+"""
+
+from chronica_pydantic_ai.history import ChronicaHistory
+from chronica_pydantic_ai.mapping import SYSTEM_ACTOR, answers_a_call, message_actum, message_of_actum, window
+
+__all__ = ["SYSTEM_ACTOR", "ChronicaHistory", "answers_a_call", "message_actum", "message_of_actum", "window"]
