@@ -91,7 +91,8 @@ class SuiteBase:
     A subclass supplies a ``store`` fixture (yielding a blocking ``Store``; the fixture closes
     it), an ``async_store`` fixture (returning an ``AsyncStore`` constructed without awaiting; the
     suite awaits its ``close()`` in the test's own event loop), or both. Flavours without a
-    fixture are not run. A subclass that defines its own ``pytest_generate_tests`` must call
+    fixture are not run, nor are cases for the ``async`` flavour only (such as the any-loop
+    contract's) without an ``async_store`` fixture. A subclass that defines its own ``pytest_generate_tests`` must call
     ``super().pytest_generate_tests(metafunc)``.
 
     Attributes:
@@ -123,6 +124,8 @@ class SuiteBase:
         """Parametrise every case that uses ``chronica_harness`` by :meth:`chronica_targets`."""
         if "chronica_target" in metafunc.fixturenames:
             targets = self.chronica_targets(metafunc)
+            if getattr(metafunc.function, "chronica_async_only", False):  # see loop_contract.async_only
+                targets = [target for target in targets if target.flavour == "async"]
             metafunc.parametrize("chronica_target", targets, ids=[target.id for target in targets])
 
     @pytest.fixture

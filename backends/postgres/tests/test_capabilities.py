@@ -329,9 +329,9 @@ def _count_operations(
 
     if isinstance(store, AsyncPostgresStore):
 
-        async def perform_async(operation: Any) -> Any:
+        async def perform_async(pool: Any, operation: Any) -> Any:  # the running loop's pool
             counts.operations.append(operation)
-            return await perform(operation)  # type: ignore[misc]
+            return await perform(pool, operation)  # type: ignore[call-arg,misc]
 
         monkeypatch.setattr(store, "_perform", perform_async)
     else:
