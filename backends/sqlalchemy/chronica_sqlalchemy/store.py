@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from abc import abstractmethod
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -219,8 +220,9 @@ class AsyncSQLAlchemyStore(_AsyncStore):
 
     Opened from a URL (:meth:`open`), one store serves every event loop of the process, one after
     another (``asyncio.run()`` per request) and at once (a loop per thread): each loop gets an
-    engine of its own, made from the URL and options on the loop's first operation, so that no
-    pooled connection crosses loops. A loop's engine is disposed of when that loop closes
+    engine of its own on the loop's first operation, so that no
+    pooled connection crosses loops (loops one after another take turns with :attr:`engine`,
+    disposed of between them). A loop's engine is disposed of when that loop closes
     (``asyncio.run()`` and ``loop.shutdown_asyncgens()`` close it, in the loop), and every one at
     :meth:`close` (see :class:`chronica_core.loops.PerLoop` for a loop closed otherwise, or
     running in another thread). The tables are migrated (or checked) once per store. An engine
@@ -260,6 +262,8 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         self._runs_to_the_end = engine.dialect.name == "sqlite"
         self._running: set[asyncio.Future[Any]] = set()  # operations that run to their end
         self._engine_per_loop = _engine_per_loop
+        self._engine_lent = False  # whether a loop uses self.engine now (under _lending)
+        self._lending = threading.Lock()
         self._engines: PerLoop[AsyncEngine] = PerLoop(
             self._where, self._open_engine, self._close_engine, self._drop_engine
         )
@@ -295,12 +299,30 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         """
         self._mark_closed()
         await self._engines.close()
-        if self._owns_engine and self._engine_per_loop is not None:
-            await self.engine.dispose()  # made by open() and never connected: nothing to close
+        if self._owns_engine:
+            await self.engine.dispose()  # disposed of by its last loop already, or never used
 
     async def _open_engine(self) -> AsyncEngine:
-        """The running loop's engine: a new one from the URL, or the one given."""
-        return self._engine_per_loop() if self._engine_per_loop is not None else self.engine
+        """The running loop's engine: the store's own when no other loop uses it, else a new one.
+
+        The store's own engine goes to one loop at a time (disposed of between them, as
+        SQLAlchemy asks of an engine used in several loops), so that loops one after another use
+        :attr:`engine` and its event listeners; a loop running meanwhile gets a new engine from the
+        URL and options. A given engine serves every loop.
+        """
+        if self._engine_per_loop is None:
+            return self.engine
+        with self._lending:
+            if not self._engine_lent:
+                self._engine_lent = True
+                return self.engine
+        return self._engine_per_loop()
+
+    def _returned(self, engine: AsyncEngine) -> None:
+        """``engine``'s loop is done with it: the store's own may go to the next loop."""
+        if engine is self.engine:
+            with self._lending:
+                self._engine_lent = False
 
     async def _close_engine(self, engine: AsyncEngine) -> None:
         """In its own loop: let that loop's unfinished SQLite operations end, then dispose."""
@@ -309,11 +331,13 @@ class AsyncSQLAlchemyStore(_AsyncStore):
             await asyncio.wait(running)  # asyncio.wait: cancelling close leaves them running
         if self._owns_engine:
             await engine.dispose()
+        self._returned(engine)
 
     def _drop_engine(self, engine: AsyncEngine) -> None:
         """Its loop is not running: drop the pool without closing its connections (no awaiting)."""
         if self._owns_engine:
             engine.sync_engine.dispose(close=False)
+        self._returned(engine)
 
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
         try:
