@@ -386,8 +386,8 @@ class AsyncMongoStore(AsyncPlannedStore):
         Refused, as every operation is, once closed (``StoreError``).
         """
         self._check_open()
-        loop_client = await self._clients.get()
-        await run_plan_async(self.plans.migrate(), functools.partial(_perform, loop_client.database))
+        database = self._loop_database(await self._clients.get())
+        await run_plan_async(self.plans.migrate(), functools.partial(_perform, database))
         self._opened = True
 
     async def close(self) -> None:
@@ -410,13 +410,17 @@ class AsyncMongoStore(AsyncPlannedStore):
         client = self._new_client()
         return _LoopClient(client, _database(client, self._database_name), owned=True)
 
+    def _loop_database(self, loop_client: _LoopClient) -> AsyncDatabase[dict[str, Any]]:
+        """The store's database on the running loop's client (a test may wrap it to inject faults)."""
+        return loop_client.database
+
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         try:
             loop_client = await self._clients.get()
         except BaseException:
             plan.close()
             raise
-        perform = functools.partial(_perform, loop_client.database)
+        perform = functools.partial(_perform, self._loop_database(loop_client))
         if not self._opened:
             opening = self.plans.migrate() if self._auto_migrate else self.plans.check()
             await run_plan_async(opening, perform)
