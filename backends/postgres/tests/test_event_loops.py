@@ -33,6 +33,12 @@ from chronica_core import ActaQuery, Chronicum, StoreError, open_async_store
 from datetime import UTC, datetime
 
 URL, ADMIN_URL, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
+saying = threading.Lock()
+
+def say(*words: object) -> None:
+    """Print one line, whole, whichever thread says it."""
+    with saying:
+        print(*words, flush=True)
 
 def connections() -> int:
     with psycopg.connect(ADMIN_URL) as admin:
@@ -67,7 +73,7 @@ def in_thread(number: int) -> None:
     async def body() -> None:
         await store.get(chronicum.id)
         await asyncio.to_thread(barrier.wait)
-        print("both", await asyncio.to_thread(connections))
+        say("both", await asyncio.to_thread(connections))
         await asyncio.to_thread(barrier.wait)
     asyncio.run(body())
 threads = [threading.Thread(target=in_thread, args=(n,)) for n in range(2)]
