@@ -126,6 +126,12 @@ class SuiteBase:
             targets = self.chronica_targets(metafunc)
             if getattr(metafunc.function, "chronica_async_only", False):  # see loop_contract.async_only
                 targets = [target for target in targets if target.flavour == "async"]
+                if not targets:
+                    reason = "an asyncio store's case, and the suite supplies no `async_store` fixture"
+                    metafunc.parametrize(
+                        "chronica_target", [pytest.param(None, marks=pytest.mark.skip(reason=reason))], ids=["sync"]
+                    )
+                    return
             metafunc.parametrize("chronica_target", targets, ids=[target.id for target in targets])
 
     @pytest.fixture

@@ -2,7 +2,8 @@
 
 An agent framework runs its own loops (``Runner.run_sync``, one ``asyncio.run()`` per web request,
 a loop per worker thread); the store a program opened once must serve all of them. The cases run
-for the ``async_store`` flavour only: a blocking store has no event loop. Each case owns the
+for the ``async_store`` flavour only (a blocking store has no event loop; a suite without an
+``async_store`` fixture skips them, saying so); their names begin ``test_any_loop_``. Each case owns the
 store it is given and closes it; none asserts anything about a driver (counting a backend's
 connections on its server is that backend's own test).
 """
@@ -76,7 +77,7 @@ class AnyLoopContract(SuiteBase):
         asyncio.run(store.close())
 
     @async_only
-    def test_one_store_serves_loops_one_after_another(self, any_loop_store: AsyncStore) -> None:
+    def test_any_loop_one_store_serves_loops_one_after_another(self, any_loop_store: AsyncStore) -> None:
         """Three ``asyncio.run()`` in a row write and read through one store; each sees the others' acta."""
         store = any_loop_store
         chronicum = new_chronicum()
@@ -93,7 +94,7 @@ class AnyLoopContract(SuiteBase):
         assert [actum.content for actum in seen[-1]] == ["turn 0", "turn 1", "turn 2"]
 
     @async_only
-    def test_one_store_serves_two_loops_at_once(self, any_loop_store: AsyncStore) -> None:
+    def test_any_loop_one_store_serves_two_loops_at_once(self, any_loop_store: AsyncStore) -> None:
         """Two threads, each in its own loop, use one store at the same time; every write lands once."""
         store = any_loop_store
         shared = new_chronicum()
@@ -127,7 +128,7 @@ class AnyLoopContract(SuiteBase):
         assert len(set(ids(in_shared))) == 20, "an actum landed twice"
 
     @async_only
-    def test_many_tasks_of_a_new_loop_arrive_together(self, any_loop_store: AsyncStore) -> None:
+    def test_any_loop_many_tasks_of_a_new_loop_arrive_together(self, any_loop_store: AsyncStore) -> None:
         """The first calls of a new loop, made by many tasks at once, all succeed (opening is race-free)."""
         store = any_loop_store
         chronicum = new_chronicum()
@@ -143,7 +144,7 @@ class AnyLoopContract(SuiteBase):
         assert sorted(actum.content for actum in acta) == sorted(f"task {n}" for n in range(TASKS_AT_ONCE))
 
     @async_only
-    def test_close_from_one_loop_ends_the_store_for_every_loop(self, any_loop_store: AsyncStore) -> None:
+    def test_any_loop_close_from_one_loop_ends_the_store_for_every_loop(self, any_loop_store: AsyncStore) -> None:
         """``close()`` in one loop, while another thread's loop that used the store still runs.
 
         The other loop's next call raises ``StoreError`` ("the store is closed"), and so does a
