@@ -173,7 +173,7 @@ def test_close_while_a_loop_opens_closes_the_fresh_resource() -> None:
         opening = asyncio.create_task(resources.per_loop.get())
         await asyncio.sleep(0.01)  # it is opening now
         await resources.per_loop.close()
-        with pytest.raises(StoreError, match="the store is closed$"):
+        with pytest.raises(StoreError, match=r"the store is closed$"):
             await opening
 
     asyncio.run(scenario())

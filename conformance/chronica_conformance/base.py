@@ -91,9 +91,9 @@ class SuiteBase:
     A subclass supplies a ``store`` fixture (yielding a blocking ``Store``; the fixture closes
     it), an ``async_store`` fixture (returning an ``AsyncStore`` constructed without awaiting; the
     suite awaits its ``close()`` in the test's own event loop), or both. Flavours without a
-    fixture are not run, nor are cases for the ``async`` flavour only (such as the any-loop
-    contract's) without an ``async_store`` fixture. A subclass that defines its own ``pytest_generate_tests`` must call
-    ``super().pytest_generate_tests(metafunc)``.
+    fixture are not run; a case for the ``async`` flavour only (the any-loop contract's) skips,
+    saying why, without an ``async_store`` fixture. A subclass that defines its own
+    ``pytest_generate_tests`` must call ``super().pytest_generate_tests(metafunc)``.
 
     Attributes:
         declares_idempotent: ``True`` makes the idempotent group fail, instead of skip, when the
@@ -129,7 +129,9 @@ class SuiteBase:
                 if not targets:
                     reason = "an asyncio store's case, and the suite supplies no `async_store` fixture"
                     metafunc.parametrize(
-                        "chronica_target", [pytest.param(None, marks=pytest.mark.skip(reason=reason))], ids=["sync"]
+                        "chronica_target",
+                        [pytest.param(None, marks=pytest.mark.skip(reason=reason))],
+                        ids=["sync"],
                     )
                     return
             metafunc.parametrize("chronica_target", targets, ids=[target.id for target in targets])

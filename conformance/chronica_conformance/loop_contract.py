@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -37,7 +37,7 @@ def async_only(case: Case) -> Case:
     return case
 
 
-def _run_in_thread(body: Callable[[], Awaitable[Any]], outcome: list[Any]) -> threading.Thread:
+def _run_in_thread(body: Callable[[], Coroutine[Any, Any, Any]], outcome: list[Any]) -> threading.Thread:
     """Start a thread running ``asyncio.run(body())``; its result or error is appended to ``outcome``."""
 
     def target() -> None:
@@ -101,7 +101,7 @@ class AnyLoopContract(SuiteBase):
         asyncio.run(store.create(shared))
         both_running = threading.Barrier(2, timeout=THREAD_TIMEOUT_SECONDS)
 
-        def writer(label: str) -> Callable[[], Awaitable[list[Actum]]]:
+        def writer(label: str) -> Callable[[], Coroutine[Any, Any, list[Actum]]]:
             async def body() -> list[Actum]:
                 own = new_chronicum()
                 await store.create(own)
@@ -117,7 +117,9 @@ class AnyLoopContract(SuiteBase):
             return body
 
         outcomes: tuple[list[Any], list[Any]] = ([], [])
-        threads = [_run_in_thread(writer(label), outcome) for label, outcome in zip("ab", outcomes, strict=True)]
+        threads = [
+            _run_in_thread(writer(label), outcome) for label, outcome in zip("ab", outcomes, strict=True)
+        ]
         own_a, own_b = (_joined(thread, outcome) for thread, outcome in zip(threads, outcomes, strict=True))
         assert sorted(actum.content for actum in own_a) == sorted(f"a {n}" for n in range(10))
         assert sorted(actum.content for actum in own_b) == sorted(f"b {n}" for n in range(10))
@@ -144,7 +146,9 @@ class AnyLoopContract(SuiteBase):
         assert sorted(actum.content for actum in acta) == sorted(f"task {n}" for n in range(TASKS_AT_ONCE))
 
     @async_only
-    def test_any_loop_close_from_one_loop_ends_the_store_for_every_loop(self, any_loop_store: AsyncStore) -> None:
+    def test_any_loop_close_from_one_loop_ends_the_store_for_every_loop(
+        self, any_loop_store: AsyncStore
+    ) -> None:
         """``close()`` in one loop, while another thread's loop that used the store still runs.
 
         The other loop's next call raises ``StoreError`` ("the store is closed"), and so does a
@@ -173,5 +177,5 @@ class AnyLoopContract(SuiteBase):
         closed.set()
         message = _joined(thread, outcome)
         assert message.endswith("the store is closed"), f"after close, the other loop got {message!r}"
-        with pytest.raises(StoreError, match="the store is closed$"):
+        with pytest.raises(StoreError, match=r"the store is closed$"):
             asyncio.run(store.get(chronicum.id))

@@ -26,8 +26,8 @@ from pymongo.synchronous.database import Database
 
 from chronica_core.errors import InvalidOption, StoreError
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
-from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.loops import PerLoop
+from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import redact, redact_error

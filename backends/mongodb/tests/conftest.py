@@ -275,7 +275,9 @@ class PymongoFaults:
             if isinstance(store, AsyncMongoStore):  # a client per event loop, and its database
                 loop_database = store._loop_database
                 patch.setattr(
-                    store, "_loop_database", lambda loop_client: _FailingDatabase(loop_database(loop_client), injection)
+                    store,
+                    "_loop_database",
+                    lambda loop_client: _FailingDatabase(loop_database(loop_client), injection),
                 )
             else:
                 patch.setattr(store, "database", _FailingDatabase(store.database, injection))

@@ -18,7 +18,6 @@ import uuid
 from urllib.parse import quote
 
 import psycopg
-import pytest
 
 SCENARIO_TIMEOUT_SECONDS = 120.0
 """How long a scenario may run before the case fails as hung (a guard, not a measurement)."""
@@ -109,8 +108,18 @@ def test_each_loop_has_its_own_pool_closed_with_the_loop_and_at_close(postgres_u
     separator = "&" if "?" in postgres_url else "?"
     url = f"{postgres_url}{separator}application_name={quote(name)}&schema={quote(schema)}"
     finished = subprocess.run(
-        [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", textwrap.dedent(SCENARIO),
-         url, postgres_url, name],
+        [
+            sys.executable,
+            "-X",
+            "dev",
+            "-W",
+            "error::ResourceWarning",
+            "-c",
+            textwrap.dedent(SCENARIO),
+            url,
+            postgres_url,
+            name,
+        ],
         capture_output=True,
         text=True,
         timeout=SCENARIO_TIMEOUT_SECONDS,

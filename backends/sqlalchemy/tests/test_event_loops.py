@@ -25,9 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import URL
-
 from conftest import ServerDatabases
+from sqlalchemy.engine import URL
 
 SCENARIO_TIMEOUT_SECONDS = 180.0
 """How long a scenario may run before the case fails as hung (a guard, not a measurement)."""
@@ -149,8 +148,16 @@ def test_each_loop_has_its_own_connections_closed_with_the_loop_and_at_close(
     dialect: str, own_database: list[str]
 ) -> None:
     finished = subprocess.run(
-        [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", textwrap.dedent(SCENARIO)]
-        + own_database,
+        [
+            sys.executable,
+            "-X",
+            "dev",
+            "-W",
+            "error::ResourceWarning",
+            "-c",
+            textwrap.dedent(SCENARIO),
+            *own_database,
+        ],
         capture_output=True,
         text=True,
         timeout=SCENARIO_TIMEOUT_SECONDS,
