@@ -140,6 +140,7 @@ def test_each_loop_has_its_own_client_closed_with_the_loop_and_at_close(
     assert finished.returncode == 0, finished.stderr
     left_behind = [line for line in finished.stderr.splitlines() if any(mark in line for mark in LEFT_BEHIND)]
     assert not left_behind, finished.stderr
+    assert finished.stderr == ""  # nor any other warning or log line
     lines = finished.stdout.splitlines()
     assert [line for line in lines if line.startswith("during")] == [
         "during 0 1 True",

@@ -128,6 +128,7 @@ def test_each_loop_has_its_own_pool_closed_with_the_loop_and_at_close(postgres_u
     assert finished.returncode == 0, finished.stderr
     left_behind = [line for line in finished.stderr.splitlines() if any(mark in line for mark in LEFT_BEHIND)]
     assert not left_behind, finished.stderr
+    assert finished.stderr == ""  # nor any other warning or log line
     lines = finished.stdout.splitlines()
     during = [int(line.split()[2]) for line in lines if line.startswith("during")]
     assert len(during) == 3 and all(count >= 2 for count in during), lines  # min_size 2, in each loop
