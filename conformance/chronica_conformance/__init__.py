@@ -36,6 +36,7 @@ pytest.register_assert_rewrite(
             "json_contract",
             "listing_contract",
             "loop_contract",
+            "loop_scenario",
             "rules_contract",
             "size_contract",
             "stateful",
