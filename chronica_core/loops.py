@@ -15,8 +15,13 @@ running its own loop) keeps one such resource per loop in a :class:`PerLoop`:
   then closes the loop's resource, in that loop. Errors closing it are dropped: nobody is there to
   raise them to.
 - **A loop closed without** ``shutdown_asyncgens()`` (``loop.close()`` alone) cannot await
-  anything any more: its resource is dropped (the backend's ``drop`` closes its sockets without
-  awaiting) the next time the store opens a resource for a new loop, or at :meth:`PerLoop.close`.
+  anything any more: its resource is dropped (the backend's ``drop`` closes what it can without
+  awaiting: chronica-postgres ends its sessions, others leave their sockets to be closed when
+  Python frees them) the next time the store opens a resource for a new loop, or at
+  :meth:`PerLoop.close`. The driver may then report what it left behind (psycopg's pool tasks
+  "destroyed but pending", aiosqlite's ``ResourceWarning``): close such a loop the way
+  ``asyncio.run()`` does, ``loop.run_until_complete(loop.shutdown_asyncgens())`` before
+  ``loop.close()`` (after cancelling its tasks), or use ``asyncio.run()`` / ``asyncio.Runner``.
 - :meth:`PerLoop.close` (the store's ``close()``) closes the running loop's resource there; that of
   a loop running in another thread is closed in that loop (``asyncio.run_coroutine_threadsafe``),
   awaited for at most :attr:`PerLoop.close_timeout` seconds (past it, that loop closes it itself
