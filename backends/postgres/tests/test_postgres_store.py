@@ -685,7 +685,7 @@ def test_at_is_never_earlier_than_the_last_actum_at(store: PostgresStore, admin:
 def test_an_async_store_closed_from_another_loop_raises_and_logs_nothing(
     async_store: AsyncPostgresStore, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Its first loop is closed by then: close() drops the pool, and the store is closed."""
+    """The loop that used it has closed, its pool with it; close() from a new loop logs nothing."""
     chronicum = Chronicum(f"pg-other-loop-{uuid.uuid4().hex}", "ardian", datetime.now(UTC))
     asyncio.run(async_store.create(chronicum))
     capfd.readouterr()

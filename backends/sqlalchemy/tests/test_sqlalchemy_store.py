@@ -977,7 +977,7 @@ def test_an_async_store_closed_from_another_loop_raises_and_logs_nothing(
     capfd: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Its first loop is closed by then: close() drops the pool, and the store is closed."""
+    """The loop that used it has closed, its pool with it; close() from a new loop logs nothing."""
     chronicum_id = new_id()
     asyncio.run(async_store.create(started(chronicum_id)))
     capfd.readouterr()
