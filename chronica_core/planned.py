@@ -11,13 +11,11 @@ capability (see :mod:`chronica_core.capabilities`), so its plans must implement 
 
 from __future__ import annotations
 
-import asyncio
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from chronica_core.closable import Closable
-from chronica_core.errors import StoreError
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.plans import Plan
 from chronica_core.redaction import redact_error
@@ -193,59 +191,39 @@ class AsyncPlannedStore(
 ):
     """The asyncio twin of :class:`PlannedStore`: the same plans, run by ``await self._run(plan)``.
 
-    Every operation first checks that the store is usable: a store that was closed (its
-    ``close`` calls :meth:`_mark_closed`) or, when :attr:`binds_to_loop`, is used from another
-    event loop than the one it first ran in (its connections belong to that loop) raises
-    ``StoreError("<backend_name>: async store", ...)`` instead of reconnecting or failing inside
-    the driver. As in :class:`PlannedStore`, a subclass sets ``self._secrets_of`` to the URL it
-    connects with, whose secrets are then redacted from whatever an operation raises.
+    One store serves every event loop of the process, one after another (``asyncio.run()`` per
+    request) and at once (a loop per thread): a subclass keeps its driver's connections per loop
+    (see :class:`chronica_core.loops.PerLoop`), never handing one loop's connection to another.
+    Every operation first checks that the store is open: once closed (its ``close`` calls
+    :meth:`_mark_closed`) it raises ``StoreError("<backend_name>: async store", "the store is
+    closed")`` instead of reconnecting. As in :class:`PlannedStore`, a subclass sets
+    ``self._secrets_of`` to the URL it connects with, whose secrets are then redacted from whatever
+    an operation raises.
     """
 
     plans: StorePlans
     _secrets_of: str = ""
     """As for :class:`PlannedStore`."""
-    binds_to_loop: ClassVar[bool] = True
-    """Whether the store's connections belong to the event loop that first used it."""
-    _loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def _where(self) -> str:
+        """The ``where`` of the store's own errors: ``"<backend_name>: async store"``."""
+        return f"{self.backend_name}: async store"
 
     @abstractmethod
     async def _run(self, plan: Plan[Any, Result]) -> Result:
         """Perform ``plan``'s operations to the end, awaiting each, and return its result."""
 
-    def _check_usable(self, plan: Plan[Any, Any] | None = None) -> None:
-        """Raise ``StoreError`` if the store is closed or belongs to another event loop.
+    def _check_open(self, plan: Plan[Any, Any] | None = None) -> None:
+        """Raise ``StoreError("<backend_name>: async store", "the store is closed")`` once closed.
 
-        Call it from inside the running loop. The operations check it; so should a subclass's
-        own ``migrate`` (the first check binds the store to the running loop).
+        The operations check it; so should a subclass's own ``migrate``.
         """
-        where = f"{self.backend_name}: async store"
-        self._refuse_if_closed(plan, where)
-        if self.binds_to_loop:
-            loop = asyncio.get_running_loop()
-            if self._loop is None:
-                self._loop = loop
-            elif self._loop is not loop:
-                if plan is not None:
-                    plan.close()
-                first = "which is closed now" if self._loop.is_closed() else "which is still open"
-                raise StoreError(
-                    where,
-                    f"the store belongs to the event loop that first used it, {first}; open one store "
-                    "per event loop, inside it (with pytest-asyncio, give the store the same loop scope "
-                    "as its tests)",
-                )
+        self._refuse_if_closed(plan, self._where)
 
-    def _bound_to_another_loop(self) -> bool:
-        """Whether the store's connections belong to another event loop than the running one.
-
-        That loop may be closed already, or still open but not running here: a ``close`` called
-        from this loop cannot await anything on those connections, only drop them.
-        """
-        return self.binds_to_loop and self._loop is not None and self._loop is not asyncio.get_running_loop()
-
-    async def _run_if_usable(self, plan: Plan[Any, Result]) -> Result:
-        """Run ``plan`` unless the store is closed or belongs to another event loop (``StoreError``)."""
-        self._check_usable(plan)
+    async def _run_if_open(self, plan: Plan[Any, Result]) -> Result:
+        """Run ``plan`` unless the store is closed (``StoreError``)."""
+        self._check_open(plan)
         try:
             return await self._run(plan)
         except BaseException as error:
@@ -254,46 +232,46 @@ class AsyncPlannedStore(
 
     async def create(self, chronicum: Chronicum) -> None:
         """See :meth:`chronica_core.Store.create`."""
-        await self._run_if_usable(self.plans.create(chronicum))
+        await self._run_if_open(self.plans.create(chronicum))
 
     async def get(self, chronicum_id: str) -> Chronicum:
         """See :meth:`chronica_core.Store.get`."""
-        return await self._run_if_usable(self.plans.get(chronicum_id))
+        return await self._run_if_open(self.plans.get(chronicum_id))
 
     async def record(self, actum: Actum) -> Actum:
         """See :meth:`chronica_core.Store.record`."""
-        return await self._run_if_usable(self.plans.record(actum))
+        return await self._run_if_open(self.plans.record(actum))
 
     async def record_idempotent(self, actum: Actum, key: str) -> Actum:
         """See :meth:`chronica_core.IdempotentStore.record_idempotent`."""
-        return await self._run_if_usable(self.plans.record_idempotent(actum, key))
+        return await self._run_if_open(self.plans.record_idempotent(actum, key))
 
     async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
         """See :meth:`chronica_core.Store.acta`."""
-        return await self._run_if_usable(self.plans.acta(chronicum_id, query))
+        return await self._run_if_open(self.plans.acta(chronicum_id, query))
 
     async def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
         """See :meth:`chronica_core.BatchStore.record_many`."""
-        return await self._run_if_usable(self.plans.record_many(acta, key))
+        return await self._run_if_open(self.plans.record_many(acta, key))
 
     async def list_chronica(
         self, owner_id: str, limit: int, after: ListingPosition | None
     ) -> list[Chronicum]:
         """See :meth:`chronica_core.ListingStore.list_chronica`."""
-        return await self._run_if_usable(self.plans.list_chronica(owner_id, limit, after))
+        return await self._run_if_open(self.plans.list_chronica(owner_id, limit, after))
 
     async def erase(self, chronicum_id: str, owner_digest: str) -> int:
         """See :meth:`chronica_core.ErasableStore.erase`."""
-        return await self._run_if_usable(self.plans.erase(chronicum_id, owner_digest))
+        return await self._run_if_open(self.plans.erase(chronicum_id, owner_digest))
 
     async def erase_owner(self, owner_id: str, owner_digest: str) -> int:
         """See :meth:`chronica_core.ErasableStore.erase_owner`."""
-        return await self._run_if_usable(self.plans.erase_owner(owner_id, owner_digest))
+        return await self._run_if_open(self.plans.erase_owner(owner_id, owner_digest))
 
     async def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
         """See :meth:`chronica_core.ErasableStore.reopen`."""
-        return await self._run_if_usable(self.plans.reopen(chronicum, owner_digest))
+        return await self._run_if_open(self.plans.reopen(chronicum, owner_digest))
 
     async def max_content_bytes(self) -> int | None:
         """See :meth:`PlannedStore.max_content_bytes`."""
-        return await self._run_if_usable(self.plans.content_limit())
+        return await self._run_if_open(self.plans.content_limit())

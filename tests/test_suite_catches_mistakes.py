@@ -162,6 +162,8 @@ def suite_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Sui
         # the driver-failure group (E1) skips without a chronica_driver_faults fixture, as here; the
         # capability groups skip for a store without the capabilities, unless declared
         expected_skips = ("test_e1_",) if capabilities else ("test_e1_", *CAPABILITY_GROUPS)
+        if "async" not in flavours:  # the any-loop group is for asyncio stores
+            expected_skips = (*expected_skips, "test_any_loop_")
         return passed, {name for name in skipped if not name.startswith(expected_skips)}, failed
 
     return run

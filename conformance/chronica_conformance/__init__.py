@@ -35,6 +35,8 @@ pytest.register_assert_rewrite(
             "idempotent_contract",
             "json_contract",
             "listing_contract",
+            "loop_contract",
+            "loop_scenario",
             "rules_contract",
             "size_contract",
             "stateful",
@@ -52,6 +54,7 @@ from chronica_conformance.harness import AsyncHarness, Call, Harness, SyncHarnes
 from chronica_conformance.idempotent_contract import IdempotentContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.json_contract import JsonFormContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.listing_contract import ListingContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.loop_contract import AnyLoopContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.runner import run  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.size_contract import SizeContract  # noqa: E402 - after the assert-rewrite registration
@@ -59,6 +62,7 @@ from chronica_conformance.stateful import ReferenceModel, StatefulRules  # noqa:
 from chronica_conformance.store_contract import StoreContract  # noqa: E402 - after the assert-rewrite registration
 
 __all__ = [
+    "AnyLoopContract",
     "AsyncHarness",
     "BatchContract",
     "Call",
@@ -100,6 +104,7 @@ class ConformanceSuite(
     JsonFormContract,
     StatefulRules,
     DriverFailureContract,
+    AnyLoopContract,
 ):
     """Every group of the conformance suite, each case once per flavour the subclass supplies.
 
@@ -108,7 +113,8 @@ class ConformanceSuite(
     to the store's limit), the batch, listing and erasure contracts (each where the store has the
     capability; the erasure contract also checks R10 with a cached owner), missing capabilities
     refused before the store is touched, the public JSON form, the stateful model test and driver
-    failures (E1).
+    failures (E1), and, for an asyncio store, one store serving every event loop (the any-loop
+    contract).
 
     Supply ``store`` and/or ``async_store`` fixtures; set ``declares_idempotent = True`` when the
     store promises idempotency (the idempotent group then fails instead of skipping) and

@@ -91,8 +91,9 @@ class SuiteBase:
     A subclass supplies a ``store`` fixture (yielding a blocking ``Store``; the fixture closes
     it), an ``async_store`` fixture (returning an ``AsyncStore`` constructed without awaiting; the
     suite awaits its ``close()`` in the test's own event loop), or both. Flavours without a
-    fixture are not run. A subclass that defines its own ``pytest_generate_tests`` must call
-    ``super().pytest_generate_tests(metafunc)``.
+    fixture are not run; a case for the ``async`` flavour only (the any-loop contract's) skips,
+    saying why, without an ``async_store`` fixture. A subclass that defines its own
+    ``pytest_generate_tests`` must call ``super().pytest_generate_tests(metafunc)``.
 
     Attributes:
         declares_idempotent: ``True`` makes the idempotent group fail, instead of skip, when the
@@ -129,6 +130,16 @@ class SuiteBase:
 
             kept = selected_flavours(metafunc.config)
             targets = [target for target in self.chronica_targets(metafunc) if target.flavour in kept]
+            if getattr(metafunc.function, "chronica_async_only", False):  # see loop_contract.async_only
+                targets = [target for target in targets if target.flavour == "async"]
+                if not targets:
+                    reason = "an asyncio store's case, and the run has no asyncio store (no `async_store` fixture, or --sync-only)"
+                    metafunc.parametrize(
+                        "chronica_target",
+                        [pytest.param(None, marks=pytest.mark.skip(reason=reason))],
+                        ids=["sync"],
+                    )
+                    return
             metafunc.parametrize("chronica_target", targets, ids=[target.id for target in targets])
 
     @pytest.fixture

@@ -8,12 +8,13 @@ run those plans through each store's ``_run``.
 
 from __future__ import annotations
 
-import asyncio
 import difflib
+import functools
 import inspect
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -26,6 +27,7 @@ from pymongo.synchronous.database import Database
 
 from chronica_core.errors import InvalidOption, StoreError
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
+from chronica_core.loops import PerLoop
 from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
@@ -338,15 +340,36 @@ class MongoStore(PlannedStore):
         return outcome.to_list() if command.cursor else outcome
 
 
+@dataclass(frozen=True, eq=False)
+class _LoopClient:
+    """One event loop's client and the store's database on it.
+
+    Attributes:
+        client: the loop's client (the caller's own when ``owned`` is false).
+        database: the store's database on ``client``.
+        owned: whether the store made the client (then it closes it).
+    """
+
+    client: AsyncMongoClient[dict[str, Any]]
+    database: AsyncDatabase[dict[str, Any]]
+    owned: bool
+
+
 class AsyncMongoStore(AsyncPlannedStore):
     """The asyncio twin of :class:`MongoStore` on pymongo's ``AsyncMongoClient``.
 
-    Built without awaiting anything: the client connects, and the indexes are created
-    (``auto_migrate``), inside the event loop that first uses the store. Use it in that loop only,
-    and ``await store.close()`` there. Arguments are those of :class:`MongoStore`, with an
-    ``AsyncMongoClient`` as ``client``; so are the errors raised when it is built
-    (``InvalidOption``, ``StoreError("mongodb: open: ...")``). A failed migration is raised by the
-    first operation.
+    Built without awaiting anything. Built from a URL, one store serves every event loop of the
+    process, one after another (``asyncio.run()`` per request) and at once (a loop per thread):
+    an ``AsyncMongoClient`` belongs to the loop it first ran in, so each loop gets a client of its
+    own, made from the URL and options on the loop's first operation. A loop's client is closed
+    when that loop closes (``asyncio.run()`` and ``loop.shutdown_asyncgens()`` close it, in the
+    loop), and every one at :meth:`close` (see :class:`chronica_core.loops.PerLoop` for a loop
+    closed otherwise, or running in another thread). The indexes are created (``auto_migrate``),
+    or else checked, once per store. A client given as ``client`` is used as it is: it serves the
+    loop it first ran in only (pymongo refuses another); give a URL to serve every loop.
+    Arguments are those of :class:`MongoStore`, with an ``AsyncMongoClient`` as ``client``; so
+    are the errors raised when it is built (``InvalidOption``, ``StoreError("mongodb: open:
+    ...")``). A failed migration is raised by the first operation.
     """
 
     plans: MongoCore
@@ -372,42 +395,80 @@ class AsyncMongoStore(AsyncPlannedStore):
         self.client: AsyncMongoClient[dict[str, Any]] = client or _client(
             AsyncMongoClient, url, client_options
         )
+        """The client given, or the one made when the store was built (checking the URL and
+        options); a store built from a URL makes one more per event loop, and never uses this one."""
         self.database: AsyncDatabase[dict[str, Any]] = _database(self.client, name)
+        self._new_client = functools.partial(_client, AsyncMongoClient, url, client_options)
+        self._database_name = name
         self.plans = MongoCore(limit)
         self._auto_migrate = migrate
         self._opened = False
-        self._opening = asyncio.Lock()
+        self._clients: PerLoop[_LoopClient] = PerLoop(
+            self._where, self._open_client, _close_client, _drop_client
+        )
 
     async def migrate(self) -> None:
         """Create the indexes if missing (safe to repeat, and from many processes at once).
 
-        Refused, as every operation is, once closed or from another event loop (``StoreError``).
+        Refused, as every operation is, once closed (``StoreError``).
         """
-        self._check_usable()
-        await run_plan_async(self.plans.migrate(), self._perform)
+        self._check_open()
+        database = self._loop_database(await self._clients.get())
+        await run_plan_async(self.plans.migrate(), functools.partial(_perform, database))
         self._opened = True
 
     async def close(self) -> None:
-        """Close the client if the store opened it.
+        """Close the clients the store made, one per event loop (a client given to it stays open).
 
         Later operations raise ``StoreError("mongodb: async store", "the store is closed")``.
+        The running loop's client is closed here, one of a loop running in another thread in that
+        loop, and one of a loop that is not running (closed already, or idle) is dropped, its
+        sockets closed when Python frees them. Raises nothing.
         """
         self._mark_closed()
+        await self._clients.close()
         if self._owns_client:
-            await self.client.close()
-            _log.debug("closed the AsyncMongoClient for %s", masked_url(self._secrets_of))
+            await self.client.close()  # never used: nothing to wait for
+        _log.debug("closed the AsyncMongoClients for %s", masked_url(self._secrets_of))
+
+    async def _open_client(self) -> _LoopClient:
+        """The running loop's client: a new one from the URL, or the one given."""
+        if not self._owns_client:
+            return _LoopClient(self.client, self.database, owned=False)
+        client = self._new_client()
+        return _LoopClient(client, _database(client, self._database_name), owned=True)
+
+    def _loop_database(self, loop_client: _LoopClient) -> AsyncDatabase[dict[str, Any]]:
+        """The store's database on the running loop's client (a test may wrap it to inject faults)."""
+        return loop_client.database
 
     async def _run(self, plan: Plan[Any, Result]) -> Result:
+        try:
+            loop_client = await self._clients.get()
+        except BaseException:
+            plan.close()
+            raise
+        perform = functools.partial(_perform, self._loop_database(loop_client))
         if not self._opened:
-            async with self._opening:
-                if not self._opened:
-                    opening = self.plans.migrate() if self._auto_migrate else self.plans.check()
-                    await run_plan_async(opening, self._perform)
-                    self._opened = True
-        return await run_plan_async(plan, self._perform)
+            opening = self.plans.migrate() if self._auto_migrate else self.plans.check()
+            await run_plan_async(opening, perform)
+            self._opened = True
+        return await run_plan_async(plan, perform)
 
-    async def _perform(self, command: Command) -> Any:
-        outcome = getattr(_target(self.database, command), command.method)(*command.args, **command.kwargs)
-        if inspect.isawaitable(outcome):  # find returns its cursor at once, the others a coroutine
-            outcome = await outcome
-        return await outcome.to_list() if command.cursor else outcome
+
+async def _perform(database: AsyncDatabase[dict[str, Any]], command: Command) -> Any:
+    """Perform one command of a plan on ``database``, in its client's loop."""
+    outcome = getattr(_target(database, command), command.method)(*command.args, **command.kwargs)
+    if inspect.isawaitable(outcome):  # find returns its cursor at once, the others a coroutine
+        outcome = await outcome
+    return await outcome.to_list() if command.cursor else outcome
+
+
+async def _close_client(loop_client: _LoopClient) -> None:
+    """Close a client the store made, in its own loop."""
+    if loop_client.owned:
+        await loop_client.client.close()
+
+
+def _drop_client(loop_client: _LoopClient) -> None:
+    """Its loop is not running: nothing can be awaited; the client's sockets close when it is freed."""

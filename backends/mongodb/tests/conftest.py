@@ -272,7 +272,15 @@ class PymongoFaults:
     ) -> Iterator[Injection]:
         injection = Injection(kind, after, times)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(store, "database", _FailingDatabase(store.database, injection))
+            if isinstance(store, AsyncMongoStore):  # a client per event loop, and its database
+                loop_database = store._loop_database
+                patch.setattr(
+                    store,
+                    "_loop_database",
+                    lambda loop_client: _FailingDatabase(loop_database(loop_client), injection),
+                )
+            else:
+                patch.setattr(store, "database", _FailingDatabase(store.database, injection))
             yield injection
 
 

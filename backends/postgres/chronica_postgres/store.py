@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import weakref
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from chronica_core import StoreError
+from chronica_core.loops import PerLoop
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import masked_url, redact_error
@@ -212,20 +216,101 @@ class PostgresStore(PlannedStore):
         return pool.getconn(timeout)
 
 
+class _CancelledConnectingFilter(logging.Filter):
+    """Drop the pool's report of a connection attempt cancelled because its event loop shuts down.
+
+    ``asyncio.run()`` cancels every task of its loop, the store's pool workers among them; a
+    worker cancelled while it opens a connection logs "error connecting" with the
+    ``CancelledError``, although nothing failed. Only the reports of chronica-postgres's own pools
+    (named ``chronica-postgres <schema>``) with a ``CancelledError`` are dropped.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        arguments = record.args
+        return not (
+            isinstance(arguments, tuple)
+            and len(arguments) == 2
+            and str(record.msg).startswith("error connecting in")
+            and str(arguments[0]).startswith("chronica-postgres ")
+            and isinstance(arguments[1], asyncio.CancelledError)
+        )
+
+
+logging.getLogger("psycopg.pool").addFilter(_CancelledConnectingFilter())
+
+
+@dataclass(eq=False)
+class _LoopPool:
+    """One event loop's pool, and the connections it opened (closed here if the pool could not).
+
+    Attributes:
+        pool: the loop's pool (the caller's own pool when ``owned`` is false).
+        owned: whether the store opened the pool (then it closes it).
+        connections: every connection the pool opened, held weakly.
+    """
+
+    pool: AsyncConnectionPool
+    owned: bool
+    connections: weakref.WeakSet[psycopg.AsyncConnection[Any]] = field(default_factory=weakref.WeakSet)
+
+
+async def _close_loop_pool(loop_pool: _LoopPool) -> None:
+    """Close a pool the store opened, in its own loop, and whatever connection it left open.
+
+    ``asyncio.run()`` cancels every task of the loop (the pool's workers among them) before it
+    closes the loop's async generators; the pool's ``close`` then gives up waiting for its
+    workers, with ``CancelledError``, before closing its idle connections: they are closed here.
+    """
+    if not loop_pool.owned:
+        return
+    try:
+        await loop_pool.pool.close()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():  # this task was cancelled, not the workers
+            _drop_loop_pool(loop_pool)
+            raise
+    for connection in list(loop_pool.connections):
+        if not connection.closed:
+            await connection.close()
+
+
+def _drop_loop_pool(loop_pool: _LoopPool) -> None:
+    """Close the sockets of a pool the store opened, without awaiting (its loop is not running).
+
+    libpq ends each session at once (``PQfinish``); the pool's tasks stay with their loop.
+    """
+    if not loop_pool.owned:
+        return
+    for connection in list(loop_pool.connections):
+        if not connection.closed:
+            connection.pgconn.finish()
+
+
 class AsyncPostgresStore(AsyncPlannedStore):
     """The asyncio twin of :class:`PostgresStore`: the same statements, plans and errors.
 
-    Constructing it does no I/O: the pool is opened (and the schema migrated, with
-    ``auto_migrate``, or else checked to hold no tables chronica-postgres did not create) on first
-    use, inside the event loop that uses it; use one store per loop. The first operation raises
-    what opening raises for :class:`PostgresStore`.
-    Before opening its own pool it connects once directly, so that the first call fails at once
-    with ``StoreError("postgres: open", ...)`` (psycopg's message) when the server refuses, does
-    not answer within ``connect_timeout``, or the URL is malformed.
+    One store serves every event loop of the process, one after another (``asyncio.run()`` per
+    request, ``Runner.run_sync`` in an agent framework) and at once (a loop per thread): each loop
+    gets its own pool, opened on the loop's first operation, inside it; no connection crosses
+    loops. A loop's pool is closed when that loop closes (``asyncio.run()`` and
+    ``loop.shutdown_asyncgens()`` close it, in the loop), and every pool at :meth:`close` (see
+    :class:`chronica_core.loops.PerLoop` for a loop closed otherwise, or still running in another
+    thread). The schema is migrated (``auto_migrate``), or else checked to hold no tables
+    chronica-postgres did not create, once per store: by the first loop's first operation (two
+    loops opening at the same moment may both migrate, which the advisory lock makes safe).
+
+    Constructing it does no I/O; the first operation raises what opening raises for
+    :class:`PostgresStore`. Before opening a pool it connects once directly, so that the first
+    call in a loop fails at once with ``StoreError("postgres: open", ...)`` (psycopg's message)
+    when the server refuses, does not answer within ``connect_timeout``, or the URL is malformed;
+    the next call in that loop tries again.
 
     Args:
         url: a libpq URL (see :class:`PostgresStore`); may be empty when ``pool`` is given.
         pool: an existing ``AsyncConnectionPool`` to use (opened by the caller, never closed here).
+            Its connections belong to the loop the caller opened it in: the store then serves that
+            loop only (psycopg fails in another); give a URL to serve every loop.
         options: as for :class:`PostgresStore`.
 
     Raises:
@@ -238,77 +323,82 @@ class AsyncPostgresStore(AsyncPlannedStore):
     def __init__(self, url: str = "", *, pool: AsyncConnectionPool | None = None, **options: Any) -> None:
         self._url, self.options, self.plans = _configured(url, pool, options)
         self._secrets_of = _connection_text(self._url, pool)
-        self._owns_pool = pool is None
-        self._pool = pool
+        self._given_pool = pool
         self._idle = IdleConnections(self.options.check_idle_after)
         self._ready = False
-        self._opening: asyncio.Lock | None = None
+        # close_with_tasks: a pool worker cancelled while it connects goes on waiting for work,
+        # which would hang asyncio.run()'s shutdown; closing the pool tells it to stop.
+        self._pools: PerLoop[_LoopPool] = PerLoop(
+            self._where, self._open_loop_pool, _close_loop_pool, _drop_loop_pool, close_with_tasks=True
+        )
 
     async def migrate(self) -> int:
         """Create or upgrade the tables under an advisory lock; return the schema version.
 
-        Raises ``StoreError`` (``"postgres: open"`` when the server cannot be reached; as every
-        operation does, once closed or from another event loop).
+        Raises ``StoreError`` (``"postgres: open"`` when the server cannot be reached;
+        ``"postgres: async store: the store is closed"`` once closed).
         """
-        self._check_usable()
-        async with self._opening_lock():
-            await self._open_pool()
-        return await run_plan_async(self.plans.migrate(), self._perform)
+        self._check_open()
+        pool = (await self._pools.get()).pool
+        return await run_plan_async(self.plans.migrate(), functools.partial(self._perform, pool))
 
     async def close(self) -> None:
-        """Close the pool the store opened, if it opened one (a pool given to it is left open).
+        """Close every pool the store opened, one per event loop (a pool given to it is left open).
 
         Later operations raise ``StoreError("postgres: async store", "the store is closed")``.
-        Called from another event loop than the one the store ran in (or after that loop
-        closed), it raises nothing: the pool's tasks and connections belong to that loop and
-        cannot be awaited here, so the store only drops the pool, and each connection's socket is
-        closed when Python frees it (the server ends the session then).
+        The running loop's pool is closed here; one of a loop running in another thread is closed
+        in that loop; one of a loop that is not running (closed already, or idle) cannot be
+        awaited, so its connections' sockets are closed without it (the server ends those
+        sessions at once). Raises nothing.
         """
         self._mark_closed()
-        if self._owns_pool and self._pool is not None:
-            _log.debug("closing the pool of the AsyncPostgresStore on %s", masked_url(self._secrets_of))
-            pool, self._pool, self._ready = self._pool, None, False
-            if not self._bound_to_another_loop():
-                await pool.close()
+        _log.debug("closing the pools of the AsyncPostgresStore on %s", masked_url(self._secrets_of))
+        await self._pools.close()
 
     async def _run(self, plan: Plan[Any, Result]) -> Result:
-        if not self._ready:
-            await self._open()
-        return await run_plan_async(plan, self._perform)
+        try:
+            pool = (await self._pools.get()).pool
+        except BaseException:
+            plan.close()
+            raise
+        return await run_plan_async(plan, functools.partial(self._perform, pool))
 
-    async def _open(self) -> None:
-        """Open the pool in the running loop and migrate, once, however many tasks arrive together."""
-        async with self._opening_lock():
-            if not self._ready:
-                await self._open_pool()
-                plan = self.plans.migrate() if self.options.auto_migrate else self.plans.check()
-                await run_plan_async(plan, self._perform)
-                self._ready = True
-
-    def _opening_lock(self) -> asyncio.Lock:
-        self._opening = self._opening or asyncio.Lock()
-        return self._opening
-
-    async def _open_pool(self) -> None:
-        """Check the server with one direct connection, then open the pool (the caller holds the lock)."""
-        if self._pool is None:
+    async def _open_loop_pool(self) -> _LoopPool:
+        """Open the running loop's pool (and migrate or check the schema, once per store)."""
+        if self._given_pool is not None:
+            loop_pool = _LoopPool(self._given_pool, owned=False)
+        else:
             await _check_connection_async(self._url, self.options)
+            connections: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
             pool = AsyncConnectionPool(
-                self._url, open=False, configure=self._configure, **self.options.pool_arguments()
+                self._url,
+                open=False,
+                configure=functools.partial(self._configure, connections),
+                **self.options.pool_arguments(),
             )
-            self._pool = pool
-            await pool.open()
+            loop_pool = _LoopPool(pool, owned=True, connections=connections)
+            try:
+                await pool.open(wait=True, timeout=self.options.pool_timeout)
+            except BaseException:
+                await _close_loop_pool(loop_pool)
+                raise
             _log.debug(
                 "opened a pool of %d to %d connections to %s",
                 pool.min_size,
                 pool.max_size,
                 masked_url(self._url),
             )
+        if not self._ready:
+            plan = self.plans.migrate() if self.options.auto_migrate else self.plans.check()
+            try:
+                await run_plan_async(plan, functools.partial(self._perform, loop_pool.pool))
+            except BaseException:
+                await _close_loop_pool(loop_pool)
+                raise
+            self._ready = True
+        return loop_pool
 
-    async def _perform(self, operation: Operation) -> Rows:
-        pool = self._pool
-        if pool is None:
-            raise StoreError("postgres: async store", "the store is closed")
+    async def _perform(self, pool: AsyncConnectionPool, operation: Operation) -> Rows:
         if not isinstance(operation, Statement | Transaction):  # DISCARD_BROKEN_CONNECTIONS, at best
             with contextlib.suppress(psycopg.Error):
                 await pool.check()
@@ -330,8 +420,16 @@ class AsyncPostgresStore(AsyncPlannedStore):
             self._idle.returned(connection)
             await pool.putconn(connection)
 
-    async def _configure(self, connection: psycopg.AsyncConnection[Any]) -> None:
-        """Set up a new pooled connection: timestamps in UTC; note the server's idle timeout."""
+    async def _configure(
+        self,
+        connections: weakref.WeakSet[psycopg.AsyncConnection[Any]],
+        connection: psycopg.AsyncConnection[Any],
+    ) -> None:
+        """Set up a new pooled connection: timestamps in UTC; note the server's idle timeout.
+
+        The connection joins ``connections``, those of its loop's pool.
+        """
+        connections.add(connection)
         cursor = await connection.execute(CONFIGURE_SQL)
         cursor.nextset()
         self._idle.opened(connection, idle_timeout_seconds(await cursor.fetchone()))

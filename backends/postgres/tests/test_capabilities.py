@@ -325,16 +325,16 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counted:
 def _count_operations(
     store: PostgresStore | AsyncPostgresStore, monkeypatch: pytest.MonkeyPatch, counts: Counted
 ) -> None:
-    perform = store._perform
-
     if isinstance(store, AsyncPostgresStore):
+        perform_in = store._perform
 
-        async def perform_async(operation: Any) -> Any:
+        async def perform_async(pool: Any, operation: Any) -> Any:  # the running loop's pool
             counts.operations.append(operation)
-            return await perform(operation)  # type: ignore[misc]
+            return await perform_in(pool, operation)
 
         monkeypatch.setattr(store, "_perform", perform_async)
     else:
+        perform = store._perform
 
         def perform_sync(operation: Any) -> Any:
             counts.operations.append(operation)

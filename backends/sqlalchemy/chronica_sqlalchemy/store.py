@@ -14,9 +14,11 @@ worker thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import threading
 from abc import abstractmethod
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -27,6 +29,7 @@ from sqlalchemy.pool import QueuePool, SingletonThreadPool
 from sqlalchemy.util import greenlet_spawn
 
 from chronica_core.errors import StoreError
+from chronica_core.loops import PerLoop
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
 from chronica_core.redaction import masked_url
@@ -202,8 +205,8 @@ class _AsyncStore(AsyncPlannedStore, _Store):
         """Run :func:`execute_plan` for ``plan`` on the store's blocking engine, off the event loop."""
 
     async def migrate(self) -> None:
-        """See :meth:`SQLAlchemyStore.migrate`; refused once closed or from another loop (``StoreError``)."""
-        self._check_usable()
+        """See :meth:`SQLAlchemyStore.migrate`; refused once closed (``StoreError``)."""
+        self._check_open()
         await self._perform(self.plans.migrate())
         self._pending_open = False
 
@@ -214,7 +217,7 @@ class _AsyncStore(AsyncPlannedStore, _Store):
             else:
                 await self._perform(self.plans.check())
                 self._pending_open = False
-        self._check_usable(plan)  # closed while it waited for the migration?
+        self._check_open(plan)  # closed while it waited for the migration?
         return await self._perform(plan)
 
 
@@ -224,9 +227,20 @@ class AsyncSQLAlchemyStore(_AsyncStore):
     It runs the very same plans, through SQLAlchemy's greenlet bridge (the mechanism its
     ``AsyncConnection`` uses): the drivers are asyncio ones (asyncmy, psycopg's async API,
     aiosqlite), so waiting on the database never blocks the event loop. Constructing it does no
-    I/O; it connects, and migrates when ``auto_migrate``, on first use inside the running loop.
+    I/O; it connects, and migrates when ``auto_migrate``, on first use.
     ``open_async_store(url)`` gives this store for MariaDB/MySQL, PostgreSQL and
     ``sqlite+aiosqlite://``; for other SQLite URLs it gives :class:`AsyncThreadedSQLAlchemyStore`.
+
+    Opened from a URL (:meth:`open`), one store serves every event loop of the process, one after
+    another (``asyncio.run()`` per request) and at once (a loop per thread): each loop gets an
+    engine of its own on the loop's first operation, so that no
+    pooled connection crosses loops (loops one after another take turns with :attr:`engine`,
+    disposed of between them). A loop's engine is disposed of when that loop closes
+    (``asyncio.run()`` and ``loop.shutdown_asyncgens()`` close it, in the loop), and every one at
+    :meth:`close` (see :class:`chronica_core.loops.PerLoop` for a loop closed otherwise, or
+    running in another thread). The tables are migrated (or checked) once per store. An engine
+    given to the constructor is used as it is in every loop: its pool's connections belong to the
+    loop that opened them, so give it a ``NullPool`` to use it from several loops, or give a URL.
 
     On SQLite, an operation runs to its end even when the task awaiting it is cancelled (the task
     stops waiting at once; a write may still land, so retry it with the same idempotency key):
@@ -254,49 +268,98 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         auto_migrate: bool = True,
         max_content_bytes: int | None = None,
         _owns_engine: bool = False,
+        _engine_per_loop: Callable[[], AsyncEngine] | None = None,
     ) -> None:
         _Store.__init__(self, engine.sync_engine, schema, auto_migrate, _owns_engine, max_content_bytes)
         self.engine = engine
         self._runs_to_the_end = engine.dialect.name == "sqlite"
         self._running: set[asyncio.Future[Any]] = set()  # operations that run to their end
+        self._engine_per_loop = _engine_per_loop
+        self._engine_lent = False  # whether a loop uses self.engine now (under _lending)
+        self._lending = threading.Lock()
+        self._engines: PerLoop[AsyncEngine] = PerLoop(
+            self._where, self._open_engine, self._close_engine, self._drop_engine
+        )
 
     @classmethod
     def open(cls, url: str | URL, **options: Any) -> AsyncSQLAlchemyStore:
         """Open an asyncio store on ``url`` without connecting; see :meth:`SQLAlchemyStore.open`.
 
-        SQLite URLs get ``aiosqlite`` here, whatever driver they name.
+        SQLite URLs get ``aiosqlite`` here, whatever driver they name. Each event loop that uses
+        the store gets its own engine, made from ``url`` and ``options`` like this one.
 
         Raises ``InvalidOption`` and ``StoreError`` (a bad URL) as :meth:`SQLAlchemyStore.open` does,
         before any engine is created; errors reaching the database come from the first operation.
         """
         url, parsed = url_and_options(url, options)
         engine = create_async_store_engine(url, parsed)
-        return cls(engine, _owns_engine=True, **parsed.store_arguments())
+        return cls(
+            engine,
+            _owns_engine=True,
+            _engine_per_loop=functools.partial(create_async_store_engine, url, parsed),
+            **parsed.store_arguments(),
+        )
 
     async def close(self) -> None:
-        """Dispose of the engine's connections if the store created the engine.
+        """Dispose of the engines' connections, one engine per event loop, if the store made them.
 
         On SQLite it first lets the operations still running finish (those whose tasks were
         cancelled included). Later operations raise
-        ``StoreError("sqlalchemy: async store", "the store is closed")``. Called from another event
-        loop than the one the store ran in (or after that loop closed), it raises and logs nothing:
-        the pooled connections belong to that loop and cannot be closed from here, so the engine
-        only drops its pool, and each connection's socket is closed when Python frees it (the
-        server ends the session then).
+        ``StoreError("sqlalchemy: async store", "the store is closed")``. The running loop's
+        engine is disposed of here, one of a loop running in another thread in that loop, and one
+        of a loop that is not running (closed already, or idle) only drops its pool, its
+        connections' sockets closed when Python frees them. Raises nothing.
         """
         self._mark_closed()
         self._log_closed()
-        if self._bound_to_another_loop():
-            if self._owns_engine:
-                await self.engine.dispose(close=False)
-            return
-        while self._running:  # asyncio.wait: cancelling close leaves them running
-            await asyncio.wait(set(self._running))
+        await self._engines.close()
         if self._owns_engine:
-            await self.engine.dispose()
+            await self.engine.dispose()  # disposed of by its last loop already, or never used
+
+    async def _open_engine(self) -> AsyncEngine:
+        """The running loop's engine: the store's own when no other loop uses it, else a new one.
+
+        The store's own engine goes to one loop at a time (disposed of between them, as
+        SQLAlchemy asks of an engine used in several loops), so that loops one after another use
+        :attr:`engine` and its event listeners; a loop running meanwhile gets a new engine from the
+        URL and options. A given engine serves every loop.
+        """
+        if self._engine_per_loop is None:
+            return self.engine
+        with self._lending:
+            if not self._engine_lent:
+                self._engine_lent = True
+                return self.engine
+        return self._engine_per_loop()
+
+    def _returned(self, engine: AsyncEngine) -> None:
+        """``engine``'s loop is done with it: the store's own may go to the next loop."""
+        if engine is self.engine:
+            with self._lending:
+                self._engine_lent = False
+
+    async def _close_engine(self, engine: AsyncEngine) -> None:
+        """In its own loop: let that loop's unfinished SQLite operations end, then dispose."""
+        loop = asyncio.get_running_loop()
+        while running := {future for future in self._running if future.get_loop() is loop}:
+            await asyncio.wait(running)  # asyncio.wait: cancelling close leaves them running
+        if self._owns_engine:
+            await engine.dispose()
+        self._returned(engine)
+
+    def _drop_engine(self, engine: AsyncEngine) -> None:
+        """Its loop is not running: drop the pool without closing its connections (no awaiting)."""
+        if self._owns_engine:
+            engine.sync_engine.dispose(close=False)
+        self._returned(engine)
 
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
-        performing: Coroutine[Any, Any, Result] = greenlet_spawn(execute_plan, self.engine.sync_engine, plan)
+        try:
+            engine = await self._engines.get()
+        except BaseException:
+            plan.close()
+            raise
+        performing: Coroutine[Any, Any, Result] = greenlet_spawn(execute_plan, engine.sync_engine, plan)
         if not self._runs_to_the_end:
             return await performing
         running = asyncio.ensure_future(performing)
@@ -313,8 +376,9 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
     asyncio bridge crosses between the event loop and that thread about four times per statement.
     This store crosses once per operation: the blocking store's plan (the same statements, row
     conversion and errors) runs on one of ``workers`` threads of its own
-    (``concurrent.futures.ThreadPoolExecutor``) while the event loop goes on. The store is not
-    bound to an event loop.
+    (``concurrent.futures.ThreadPoolExecutor``) while the event loop goes on. Its connections are
+    the worker threads', so it serves every event loop of the process, one after another and at
+    once.
 
     A task cancelled while its operation runs stops waiting, but the operation finishes on its
     thread (a write may still land; retry it with the same idempotency key).
@@ -341,8 +405,6 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
             of range (other errors come from the operations).
         ValueError: ``workers`` is below 1, or above 1 on a ``SingletonThreadPool``.
     """
-
-    binds_to_loop = False
 
     def __init__(
         self,

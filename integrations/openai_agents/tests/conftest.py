@@ -11,8 +11,8 @@
 
 A server that does not answer skips its tests, naming the variable to set; with ``CI=true`` that
 fails instead, as in the backends' own environments. Every fresh schema is dropped at the end of
-the test session. Each test opens its own asyncio store inside its own
-event loop (an asyncio store belongs to one loop) and uses fresh session ids.
+the test session. Each test opens its own asyncio store and uses fresh session ids; the store
+serves whatever event loops the test runs (``Runner.run_sync``'s, ``asyncio.run()``'s).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class StoreTarget:
     options: dict[str, Any] = field(default_factory=dict)
 
     def open(self) -> AsyncStore:
-        """Open an asyncio store on it (close it in the loop that used it)."""
+        """Open an asyncio store on it (it serves any event loop; close it once, at the end)."""
         return open_async_store(self.url, **self.options)
 
 

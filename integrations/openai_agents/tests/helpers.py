@@ -16,7 +16,7 @@ AGENT = "concierge"
 
 
 def run_on(target: StoreTarget, body: Callable[[AsyncStore], Awaitable[None]]) -> None:
-    """Open a store on ``target`` in a new event loop, run ``body`` with it, close it there."""
+    """Open a store on ``target``, run ``body`` with it in a new event loop, and close it."""
 
     async def main() -> None:
         store = target.open()

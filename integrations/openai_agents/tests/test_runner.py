@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -98,19 +99,41 @@ def test_a_session_limit_is_the_window_the_model_reads(store_target: StoreTarget
 
 
 @pytest.fixture
-def default_loop() -> Iterator[None]:
-    """``Runner.run_sync`` runs in the thread's default event loop; close it afterwards."""
-    yield
-    policy = asyncio.get_event_loop_policy()
-    try:
-        loop = policy.get_event_loop()
-    except RuntimeError:
-        return
-    loop.close()
-    policy.set_event_loop(None)
+def default_loops() -> Iterator[list[asyncio.AbstractEventLoop]]:
+    """The loops ``Runner.run_sync`` ran in (the test adds the thread's default loop after it: a
+    later ``asyncio.run()`` unsets it), closed afterwards as ``asyncio.run()`` closes its own:
+    tasks cancelled, async generators closed."""
+    loops: list[asyncio.AbstractEventLoop] = []
+    yield loops
+    for loop in loops:
+        if loop.is_closed():
+            continue
+        try:
+            loop.run_until_complete(_shut_down(loop))
+        finally:
+            loop.close()
+    asyncio.get_event_loop_policy().set_event_loop(None)
 
 
-def test_two_runner_run_sync_turns(store_target: StoreTarget, default_loop: None) -> None:
+async def _shut_down(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the loop's other tasks and wait for them, then close its async generators."""
+    pending = asyncio.all_tasks(loop) - {asyncio.current_task()}
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    await loop.shutdown_asyncgens()
+
+
+def run_sync_loop() -> asyncio.AbstractEventLoop:
+    """The thread's default loop, which ``Runner.run_sync`` ran in and left open."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return asyncio.get_event_loop_policy().get_event_loop()
+
+
+def test_two_runner_run_sync_turns(
+    store_target: StoreTarget, default_loops: list[asyncio.AbstractEventLoop]
+) -> None:
     session = ChronicaSession(
         new_chronicum_id(), store_target.url, owner_id=OWNER, actor=AGENT, store_options=store_target.options
     )
@@ -120,9 +143,33 @@ def test_two_runner_run_sync_turns(store_target: StoreTarget, default_loop: None
     assert first.final_output == "Sunny in Tirana."
     second = Runner.run_sync(agent, "And tomorrow?", session=session, run_config=QUIET)
     assert second.final_output == "Sunny again tomorrow."
-    loop = asyncio.get_event_loop_policy().get_event_loop()  # the loop run_sync used, and the store
-    try:
-        check_turns(model, loop.run_until_complete(session.get_items()))
-        loop.run_until_complete(session.clear_session())
+    default_loops.append(run_sync_loop())
+    try:  # read back from loops of their own: the store serves them too
+        check_turns(model, asyncio.run(session.get_items()))
+        asyncio.run(session.clear_session())
+        assert asyncio.run(session.get_items()) == []
     finally:
-        loop.run_until_complete(session.close())
+        asyncio.run(session.close())
+
+
+def test_run_sync_and_run_share_one_session_opened_from_a_url(
+    store_target: StoreTarget, default_loops: list[asyncio.AbstractEventLoop]
+) -> None:
+    """A turn through ``Runner.run_sync`` (the thread's default loop), the next through
+    ``Runner.run`` in an ``asyncio.run()`` of its own, and a read in a third loop: one session,
+    one store opened from its URL, no store per loop."""
+    session = ChronicaSession(
+        new_chronicum_id(), store_target.url, owner_id=OWNER, actor=AGENT, store_options=store_target.options
+    )
+    model = ScriptedModel(first_turn_script())
+    agent = weather_agent(model)
+    try:
+        first = Runner.run_sync(agent, "What is the weather in Tirana?", session=session, run_config=QUIET)
+        default_loops.append(run_sync_loop())
+        assert first.final_output == "Sunny in Tirana."
+        second = asyncio.run(Runner.run(agent, "And tomorrow?", session=session, run_config=QUIET))
+        assert second.final_output == "Sunny again tomorrow."
+        check_turns(model, asyncio.run(session.get_items()))
+        assert model.script == []
+    finally:
+        asyncio.run(session.close())
