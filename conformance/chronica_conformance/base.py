@@ -133,7 +133,10 @@ class SuiteBase:
             if getattr(metafunc.function, "chronica_async_only", False):  # see loop_contract.async_only
                 targets = [target for target in targets if target.flavour == "async"]
                 if not targets:
-                    reason = "an asyncio store's case, and the run has no asyncio store (no `async_store` fixture, or --sync-only)"
+                    reason = (
+                        "an asyncio store's case, and the run has no asyncio store (no `async_store` "
+                        "fixture, or --sync-only)"
+                    )
                     metafunc.parametrize(
                         "chronica_target",
                         [pytest.param(None, marks=pytest.mark.skip(reason=reason))],

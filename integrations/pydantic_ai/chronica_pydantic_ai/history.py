@@ -69,7 +69,7 @@ class ChronicaHistory:
     The asyncio methods (:meth:`load`, :meth:`save`) need an asyncio store, the blocking ones
     (:meth:`load_sync`, :meth:`save_sync`, for ``agent.run_sync``) a blocking one. Given a URL,
     the history opens each kind the first time one of its methods needs it (the asyncio store
-    inside the event loop that first uses it) and :meth:`close` closes what it opened.
+    serves every event loop) and :meth:`close` closes what it opened.
 
     Args:
         chronicum_id: the conversation's chronicum id (1 to 255 characters, no NUL). Give a new

@@ -405,20 +405,7 @@ def test_a_given_store_is_left_open_and_the_wrong_flavour_is_refused() -> None:
         ChronicaHistory("c", cast(Any, 42), owner_id=OWNER, actor=AGENT)
 
 
-NEEDS_ANY_LOOP = pytest.mark.xfail(strict=True, reason="needs async stores serving any event loop")
-
-
-def test_one_history_serves_asyncio_runs_one_after_another(
-    store_target: StoreTarget, request: pytest.FixtureRequest
-) -> None:
-    if store_target.name == "postgres":
-        pytest.xfail(
-            "needs async stores serving any event loop; not run meanwhile: chronica-postgres's pool, left "
-            "in the loop of the asyncio.run() that first used the store, can hang that asyncio.run() as it "
-            "shuts down"
-        )
-    if store_target.name in ("postgres-sqlalchemy", "mariadb"):  # their pools belong to one loop
-        request.applymarker(NEEDS_ANY_LOOP)
+def test_one_history_serves_asyncio_runs_one_after_another(store_target: StoreTarget) -> None:
     history = ChronicaHistory(
         new_chronicum_id(), store_target.url, owner_id=OWNER, actor=AGENT, store_options=store_target.options
     )
