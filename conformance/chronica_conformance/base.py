@@ -129,13 +129,15 @@ class SuiteBase:
             from chronica_conformance.plugin import selected_flavours
 
             kept = selected_flavours(metafunc.config)
-            targets = [target for target in self.chronica_targets(metafunc) if target.flavour in kept]
+            every_target = self.chronica_targets(metafunc)
+            targets = [target for target in every_target if target.flavour in kept]
             if getattr(metafunc.function, "chronica_async_only", False):  # see loop_contract.async_only
                 targets = [target for target in targets if target.flavour == "async"]
                 if not targets:
                     reason = (
-                        "an asyncio store's case, and the run has no asyncio store (no `async_store` "
-                        "fixture, or --sync-only)"
+                        "an asyncio store's case, and the run is for blocking stores only"
+                        if any(target.flavour == "async" for target in every_target)
+                        else "an asyncio store's case, and the suite supplies no `async_store` fixture"
                     )
                     metafunc.parametrize(
                         "chronica_target",
