@@ -34,6 +34,6 @@ def test_a_whole_scenario_logs_what_it_did_and_never_a_password_content_or_id(
     opened = [line for line in debug if line.startswith("opened a pool of ")]
     assert len(opened) == 2 and all(":***@" in line for line in opened), opened
     assert any(line.startswith("closed the pool of the PostgresStore on ") for line in debug), debug
-    assert any(line.startswith("closing the pool of the AsyncPostgresStore on ") for line in debug), debug
+    assert any(line.startswith("closing the pools of the AsyncPostgresStore on ") for line in debug), debug
     refusals = [record for record in records if record.name == "chronica.chronicarius"]
     assert {record.levelno for record in refusals} == {logging.INFO, logging.DEBUG}

@@ -645,7 +645,7 @@ def test_the_backend_is_registered_for_both_schemes(postgres_url: str, schema: s
     backend = next(item.backend for item in installed if item.backend.name == "postgres")
     assert backend.schemes == ("postgresql", "postgres")
     assert backend.idempotent
-    assert backend.install == "chronica-postgres"
+    assert backend.install == "chronica-postgres[binary]"
     short_url = postgres_url.replace("postgresql://", "postgres://", 1)
     with open_store(short_url, schema=schema, auto_migrate="false") as store:
         assert isinstance(store, PostgresStore)
