@@ -25,8 +25,10 @@ running its own loop) keeps one such resource per loop in a :class:`PerLoop`:
 - :meth:`PerLoop.close` (the store's ``close()``) closes the running loop's resource there; that of
   a loop running in another thread is closed in that loop (``asyncio.run_coroutine_threadsafe``),
   awaited for at most :attr:`PerLoop.close_timeout` seconds (past it, that loop closes it itself
-  when it closes); that of a loop that is not running (closed, or idle between two
-  ``run_until_complete`` calls) is dropped.
+  when it closes); that of a loop that is open but idle (between two ``run_until_complete``
+  calls, as ``Runner.run_sync`` of the OpenAI Agents SDK leaves its loop) is closed in that loop,
+  run for the purpose in a worker thread for at most :attr:`PerLoop.close_timeout` seconds; that
+  of a closed loop is dropped.
 
 Loops are held weakly (a ``weakref.WeakKeyDictionary``): a loop whose resource is closed is not
 kept alive by the store.
@@ -216,8 +218,8 @@ class PerLoop(Generic[Resource]):
 
         The running loop's is closed here; that of a loop running in another thread is closed in
         that loop, waited for up to :attr:`close_timeout` seconds (past that, its loop closes it
-        when it closes); that of a loop that is not running is dropped. Raises nothing; closing
-        again does nothing.
+        when it closes); that of an open loop that is not running is closed in that loop, run in a
+        worker thread; that of a closed loop is dropped. Raises nothing; closing again does nothing.
         """
         current = asyncio.get_running_loop()
         with self._guard:
@@ -232,8 +234,34 @@ class PerLoop(Generic[Resource]):
                     entry.watcher.cancel()
             elif loop.is_running() and not loop.is_closed():
                 await self._close_in(loop, entry)
+            elif not loop.is_closed():
+                await asyncio.to_thread(self._close_idle, loop, entry)
             else:
                 self._drop_entry(entry)
+
+    def _close_idle(self, loop: asyncio.AbstractEventLoop, entry: _Entry[Resource]) -> None:
+        """Close ``entry``'s resource in ``loop``, open but not running, by running it here a while.
+
+        Called in a worker thread, where no loop runs. A loop left idle between two
+        ``run_until_complete`` calls (the OpenAI Agents SDK's ``Runner.run_sync`` leaves its loop
+        so) still has the driver's tasks: closing the resource in it lets them end, where dropping
+        it would leave them to be reported "destroyed but pending". If the loop starts running
+        elsewhere or closes meanwhile, the resource is dropped instead.
+        """
+
+        async def closing() -> None:
+            await self._close_entry(entry)
+            if entry.watcher is not None:
+                entry.watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await entry.watcher
+            if entry.hook is not None:
+                await entry.hook.aclose()
+
+        try:
+            loop.run_until_complete(asyncio.wait_for(closing(), self.close_timeout))
+        except Exception:  # running elsewhere, closed meanwhile, or too slow: drop what is left
+            self._drop_entry(entry)
 
     async def _close_in(self, loop: asyncio.AbstractEventLoop, entry: _Entry[Resource]) -> None:
         """Close ``entry``'s resource in ``loop``, running in another thread; wait a bounded time."""

@@ -127,7 +127,7 @@ def test_a_loop_closed_without_closing_its_generators_is_dropped_and_not_held() 
     assert gone() is None, "the store keeps a closed loop alive"
 
 
-def test_close_closes_a_running_loops_resource_in_that_loop_and_drops_an_idle_ones() -> None:
+def test_close_closes_a_running_loops_resource_and_an_idle_ones_each_in_its_own_loop() -> None:
     resources = Resources()
     idle = asyncio.new_event_loop()
     idle.run_until_complete(resources.per_loop.get())  # then not running: between two runs
@@ -157,13 +157,13 @@ def test_close_closes_a_running_loops_resource_in_that_loop_and_drops_an_idle_on
     thread.join(THREAD_TIMEOUT_SECONDS)
     idle.close()
     in_idle, in_running = resources.opened
-    assert in_idle.dropped == 1 and in_idle.closed_in == []
+    assert in_idle.closed_in == [idle] and in_idle.dropped == 0  # the idle loop ran to close it
     assert in_running.closed_in == running_loop and in_running.dropped == 0  # in its own loop
     assert outcome == ["test: async store: the store is closed"]
     with pytest.raises(StoreError, match=r"^test: async store: the store is closed$"):
         asyncio.run(resources.per_loop.get())
     asyncio.run(resources.per_loop.close())  # again: nothing more to do
-    assert [resource.closed_in for resource in resources.opened] == [[], running_loop]
+    assert [resource.closed_in for resource in resources.opened] == [[idle], running_loop]
 
 
 def test_close_while_a_loop_opens_closes_the_fresh_resource() -> None:
