@@ -429,7 +429,7 @@ class AsyncMongoStore(AsyncPlannedStore):
         await self._clients.close()
         if self._owns_client:
             await self.client.close()  # never used: nothing to wait for
-        _log.debug("closed the AsyncMongoClients for %s", masked_url(self._secrets_of))
+        _log.debug("closed the AsyncMongoClient for %s (one per event loop)", masked_url(self._secrets_of))
 
     async def _open_client(self) -> _LoopClient:
         """The running loop's client: a new one from the URL, or the one given."""
