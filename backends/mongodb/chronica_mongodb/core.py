@@ -1095,8 +1095,8 @@ class MongoCore:
         except (PyMongoError, BSONError) as error:
             if duplicates and _left_to_caller(error):
                 raise
-            if isinstance(error, ServerSelectionTimeoutError):
-                raise StoreError(f"mongodb: {where}", _no_server(error)) from error
+            if isinstance(error, ServerSelectionTimeoutError):  # whichever operation needed a server
+                raise StoreError("mongodb: connect", _no_server(error)) from error
             if isinstance(error, PyMongoError) and error.timeout:
                 raise StoreError(f"mongodb: {where}", f"timed out: {error}; {WRITE_FATE_UNKNOWN}") from error
             raise StoreError(f"mongodb: {where}", str(error)) from error
@@ -1106,15 +1106,15 @@ def _no_server(error: ServerSelectionTimeoutError) -> str:
     """One line for a server selection that timed out: why each server failed, not pymongo's topology.
 
     pymongo's message is ``<errors>, Timeout: 5.0s, Topology Description: <...>``; the description
-    repeats the errors inside a dump of every server's state.
+    repeats the errors inside a dump of every server's state. No server was selected, so the
+    operation was not sent (a retried write whose retry finds no server raises the first
+    attempt's error instead, not this one).
     """
     errors, separator, rest = str(error).partition(", Timeout: ")
     if not separator:
-        return f"no server could be used: {error}; {WRITE_FATE_UNKNOWN}"
+        return f"no server could be used: {error}; nothing was sent"
     waited = rest.partition(",")[0]
-    return (
-        f"no server could be used within {waited} (serverSelectionTimeoutMS): {errors}; {WRITE_FATE_UNKNOWN}"
-    )
+    return f"no server could be used within {waited} (serverSelectionTimeoutMS): {errors}; nothing was sent"
 
 
 def _left_to_caller(error: Exception) -> bool:
