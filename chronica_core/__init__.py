@@ -4,7 +4,7 @@ Apps talk to :class:`Chronicarius` (or :class:`AsyncChronicarius`) over a store 
 :func:`open_store` (or :func:`open_async_store`).
 """
 
-from chronica_core.chronicarius import AsyncChronicarius, Chronicarius
+from chronica_core.chronicarius import AsyncChronicarius, AsyncFollower, Chronicarius
 from chronica_core.closable import Closable
 from chronica_core.errors import (
     ActumTooLarge,
@@ -42,11 +42,13 @@ from chronica_core.registry import list_backends, open_async_store, open_store
 from chronica_core.store import (
     AsyncBatchStore,
     AsyncErasableStore,
+    AsyncFollowStore,
     AsyncIdempotentStore,
     AsyncListingStore,
     AsyncStore,
     BatchStore,
     ErasableStore,
+    FollowStore,
     IdempotentStore,
     ListingPosition,
     ListingStore,
@@ -64,6 +66,8 @@ __all__ = [
     "AsyncBatchStore",
     "AsyncChronicarius",
     "AsyncErasableStore",
+    "AsyncFollowStore",
+    "AsyncFollower",
     "AsyncIdempotentStore",
     "AsyncListingStore",
     "AsyncMemoryStore",
@@ -83,6 +87,7 @@ __all__ = [
     "Closable",
     "EmptyOwnerID",
     "ErasableStore",
+    "FollowStore",
     "IdempotencyUnsupported",
     "IdempotentStore",
     "InvalidActum",
