@@ -58,7 +58,7 @@ CONCURRENT_TIMEOUT_SECONDS = 120.0
 POLL_PAUSE_SECONDS = 0.001
 """The pause between two reads of :meth:`Harness.write_while_polling`'s reader (pacing only)."""
 
-FOLLOW_GUARD_SECONDS = 20.0
+FOLLOW_GUARD_SECONDS = 10.0
 """How long a follower of a case waits for the acta it expects before it gives up (a guard: a
 correct store delivers them in milliseconds, and a case that got too few then fails on them)."""
 
@@ -66,9 +66,9 @@ FOLLOW_POLL_SECONDS = 0.02
 """The ``poll_interval`` of a case's follower, for stores without the ``follow`` capability."""
 
 SHARED_TASK_PREFIX = "chronica-shared-"
-"""A store's own long-lived tasks (say, one listener per event loop shared by every follower)
-are named with this prefix; they are the store's, not a follower's, and do not count as left
-behind by a cancelled follower."""
+"""A store's own long-lived threads and tasks (say, one listener per store or event loop shared
+by every follower) are named with this prefix; they are the store's, not a follower's, and do
+not count as left behind by a stopped follower."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,8 +522,14 @@ class SyncHarness(Harness):
         follower = self.chronicarius.follow(
             owner_id, chronicum_id, after=after, timeout=0.1, poll_interval=FOLLOW_POLL_SECONDS
         )
-        assert list(follower) == [], "a follower after the newest actum yielded something"
-        return sorted(thread.name for thread in set(threading.enumerate()) - before if thread.is_alive())
+        for actum in follower:  # ends by its timeout, having yielded nothing
+            follower.close()
+            raise AssertionError(f"a follower after the newest actum yielded {actum!r}")
+        return sorted(
+            thread.name
+            for thread in set(threading.enumerate()) - before
+            if thread.is_alive() and not thread.name.startswith(SHARED_TASK_PREFIX)
+        )
 
     def with_chronicarius(
         self,

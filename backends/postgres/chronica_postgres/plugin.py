@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from chronica_core import AsyncStore, Backend, Store, hookimpl
-from chronica_core.capabilities import BATCH, ERASURE, LISTING
+from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, LISTING
 
 __all__ = ["chronica_backends", "open_async_store", "open_store"]
 
@@ -36,7 +36,7 @@ def chronica_backends() -> list[Backend]:
             name="postgres",
             schemes=("postgresql", "postgres"),
             idempotent=True,
-            capabilities=(BATCH, LISTING, ERASURE),
+            capabilities=(BATCH, LISTING, ERASURE, FOLLOW),
             open=open_store,
             open_async=open_async_store,
             install="chronica-postgres",

@@ -21,6 +21,7 @@ from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import redact_error
 from chronica_core.urls import split_query_options, split_schema
 from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
+from chronica_postgres.follow import AsyncPostgresFollowing, PostgresFollowing
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
 from chronica_postgres.schema import Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
@@ -84,7 +85,7 @@ async def _check_connection_async(url: str, options: Options) -> None:
     await connection.close()
 
 
-class PostgresStore(PlannedStore):
+class PostgresStore(PostgresFollowing, PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL.
 
     Every call borrows a pooled connection (autocommit) for one statement: ``record``,
@@ -147,6 +148,7 @@ class PostgresStore(PlannedStore):
         Later operations raise ``StoreError("postgres: store", "the store is closed")``.
         """
         self._mark_closed()
+        self._close_listener()
         if self._owns_pool:
             self._pool.close()
 
@@ -205,7 +207,7 @@ class PostgresStore(PlannedStore):
         return pool.getconn(timeout)
 
 
-class AsyncPostgresStore(AsyncPlannedStore):
+class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
     """The asyncio twin of :class:`PostgresStore`: the same statements, plans and errors.
 
     Constructing it does no I/O: the pool is opened (and the schema migrated, with
@@ -258,6 +260,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         closed when Python frees it (the server ends the session then).
         """
         self._mark_closed()
+        await self._close_listeners()
         if self._owns_pool and self._pool is not None:
             pool, self._pool, self._ready = self._pool, None, False
             if not self._bound_to_another_loop():
