@@ -29,8 +29,11 @@ __all__ = [
     "DEFAULT_POLL_INTERVAL",
     "FOLLOW_PAGE",
     "FOLLOW_PAUSE",
+    "NEWEST",
     "Following",
+    "acta_after_by_windows",
     "follow_step",
+    "newest_actum_id",
 ]
 
 FOLLOW_PAGE: Final = 100
@@ -44,7 +47,13 @@ FOLLOW_PAUSE: Final = "chronica.pause"
 the Chronicarius with ``time.sleep`` or ``asyncio.sleep``, never by the store (no store method
 can have this name)."""
 
-_WHOLE_WINDOW: Final = ActaQuery()
+NEWEST: Final = ActaQuery(last_n=1)
+"""The window of a chronicum's newest actum (what a store's ``wait_for_acta`` may check first)."""
+
+
+def newest_actum_id(window: list[Actum]) -> str | None:
+    """The id of the newest actum of a :data:`NEWEST` window (``None`` for an empty chronicum)."""
+    return window[-1].id if window else None
 
 
 @dataclass(slots=True)
@@ -76,12 +85,17 @@ def _matches(actum: Actum, query: ActaQuery) -> bool:
     )
 
 
-def _acta_after(following: Following) -> Plan[tuple[str, tuple[object, ...]], list[Actum] | None]:
-    """Read what was recorded after the follower's position (``None``: the position is not there)."""
-    chronicum_id, position = following.chronicum_id, following.position
-    if FOLLOW in following.capabilities:
-        page: list[Actum] | None = yield ("acta_after", (chronicum_id, position, FOLLOW_PAGE))
-        return page
+def acta_after_by_windows(
+    chronicum_id: str, position: str | None
+) -> Plan[tuple[str, tuple[object, ...]], list[Actum] | None]:
+    """Plan ``acta_after`` through the base ``acta`` operation: what came after ``position``.
+
+    Reads the newest :data:`FOLLOW_PAGE` acta (``("acta", (chronicum_id, query))``), doubling the
+    window until ``position`` is in it or the window is the whole chronicum. Returns every actum
+    after ``position`` in write order (all of them for ``None``), or ``None`` when ``position``
+    is not an actum of the chronicum. A store that knows when a chronicum changed but has no
+    cheaper read may serve ``FollowStore.acta_after`` with it.
+    """
     wanted = FOLLOW_PAGE
     while True:  # the newest `wanted` acta, doubling until the position is among them
         window: list[Actum] = yield ("acta", (chronicum_id, ActaQuery(last_n=wanted)))
@@ -94,6 +108,17 @@ def _acta_after(following: Following) -> Plan[tuple[str, tuple[object, ...]], li
                 return window
             return None
         wanted *= 2
+
+
+def _acta_after(following: Following) -> Plan[tuple[str, tuple[object, ...]], list[Actum] | None]:
+    """Read what was recorded after the follower's position (``None``: the position is not there)."""
+    if FOLLOW in following.capabilities:
+        page: list[Actum] | None = yield (
+            "acta_after",
+            (following.chronicum_id, following.position, FOLLOW_PAGE),
+        )
+        return page
+    return (yield from acta_after_by_windows(following.chronicum_id, following.position))
 
 
 def follow_step(

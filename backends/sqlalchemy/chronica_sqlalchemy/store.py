@@ -39,6 +39,7 @@ from chronica_sqlalchemy.engines import (
     url_and_options,
     url_text,
 )
+from chronica_sqlalchemy.follow import AsyncThreadedFollowing, SQLAlchemyFollowing
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
 
@@ -85,7 +86,7 @@ class _Store:
         self._owns_engine = owns_engine
 
 
-class SQLAlchemyStore(PlannedStore, _Store):
+class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
     """A blocking, thread-safe, idempotent store on a SQLAlchemy ``Engine``.
 
     Args:
@@ -168,6 +169,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
         Later operations raise ``StoreError("sqlalchemy: store", "the store is closed")``.
         """
         self._mark_closed()
+        self._close_watcher()
         if self._owns_engine:
             self.engine.dispose()
 
@@ -291,7 +293,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         return await asyncio.shield(running)
 
 
-class AsyncThreadedSQLAlchemyStore(_AsyncStore):
+class AsyncThreadedSQLAlchemyStore(AsyncThreadedFollowing, _AsyncStore):
     """The asyncio store on a blocking ``Engine``: each operation runs whole on a worker thread.
 
     What ``open_async_store("sqlite:///...")`` gives. SQLite has no server to wait on, so every
@@ -370,6 +372,7 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         It waits off the event loop; calls after it raise ``StoreError``.
         """
         self._mark_closed()
+        self._close_watcher()
         await asyncio.to_thread(self._close)
 
     def _close(self) -> None:
