@@ -31,7 +31,7 @@ from chronica_postgres.plans import Options, Plans
 
 __all__ = ["MAX_WAIT_SECONDS", "RECONNECT_PAUSE_SECONDS", "AsyncListener", "Listener"]
 
-MAX_WAIT_SECONDS: Final = 5.0
+MAX_WAIT_SECONDS: Final = 30.0
 """The longest one wait lasts before the follower reads again, notification or not."""
 
 RECONNECT_PAUSE_SECONDS: Final = 0.5

@@ -4,8 +4,10 @@ The watcher holds one connection of the store's engine, started on the first wai
 the followers when the database may hold something new for them:
 
 - SQLite: it asks ``PRAGMA data_version`` every :data:`SQLITE_PROBE_SECONDS`; the number changes
-  when another connection (this process's or another's) commits. An idle follower therefore
-  causes no read of the ``acta`` table, only that pragma on the watcher's connection.
+  when another connection (this process's or another's) commits, and only then does it read the
+  newest positions (``last_seq``) of the followed chronica, in one query of the ``chronica``
+  table, to wake the followers of those that moved. An idle follower therefore causes no read
+  of the ``acta`` table, only that pragma on the watcher's connection.
 - MariaDB/MySQL and PostgreSQL: it reads the newest position (``last_seq``) of every followed
   chronicum in one query every :data:`SERVER_PROBE_SECONDS`, and wakes the followers of each
   one that moved (or was erased): one query per store, however many followers.
@@ -42,7 +44,7 @@ SQLITE_PROBE_SECONDS: Final = 0.02
 SERVER_PROBE_SECONDS: Final = 0.05
 """How often the watcher reads the followed chronica's newest positions on a database server."""
 
-MAX_WAIT_SECONDS: Final = 5.0
+MAX_WAIT_SECONDS: Final = 30.0
 """The longest one wait lasts before the follower reads again, change or not."""
 
 RECONNECT_PAUSE_SECONDS: Final = 0.5
@@ -119,38 +121,48 @@ class Watcher:
                 self._stopped.wait(RECONNECT_PAUSE_SECONDS)
 
     def _probe_sqlite(self, connection: Any) -> None:
+        """Ask ``data_version``; only when it changed, read the followed chronica's positions."""
         version = None
+        seen: dict[str, tuple[object, object]] = {}
         while not self._stopped.wait(SQLITE_PROBE_SECONDS):
             current = connection.exec_driver_sql("PRAGMA data_version").scalar()
+            if current != version:
+                seen = self._wake_moved(connection, seen)
             connection.rollback()  # hold no read transaction between probes
-            if version is not None and current != version:
-                self._wake(None)
             version = current
 
     def _probe_positions(self, connection: Any) -> None:
-        chronica = self._chronica
         seen: dict[str, tuple[object, object]] = {}
         while not self._stopped.wait(SERVER_PROBE_SECONDS):
-            with self._lock:
-                followed = list(self._wakers)
-            if not followed:
-                seen.clear()
-                continue
-            rows = connection.execute(
-                select(chronica.c.id, chronica.c.last_seq, chronica.c.owner_digest).where(
-                    chronica.c.id.in_(followed)
-                )
-            ).all()
+            seen = self._wake_moved(connection, seen)
             connection.rollback()  # the next probe sees every commit made since
-            now = {row[0]: (row[1], row[2]) for row in rows}
-            moved = {
-                chronicum_id
-                for chronicum_id in followed
-                if chronicum_id not in seen or now.get(chronicum_id) != seen[chronicum_id]
-            }
-            seen = {chronicum_id: now.get(chronicum_id, (None, None)) for chronicum_id in followed}
-            if moved:
-                self._wake(moved)
+
+    def _wake_moved(
+        self, connection: Any, seen: dict[str, tuple[object, object]]
+    ) -> dict[str, tuple[object, object]]:
+        """Wake the followers of each chronicum whose position moved since ``seen``; return the positions.
+
+        A chronicum not in ``seen`` (followed since the last probe) counts as moved.
+        """
+        chronica = self._chronica
+        with self._lock:
+            followed = list(self._wakers)
+        if not followed:
+            return {}
+        rows = connection.execute(
+            select(chronica.c.id, chronica.c.last_seq, chronica.c.owner_digest).where(
+                chronica.c.id.in_(followed)
+            )
+        ).all()
+        now = {row[0]: (row[1], row[2]) for row in rows}
+        moved = {
+            chronicum_id
+            for chronicum_id in followed
+            if chronicum_id not in seen or now.get(chronicum_id, (None, None)) != seen[chronicum_id]
+        }
+        if moved:
+            self._wake(moved)
+        return {chronicum_id: now.get(chronicum_id, (None, None)) for chronicum_id in followed}
 
 
 class SQLAlchemyFollowing:
