@@ -18,7 +18,10 @@ import pytest
 from chronica_core.cli import main
 
 SCRIPT = """
-import sys, threading
+import signal, sys, threading
+# A process started in the background by a non-interactive shell (a CI job, say) inherits SIGINT
+# ignored; a terminal's Ctrl-C reaches `chronica follow` with Python's own handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from chronica_core import ActorKind, Actum, ActumKind, Chronicarius, MemoryStore
 from chronica_core import cli
 

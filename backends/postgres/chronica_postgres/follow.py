@@ -11,7 +11,9 @@ checks the chronicum's newest actum, so a write committed between its last read 
 never missed. When the listening connection is lost, every follower is woken (each reads again
 from its own position, so nothing is skipped), and the listener reconnects after
 :data:`RECONNECT_PAUSE_SECONDS`; a wait also ends after :data:`MAX_WAIT_SECONDS` at the latest,
-which bounds the delay for a notification lost with a connection.
+which bounds the delay for a notification lost with a connection. A store opened on a pool
+whose connection string it cannot read (a callable ``conninfo``) does not listen: its followers
+read again every :data:`UNWATCHED_WAIT_SECONDS`.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ LISTENER_NAME: Final = "chronica-shared-postgres-listener"
 _NEWEST: Final = ActaQuery(last_n=1)
 
 Result = TypeVar("Result")
+
+_CREATING: Final = threading.Lock()
+"""Held while a blocking store creates its listener, so that racing first waits make one."""
+
+UNWATCHED_WAIT_SECONDS: Final = 0.25
+"""How long a wait lasts on a store that cannot listen (opened on a pool whose connection string
+it cannot read): its followers read again that often, as a polled store's do."""
 
 
 def newest_actum_id(acta: list[Actum]) -> str | None:
@@ -82,7 +91,7 @@ class Listener:
         event = threading.Event()
         with self._lock:
             self._waiters.setdefault(chronicum_id, set()).add(event)
-            if self._thread is None and not self._stopped.is_set():
+            if self._thread is None and self._conninfo and not self._stopped.is_set():
                 self._thread = threading.Thread(target=self._listen, name=LISTENER_NAME, daemon=True)
                 self._thread.start()
         return event
@@ -146,7 +155,7 @@ class AsyncListener:
         """Return an event set by the next notification for ``chronicum_id`` (or a lost connection)."""
         event = asyncio.Event()
         self._waiters.setdefault(chronicum_id, set()).add(event)
-        if self._task is None:
+        if self._task is None and self._conninfo:
             self._task = asyncio.get_running_loop().create_task(self._listen(), name=LISTENER_NAME)
         return event
 
@@ -226,16 +235,18 @@ class PostgresFollowing:
                 return
             if newest_actum_id(newest) != after:
                 return
-            event.wait(MAX_WAIT_SECONDS if timeout is None else min(timeout, MAX_WAIT_SECONDS))
+            longest = MAX_WAIT_SECONDS if self._secrets_of else UNWATCHED_WAIT_SECONDS
+            event.wait(longest if timeout is None else min(timeout, longest))
         finally:
             listener.unwatch(chronicum_id, event)
 
     def _follow_listener(self) -> Listener:
-        if self._listener is None:
-            self._listener = Listener(
-                self._secrets_of, self.options.connect_arguments(), self.plans.statements.channel
-            )
-        return self._listener
+        with _CREATING:
+            if self._listener is None:
+                self._listener = Listener(
+                    self._secrets_of, self.options.connect_arguments(), self.plans.statements.channel
+                )
+            return self._listener
 
     def _close_listener(self) -> None:
         if self._listener is not None:
@@ -272,7 +283,8 @@ class AsyncPostgresFollowing:
                 return
             if newest_actum_id(newest) != after:
                 return
-            wait = MAX_WAIT_SECONDS if timeout is None else min(timeout, MAX_WAIT_SECONDS)
+            longest = MAX_WAIT_SECONDS if self._secrets_of else UNWATCHED_WAIT_SECONDS
+            wait = longest if timeout is None else min(timeout, longest)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
                     await event.wait()

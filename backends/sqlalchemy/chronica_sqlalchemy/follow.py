@@ -54,6 +54,9 @@ WATCHER_NAME: Final = "chronica-shared-sqlalchemy-watcher"
 
 Waker = Callable[[], None]
 
+_CREATING: Final = threading.Lock()
+"""Held while a store creates its watcher, so that racing first waits make one."""
+
 
 class Watcher:
     """One store's watcher thread (see the module). Thread-safe.
@@ -204,9 +207,10 @@ class SQLAlchemyFollowing:
             watcher.unwatch(chronicum_id, waker)
 
     def _follow_watcher(self) -> Watcher:
-        if self._watcher is None:
-            self._watcher = Watcher(self.engine, self.plans.tables.chronica)
-        return self._watcher
+        with _CREATING:
+            if self._watcher is None:
+                self._watcher = Watcher(self.engine, self.plans.tables.chronica)
+            return self._watcher
 
     def _close_watcher(self) -> None:
         if self._watcher is not None:
@@ -243,9 +247,10 @@ class AsyncThreadedFollowing:
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
                 loop.call_soon_threadsafe(woken.set)
 
-        if self._watcher is None:
-            self._watcher = Watcher(self.engine, self.plans.tables.chronica)
-        watcher = self._watcher
+        with _CREATING:
+            if self._watcher is None:
+                self._watcher = Watcher(self.engine, self.plans.tables.chronica)
+            watcher = self._watcher
         watcher.watch(chronicum_id, waker)
         try:
             try:
