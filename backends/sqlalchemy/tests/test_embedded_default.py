@@ -71,3 +71,15 @@ def test_the_readme_examples_run_on_a_sqlite_file(dialect: str, tmp_path: Path) 
     agents = run([sys.executable, str(EXAMPLES / "three_agents.py"), agents_url], tmp_path)
     assert agents.returncode == 0, agents.stderr
     assert agents.stdout.splitlines()[-1].startswith("the chronicum holds 4 acta: ['ardian', ")
+
+
+def test_the_follow_example_runs_on_a_sqlite_file(dialect: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'follow.db'}"
+    following = run([sys.executable, str(EXAMPLES / "follow.py"), url], tmp_path)
+    assert following.returncode == 0, following.stderr
+    assert following.stdout.splitlines() == [
+        "booking sees search: Rumah Teduh has one.",
+        "booking sees ardian: Rumah Teduh, please.",
+        "booking stopped; it resumes after the last message it saw",
+        "booking sees ardian: Under Ardian.",
+    ]
