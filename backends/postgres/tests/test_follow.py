@@ -72,6 +72,7 @@ def test_many_followers_share_one_listening_connection(
     for thread in threads:
         thread.start()
     _until(lambda: _waiters(followed, chronicum_id) == 20, "20 followers waiting")
+    _until(lambda: bool(_listening_pids(postgres_url, fresh_schema)), "the listener listening")
     assert len(_listening_pids(postgres_url, fresh_schema)) == 1
     Chronicarius(writer).record_actum(owner, _message(chronicum_id, "second"))
     Chronicarius(writer).record_actum(owner, _message(chronicum_id, "third"))
@@ -99,6 +100,7 @@ def test_a_lost_listening_connection_costs_no_gap(
     thread = threading.Thread(target=follow, daemon=True)
     thread.start()
     _until(lambda: _waiters(followed, chronicum_id) == 1, "the follower waiting")
+    _until(lambda: bool(_listening_pids(postgres_url, fresh_schema)), "the listener listening")
     (lost,) = _listening_pids(postgres_url, fresh_schema)
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (lost,))
@@ -146,6 +148,9 @@ def test_asyncio_followers_share_one_listening_connection_per_loop(
                 assert time.monotonic() < deadline, "the followers did not all wait"
                 await asyncio.sleep(0.01)
                 listeners = store._listeners
+            while not await asyncio.to_thread(_listening_pids, postgres_url, fresh_schema):
+                assert time.monotonic() < deadline, "the listener did not listen"
+                await asyncio.sleep(0.01)
             listening = len(await asyncio.to_thread(_listening_pids, postgres_url, fresh_schema))
             await asyncio.to_thread(
                 Chronicarius(writer).record_actum, owner, _message(chronicum_id, "second")
