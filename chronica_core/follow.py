@@ -127,7 +127,9 @@ def follow_step(
     """Plan the follower's next acta: those recorded after its position that match its filters.
 
     Reads at once; when nothing new matches, waits (see the module) and reads again, until some
-    do or ``timeout`` seconds (``None``: no limit) have passed.
+    do or ``timeout`` seconds (``None``: no limit) have passed. A wait that ends with nothing to
+    read (a store waking early) is followed by a pause of ``poll_interval`` before the next wait,
+    so a follower never spins, whatever the store does.
 
     Returns:
         The matching acta, in write order (at least one), or ``None`` when ``timeout`` passed
@@ -141,6 +143,7 @@ def follow_step(
         StoreError: the store failed; the position is unchanged, so a new step resumes there.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
+    woken = False  # whether the last wait ended (a wake-up) since the last read
     while True:
         page = yield from _acta_after(following)
         if page is None:
@@ -161,8 +164,10 @@ def follow_step(
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
             return None
-        if FOLLOW in following.capabilities:
+        if FOLLOW in following.capabilities and not (woken and not page):
             yield ("wait_for_acta", (following.chronicum_id, following.position, remaining))
-        else:
+            woken = True
+        else:  # no capability, or a wake-up that brought nothing: pause, never spin
+            woken = False
             pause = following.poll_interval if remaining is None else min(remaining, following.poll_interval)
             yield (FOLLOW_PAUSE, (pause,))
