@@ -3,12 +3,22 @@ wake-ups without polling (counted calls, never timed)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
 import pytest
 
-from chronica_core import ActorKind, Actum, ActumKind, Chronicarius, InvalidQuery, MemoryStore
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    AsyncChronicarius,
+    AsyncMemoryStore,
+    Chronicarius,
+    InvalidQuery,
+    MemoryStore,
+)
 
 GUARD_SECONDS = 30.0
 
@@ -66,3 +76,31 @@ def test_a_memory_follower_waits_once_until_woken_never_polling() -> None:
     assert idle == ["acta_after", "wait_for_acta"]  # one read, then one wait until the write
     assert got == ["news"]
     assert store.calls == ["acta_after", "wait_for_acta", "acta_after"]
+
+
+class WakesAtOnce(AsyncMemoryStore):
+    """An asyncio store whose wait never waits: every wake-up brings nothing new."""
+
+    async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
+        return None
+
+
+def test_an_asyncio_follower_never_spins_on_a_store_that_wakes_at_once() -> None:
+    """Found by trying: such a store once kept the follower from ever yielding to its loop."""
+    outcome: list[str] = []
+
+    async def follow() -> None:
+        store = WakesAtOnce()
+        chronicarius = AsyncChronicarius(store)
+        first = await chronicarius.record_actum("ardian", _message("lunch", "hello"))
+        follower = chronicarius.follow("ardian", "lunch", after=first.id, poll_interval=0.01)
+        try:
+            await asyncio.wait_for(anext(follower), 0.2)
+        except TimeoutError:
+            outcome.append("timed out, as nothing came")
+
+    thread = threading.Thread(target=asyncio.run, args=(follow(),), daemon=True)
+    thread.start()
+    thread.join(GUARD_SECONDS)
+    assert not thread.is_alive(), "the follower spun without yielding to its event loop"
+    assert outcome == ["timed out, as nothing came"]
