@@ -7,7 +7,7 @@ Apps talk to :class:`Chronicarius` (or :class:`AsyncChronicarius`) over a store 
 import logging
 
 from chronica_core._version import __version__
-from chronica_core.chronicarius import AsyncChronicarius, Chronicarius
+from chronica_core.chronicarius import AsyncChronicarius, AsyncFollower, Chronicarius
 from chronica_core.closable import Closable
 from chronica_core.errors import (
     ActumTooLarge,
@@ -45,11 +45,13 @@ from chronica_core.registry import list_backends, open_async_store, open_store
 from chronica_core.store import (
     AsyncBatchStore,
     AsyncErasableStore,
+    AsyncFollowStore,
     AsyncIdempotentStore,
     AsyncListingStore,
     AsyncStore,
     BatchStore,
     ErasableStore,
+    FollowStore,
     IdempotentStore,
     ListingPosition,
     ListingStore,
@@ -67,6 +69,8 @@ __all__ = [
     "AsyncBatchStore",
     "AsyncChronicarius",
     "AsyncErasableStore",
+    "AsyncFollowStore",
+    "AsyncFollower",
     "AsyncIdempotentStore",
     "AsyncListingStore",
     "AsyncMemoryStore",
@@ -86,6 +90,7 @@ __all__ = [
     "Closable",
     "EmptyOwnerID",
     "ErasableStore",
+    "FollowStore",
     "IdempotencyUnsupported",
     "IdempotentStore",
     "InvalidActum",

@@ -11,6 +11,8 @@ backends`` lists each backend's.
 - ``batch``: ``record_many`` (:class:`chronica_core.BatchStore`).
 - ``listing``: ``list_chronica`` (:class:`chronica_core.ListingStore`).
 - ``erasure``: ``erase``, ``erase_owner`` and ``reopen`` (:class:`chronica_core.ErasableStore`).
+- ``follow``: ``acta_after`` and ``wait_for_acta`` (:class:`chronica_core.FollowStore`); without
+  it ``Chronicarius.follow`` still works, by polling the newest acta.
 """
 
 from __future__ import annotations
@@ -21,22 +23,33 @@ from typing import Final
 from chronica_core.store import (
     AsyncBatchStore,
     AsyncErasableStore,
+    AsyncFollowStore,
     AsyncIdempotentStore,
     AsyncListingStore,
     BatchStore,
     ErasableStore,
+    FollowStore,
     IdempotentStore,
     ListingStore,
 )
 
-__all__ = ["ALL_CAPABILITIES", "BATCH", "ERASURE", "IDEMPOTENCY", "LISTING", "store_capabilities"]
+__all__ = [
+    "ALL_CAPABILITIES",
+    "BATCH",
+    "ERASURE",
+    "FOLLOW",
+    "IDEMPOTENCY",
+    "LISTING",
+    "store_capabilities",
+]
 
 IDEMPOTENCY: Final = "idempotency"
 BATCH: Final = "batch"
 LISTING: Final = "listing"
 ERASURE: Final = "erasure"
+FOLLOW: Final = "follow"
 
-ALL_CAPABILITIES: Final = (IDEMPOTENCY, BATCH, LISTING, ERASURE)
+ALL_CAPABILITIES: Final = (IDEMPOTENCY, BATCH, LISTING, ERASURE, FOLLOW)
 """Every capability, in the order ``chronica backends`` shows them."""
 
 _ARGUMENTS: Final = {
@@ -44,6 +57,7 @@ _ARGUMENTS: Final = {
     BATCH: {"record_many": 2},
     LISTING: {"list_chronica": 3},
     ERASURE: {"erase": 2, "erase_owner": 2, "reopen": 2},
+    FOLLOW: {"acta_after": 3, "wait_for_acta": 3},
 }
 """How many positional arguments each capability's methods take (after ``self``)."""
 
@@ -52,6 +66,7 @@ _PROTOCOLS: Final = {
     BATCH: (BatchStore, AsyncBatchStore),
     LISTING: (ListingStore, AsyncListingStore),
     ERASURE: (ErasableStore, AsyncErasableStore),
+    FOLLOW: (FollowStore, AsyncFollowStore),
 }
 
 

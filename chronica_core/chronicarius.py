@@ -6,19 +6,22 @@ performed (called, or awaited).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from chronica_core.capabilities import store_capabilities
+from chronica_core.follow import DEFAULT_POLL_INTERVAL, FOLLOW_PAUSE, Following, follow_step
 from chronica_core.ids import new_actum_id
 from chronica_core.listing import DEFAULT_LIST_LIMIT
 from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage, Chronicum
-from chronica_core.plans import run_plan, run_plan_async
+from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.rules import DEFAULT_OWNER_CACHE_SIZE, Rules, StoreCall
 from chronica_core.store import AsyncStore, Store
 
-__all__ = ["AsyncChronicarius", "Chronicarius"]
+__all__ = ["AsyncChronicarius", "AsyncFollower", "Chronicarius"]
 
 
 StoreFlavour = TypeVar("StoreFlavour", Store, AsyncStore)
@@ -266,6 +269,71 @@ class Chronicarius(_Keeper[Store]):
         """
         return run_plan(self._rules.erase_owner(owner_id), self._perform)
 
+    def follow(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        *,
+        after: str | None = None,
+        actum_kinds: Iterable[ActumKind | str] | None = None,
+        actor_kinds: Iterable[ActorKind | str] | None = None,
+        timeout: float | None = None,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+    ) -> Generator[Actum, None, None]:
+        """Follow a chronicum like ``tail -f``: yield its acta as they are recorded, blocking between.
+
+        The owner check happens in this call, before it returns; the acta come from the returned
+        generator, in write order: first every matching actum recorded after the actum ``after``,
+        then each new one as it is recorded. No actum is yielded twice and none is skipped, with
+        any number of writers, in this process or others. Closing the generator (``break``,
+        ``close()``) leaves nothing behind. How the generator waits depends on the store (see
+        :mod:`chronica_core.follow`): stores with the ``follow`` capability wake it; on others it
+        reads the newest acta every ``poll_interval`` seconds.
+
+        Args:
+            owner_id: the person asking.
+            chronicum_id: the chronicum to follow.
+            after: id of an actum of the chronicum: start just after it (a follower that stopped
+                resumes with the id of the last actum it got). ``None``: only what is recorded
+                from now on.
+            actum_kinds: kinds to yield (enums or their string values); ``None`` or empty: all.
+            actor_kinds: actor kinds to yield; ``None`` or empty: all.
+            timeout: seconds to wait for each next actum; when none comes in that time the
+                generator ends. ``None``: wait for ever.
+            poll_interval: seconds between reads on a store without the ``follow`` capability
+                (more than 0, at most 3600).
+
+        Returns:
+            A generator of :class:`Actum`.
+
+        Raises:
+            ChronicumNotFound: (from this call) the chronicum does not exist or is not the owner's,
+                the same message either way; (from the generator) it was erased while followed.
+            InvalidQuery: an unknown kind, a ``poll_interval`` out of range, or an ``after`` that
+                is not an id (from this call) or not an actum of the chronicum (from the
+                generator's first step); ``.field`` names the argument.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception. A new ``follow``
+                with ``after`` set to the last actum yielded resumes without a gap.
+        """
+        plan = self._rules.follow(owner_id, chronicum_id, after, actum_kinds, actor_kinds, poll_interval)
+        return self._following(run_plan(plan, self._perform), timeout)
+
+    def _following(self, following: Following, timeout: float | None) -> Generator[Actum, None, None]:
+        while True:
+            acta = run_plan(follow_step(following, timeout), self._perform_following)
+            if acta is None:
+                return
+            yield from acta
+
+    def _perform_following(self, call: StoreCall) -> Any:
+        method, arguments = call
+        if method == FOLLOW_PAUSE:
+            time.sleep(arguments[0])
+            return None
+        return getattr(self.store, method)(*arguments)
+
     def _perform(self, call: StoreCall) -> Any:
         method, arguments = call
         return getattr(self.store, method)(*arguments)
@@ -326,6 +394,80 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         """See :meth:`Chronicarius.erase_owner`."""
         return await run_plan_async(self._rules.erase_owner(owner_id), self._perform)
 
+    def follow(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        *,
+        after: str | None = None,
+        actum_kinds: Iterable[ActumKind | str] | None = None,
+        actor_kinds: Iterable[ActorKind | str] | None = None,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+    ) -> AsyncFollower:
+        """Follow a chronicum: an async iterator of its acta as they are recorded, for ever.
+
+        As :meth:`Chronicarius.follow` (the same arguments but ``timeout``: wrap a step in
+        ``asyncio.timeout`` instead), except that the owner check and the starting position are
+        taken by :meth:`AsyncFollower.start`, which the first ``__anext__`` awaits before it
+        waits for anything: ``ChronicumNotFound`` for a missing or foreign chronicum is raised
+        there. Breaking out of ``async for`` or cancelling the task leaves nothing behind (no
+        task, no connection held).
+
+        Returns:
+            An :class:`AsyncFollower` (an ``AsyncIterator[Actum]``).
+        """
+        plan = self._rules.follow(owner_id, chronicum_id, after, actum_kinds, actor_kinds, poll_interval)
+        return AsyncFollower(plan, self._perform, self._perform_following)
+
+    async def _perform_following(self, call: StoreCall) -> Any:
+        method, arguments = call
+        if method == FOLLOW_PAUSE:
+            await asyncio.sleep(arguments[0])
+            return None
+        return await getattr(self.store, method)(*arguments)
+
     async def _perform(self, call: StoreCall) -> Any:
         method, arguments = call
         return await getattr(self.store, method)(*arguments)
+
+
+class AsyncFollower(AsyncIterator[Actum]):
+    """What :meth:`AsyncChronicarius.follow` returns: the chronicum's acta as they are recorded.
+
+    Iterate it with ``async for``; it never ends by itself (break, or cancel the task).
+    """
+
+    def __init__(
+        self,
+        plan: Plan[StoreCall, Following],
+        perform: Callable[[StoreCall], Awaitable[Any]],
+        perform_following: Callable[[StoreCall], Awaitable[Any]],
+    ) -> None:
+        self._plan: Plan[StoreCall, Following] | None = plan
+        self._following: Following | None = None
+        self._perform = perform
+        self._perform_following = perform_following
+        self._ready: list[Actum] = []
+
+    async def start(self) -> None:
+        """Check the owner and take the starting position now (the first ``__anext__`` does otherwise).
+
+        Await it before writing when the follower starts from now (``after=None``) and must
+        see those writes. Raises what :meth:`Chronicarius.follow` raises from the call itself.
+        Awaiting it again does nothing.
+        """
+        if self._plan is not None:
+            plan, self._plan = self._plan, None
+            self._following = await run_plan_async(plan, self._perform)
+
+    async def __anext__(self) -> Actum:
+        """Return the next actum, waiting for it (see :meth:`Chronicarius.follow` for the errors)."""
+        await self.start()
+        following = self._following
+        if following is None:  # start raised before: the follower never started
+            raise StopAsyncIteration
+        while not self._ready:
+            acta = await run_plan_async(follow_step(following, None), self._perform_following)
+            self._ready = list(acta or ())
+            self._ready.reverse()
+        return self._ready.pop()

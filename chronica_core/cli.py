@@ -10,7 +10,8 @@ Exit codes: 0 success; 2 bad usage (and an ``erase`` that cannot ask for confirm
 given ``--yes``); 3 chronicum not found; 4 invalid input (an actum, a query, a cursor, an owner, a
 store option or a value in the store URL); 5 no usable backend for the URL; 6 the store failed;
 7 the store lacks a capability the command needs (``chronica backends`` lists them); 1 any other
-Chronica error, an erasure that was not confirmed, or failed conformance cases.
+Chronica error, an erasure that was not confirmed, or failed conformance cases; 130 ``follow`` stopped by Ctrl-C
+(SIGINT), which is how it normally ends.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ EMBEDDED_DEFAULT_URL = "sqlite:///chronica.db"
 
 EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_BACKEND, EXIT_STORE = 1, 2, 3, 4, 5, 6
 EXIT_UNSUPPORTED = 7
+EXIT_INTERRUPTED = 130
+"""``chronica follow`` stopped by Ctrl-C (SIGINT), as shells report a process SIGINT ended."""
 
 _EXIT_CODES: tuple[tuple[type[ChronicaError] | tuple[type[ChronicaError], ...], int], ...] = (
     (ChronicumNotFound, EXIT_NOT_FOUND),
@@ -223,6 +226,28 @@ def _acta(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
     else:
         for position, actum in enumerate(acta, start=1):
             output.line(_actum_line(position, actum))
+    return 0
+
+
+def _follow(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    """Print the chronicum's acta as they are recorded, like ``tail -f``, until Ctrl-C (exit 130)."""
+    follower = chronicarius.follow(
+        arguments.owner,
+        arguments.chronicum_id,
+        after=arguments.after,
+        actum_kinds=_split(arguments.kinds),
+        actor_kinds=_split(arguments.actor_kinds),
+    )
+    try:
+        for position, actum in enumerate(follower, start=1):
+            if arguments.json:  # one JSON object a line (JSON Lines): a reader can parse each as it comes
+                output.out.write(json.dumps(actum.to_dict(), ensure_ascii=False) + "\n")
+            else:
+                output.out.write(_actum_line(position, actum) + "\n")
+            output.out.flush()
+    except KeyboardInterrupt:
+        follower.close()
+        return EXIT_INTERRUPTED
     return 0
 
 
@@ -572,6 +597,21 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
         metavar="N",
         help="keep only the newest N of those, 0 or more (default 0: all)",
     )
+    follow = commands.add_parser(
+        "follow",
+        parents=[owned],
+        help="print the acta as they are recorded, like tail -f (Ctrl-C ends it)",
+        description="Print each new actum of the chronicum as it is recorded, until Ctrl-C (exit "
+        "code 130). With --after, first every actum recorded after that one. --json prints one "
+        "JSON object a line.",
+    )
+    follow.add_argument("--kinds", default=None, help="comma-separated kinds to print (default: all)")
+    follow.add_argument(
+        "--actor-kinds", default=None, help="comma-separated actor kinds to print (default: all)"
+    )
+    follow.add_argument(
+        "--after", default=None, help="an actum id: start just after it (default: from now on)"
+    )
     commands.add_parser("show", parents=[owned], help="print a chronicum")
     listing = commands.add_parser(
         "list", parents=[store], help="print one page of an owner's chronica, newest first"
@@ -620,6 +660,7 @@ _WITH_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, Chronicarius, _Outpu
     "demo": _demo,
     "record": _record,
     "acta": _acta,
+    "follow": _follow,
     "show": _show,
     "list": _list,
     "erase": _erase,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,10 +18,12 @@ from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.store import (
     AsyncBatchStore,
     AsyncErasableStore,
+    AsyncFollowStore,
     AsyncIdempotentStore,
     AsyncListingStore,
     BatchStore,
     ErasableStore,
+    FollowStore,
     IdempotentStore,
     ListingPosition,
     ListingStore,
@@ -40,6 +44,25 @@ class _Entry:
     erased: bool = False
     """Set, under ``lock``, when the chronicum is erased: a writer that found the entry before
     then answers ``ChronicumNotFound`` instead of writing into it."""
+    positions: dict[str, int] = field(default_factory=dict)
+    """Each actum's index in ``acta``, by id (for followers)."""
+    changed: threading.Condition = field(init=False)
+    """Notified, under ``lock``, by every append and by the erasure: wakes blocking followers."""
+    wakers: set[Callable[[], None]] = field(default_factory=set)
+    """Called, under ``lock``, by every append and by the erasure: wake asyncio followers."""
+
+    def __post_init__(self) -> None:
+        self.changed = threading.Condition(self.lock)
+
+    def wake(self) -> None:
+        """Under ``lock``: wake every follower of the chronicum."""
+        self.changed.notify_all()
+        for waker in self.wakers:
+            waker()
+
+    def has_news(self, after: str | None) -> bool:
+        """Under ``lock``: whether a follower at ``after`` has something to read (or to learn)."""
+        return self.erased or (self.acta[-1].id if self.acta else None) != after
 
 
 _WHERE = "memory: store"
@@ -70,11 +93,13 @@ def _listing_key(chronicum: Chronicum) -> ListingPosition:
     return chronicum.started_at, chronicum.id
 
 
-class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Closable):
+class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, FollowStore, Closable):
     """Keeps everything in this process's memory; gone when the process ends.
 
     Each chronicum has its own lock, so writers to different chronica never wait for each other.
     Each owner's chronica are indexed by owner, so listing them never looks at other owners'.
+    Followers wait on the chronicum's condition, woken by each write (no polling); asyncio
+    followers are woken through their event loop's ``call_soon_threadsafe``.
     An erased chronicum's acta and fields are dropped; only its id and owner digest stay.
     A context window scans backwards from the newest actum and stops once it has ``last_n``.
     An actum's ``at`` is taken under that lock, the moment it gets its place, and is never earlier
@@ -164,6 +189,8 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Clos
             entry.erased = True
             entry.acta = []
             entry.keyed = {}
+            entry.positions = {}
+            entry.wake()
         owner_id = entry.chronicum.owner_id
         owned = self._owned[owner_id]
         del owned[chronicum_id]
@@ -241,6 +268,46 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Clos
         window.reverse()
         return window
 
+    def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        """Return up to ``limit`` acta recorded after ``after``; see ``FollowStore.acta_after``."""
+        entry = self._entry(chronicum_id)
+        with entry.lock:
+            self._check_live(entry)
+            if after is None:
+                start = 0
+            else:
+                index = entry.positions.get(after)
+                if index is None:
+                    return None
+                start = index + 1
+            return entry.acta[start : start + max(limit, 1)]
+
+    def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
+        """Block on the chronicum's condition until a write or an erasure; see ``FollowStore``."""
+        try:
+            entry = self._entry(chronicum_id)
+        except ChronicumNotFound:
+            return
+        with entry.lock:
+            entry.changed.wait_for(lambda: entry.has_news(after), timeout)
+
+    def _watch(self, chronicum_id: str, after: str | None, waker: Callable[[], None]) -> _Entry | None:
+        """Register ``waker`` for the chronicum; ``None`` (nothing registered) when there is news already."""
+        try:
+            entry = self._entry(chronicum_id)
+        except ChronicumNotFound:
+            return None
+        with entry.lock:
+            if entry.has_news(after):
+                return None
+            entry.wakers.add(waker)
+            return entry
+
+    @staticmethod
+    def _unwatch(entry: _Entry, waker: Callable[[], None]) -> None:
+        with entry.lock:
+            entry.wakers.discard(waker)
+
     def close(self) -> None:
         """Refuse every later operation with ``StoreError`` (closing again is harmless)."""
         self._mark_closed()
@@ -268,14 +335,16 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Clos
         stored = Actum(
             actum.chronicum_id, actum.kind, actum.actor_kind, actum.actor, actum.content, actum.id, at
         )
+        entry.positions[actum.id] = len(entry.acta)
         entry.acta.append(stored)
         chronicum = entry.chronicum
         entry.chronicum = Chronicum(chronicum.id, chronicum.owner_id, chronicum.started_at, at)
+        entry.wake()
         return stored
 
 
 class AsyncMemoryStore(
-    AsyncIdempotentStore, AsyncBatchStore, AsyncListingStore, AsyncErasableStore, Closable
+    AsyncIdempotentStore, AsyncBatchStore, AsyncListingStore, AsyncErasableStore, AsyncFollowStore, Closable
 ):
     """The asyncio face of :class:`MemoryStore`.
 
@@ -355,6 +424,36 @@ class AsyncMemoryStore(
         """See :meth:`MemoryStore.reopen`."""
         self._refuse_if_closed(None, _ASYNC_WHERE)
         return self.sync_store.reopen(chronicum, owner_digest)
+
+    async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        """See :meth:`MemoryStore.acta_after`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.acta_after(chronicum_id, after, limit)
+
+    async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
+        """Wait, without blocking the loop, until a write or an erasure wakes it; see ``FollowStore``.
+
+        The wake-up comes through the running loop's ``call_soon_threadsafe`` (writers may be
+        other threads); on return or cancellation the waiter is removed, leaving nothing behind.
+        """
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+
+        def waker() -> None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(woken.set)
+
+        entry = self.sync_store._watch(chronicum_id, after, waker)
+        if entry is None:
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await woken.wait()
+        except TimeoutError:
+            pass
+        finally:
+            self.sync_store._unwatch(entry, waker)
 
     async def close(self) -> None:
         """Refuse every later call on this face (``StoreError``).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chronica_core.capabilities import BATCH, ERASURE, LISTING
+from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, LISTING
 from chronica_core.hookspecs import Backend, hookimpl
 from chronica_core.memory import AsyncMemoryStore, MemoryStore
 
@@ -22,6 +22,6 @@ def chronica_backends() -> list[Backend]:
             install="chronica",
             needs_server=False,
             example_url="memory://",
-            capabilities=(BATCH, LISTING, ERASURE),
+            capabilities=(BATCH, LISTING, ERASURE, FOLLOW),
         )
     ]

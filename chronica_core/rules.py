@@ -31,6 +31,7 @@ from chronica_core.errors import (
     InvalidQuery,
     StoreError,
 )
+from chronica_core.follow import Following
 from chronica_core.limits import check_content_size
 from chronica_core.listing import check_limit, decode_cursor, encode_cursor
 from chronica_core.model import (
@@ -52,6 +53,8 @@ DEFAULT_OWNER_CACHE_SIZE = 10_000
 
 MAX_BATCH_SIZE = 1000
 """The most acta one ``record_acta`` call may record."""
+
+_NEWEST = ActaQuery(last_n=1)
 
 _KINDS_NEEDING_CONTENT = frozenset({ActumKind.MESSAGE, ActumKind.THOUGHT})
 
@@ -368,6 +371,43 @@ class Rules:
             raise _refused("a read", owner_id, chronicum_id)
         acta: list[Actum] = yield ("acta", (chronicum_id, query))
         return acta
+
+    def follow(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        after: str | None,
+        actum_kinds: Iterable[ActumKind | str] | None,
+        actor_kinds: Iterable[ActorKind | str] | None,
+        poll_interval: float,
+    ) -> Plan[StoreCall, Following]:
+        """Rules R1, R5 and R6's filters for a follower: check the owner, then take the position.
+
+        With ``after`` the position is that actum (checked by the first read,
+        :func:`chronica_core.follow.follow_step`); without it, the chronicum's newest actum now.
+        """
+        _check_owner(owner_id)
+        query = _query(actum_kinds, actor_kinds, 0)
+        if after is not None and _text_problem(after) is not None:
+            raise InvalidQuery("after", f"an actum id or None; it {_text_problem(after)}")
+        if (
+            isinstance(poll_interval, bool)
+            or not isinstance(poll_interval, (int, float))
+            or not (0 < poll_interval <= 3600)
+        ):
+            raise InvalidQuery(
+                "poll_interval", f"seconds, more than 0 and at most 3600, not {poll_interval!r}"
+            )
+        owner = self._owners.get(chronicum_id) if isinstance(chronicum_id, str) else None
+        if owner is None:
+            owner = yield from self._read_owner(chronicum_id)
+        if owner != owner_id:  # rule R5: not the owner's answers exactly like missing
+            raise ChronicumNotFound(chronicum_id)
+        position, checked = after, False
+        if after is None:
+            newest: list[Actum] = yield ("acta", (chronicum_id, _NEWEST))
+            position, checked = (newest[-1].id if newest else None), True
+        return Following(chronicum_id, query, position, checked, self._capabilities, float(poll_interval))
 
     def get_chronicum(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, Chronicum]:
         """Rules R1 and R5: the owner's chronicum, read fresh from the store."""

@@ -17,11 +17,13 @@ from chronica_core.model import ActaQuery, Actum, Chronicum
 __all__ = [
     "AsyncBatchStore",
     "AsyncErasableStore",
+    "AsyncFollowStore",
     "AsyncIdempotentStore",
     "AsyncListingStore",
     "AsyncStore",
     "BatchStore",
     "ErasableStore",
+    "FollowStore",
     "IdempotentStore",
     "ListingPosition",
     "ListingStore",
@@ -176,6 +178,42 @@ class ErasableStore(Store, Protocol):
 
 
 @runtime_checkable
+class FollowStore(Store, Protocol):
+    """A store that reads the acta after a given one and waits for new ones (the ``follow`` capability).
+
+    ``Chronicarius.follow`` works on every store; on one with this capability it reads only what
+    is new (one read per wake-up) and sleeps until the store wakes it, instead of polling the
+    newest acta with :meth:`Store.acta`.
+    """
+
+    def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        """Return up to ``limit`` (at least 1) acta recorded after the actum whose id is ``after``.
+
+        The acta come in write order (the order of :meth:`Store.acta`), unfiltered, starting just
+        after ``after`` (from the chronicum's first actum when ``after`` is ``None``). A reader
+        never sees a later actum before an earlier one: what one call returns is followed, in the
+        next call from its last id, by everything recorded after it, nothing skipped.
+
+        Returns ``None`` when the chronicum holds no actum with the id ``after``, ``[]`` when
+        nothing was recorded after it. Raises ``ChronicumNotFound`` for a missing (or erased)
+        chronicum.
+        """
+        ...
+
+    def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
+        """Block until the chronicum may hold acta after ``after``, or ``timeout`` seconds pass.
+
+        Returns at once when its newest actum is not ``after`` (``None``: the chronicum is empty)
+        or when the chronicum is missing or erased; otherwise when a write or an erasure may have
+        changed that, or when ``timeout`` seconds (``None``: no limit) have passed. It may return
+        early without a change: the caller reads again with :meth:`acta_after` either way.
+        Leaves nothing behind (no thread, task or connection of its own) once it returns or is
+        cancelled.
+        """
+        ...
+
+
+@runtime_checkable
 class AsyncStore(Protocol):
     """The asyncio twin of :class:`Store`: the same contract, every method a coroutine."""
 
@@ -254,4 +292,17 @@ class AsyncErasableStore(AsyncStore, Protocol):
 
     async def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
         """Same contract as :meth:`ErasableStore.reopen`."""
+        ...
+
+
+@runtime_checkable
+class AsyncFollowStore(AsyncStore, Protocol):
+    """The asyncio twin of :class:`FollowStore`."""
+
+    async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        """Same contract as :meth:`FollowStore.acta_after`."""
+        ...
+
+    async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
+        """Same contract as :meth:`FollowStore.wait_for_acta`; cancelling it leaves nothing behind."""
         ...

@@ -350,6 +350,32 @@ class ReopensForAnyDigest(CapableStore):
         return super().reopen(chronicum, self.digests.get(chronicum.id, owner_digest))
 
 
+class RepeatsTheAfter(CapableStore):
+    """Reads "after" an actum starting with that actum itself (``>=`` for ``>``): a duplicate each read."""
+
+    def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        acta = self.acta(chronicum_id, ActaQuery())
+        if after is None:
+            return acta[:limit]
+        positions = [actum.id for actum in acta]
+        if after not in positions:
+            return None
+        start = positions.index(after)
+        return acta[start : start + limit]
+
+
+class SkipsOneAfter(CapableStore):
+    """Reads "after" an actum starting one too far: the actum just after the position is lost."""
+
+    def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        acta = self.acta(chronicum_id, ActaQuery())
+        positions = [actum.id for actum in acta]
+        if after is not None and after not in positions:
+            return None
+        start = 0 if after is None else positions.index(after) + 1
+        return acta[start + 1 : start + 1 + limit]
+
+
 class AsyncFace(AsyncMemoryStore):
     """The asyncio face of a broken store, so the async flavour meets the same mistake."""
 

@@ -324,7 +324,13 @@ def test_backends_lists_installed_and_broken_plugins() -> None:
             [line[start:end].strip() for start, end in zip(columns, [*columns[1:], None], strict=True)]
         ]
     }
-    assert rows["memory"] == ["memory", "memory://", "yes", "idempotency, batch, listing, erasure", "memory"]
+    assert rows["memory"] == [
+        "memory",
+        "memory://",
+        "yes",
+        "idempotency, batch, listing, erasure, follow",
+        "memory",
+    ]
     assert rows["notebook"] == ["notebook", "notebook://", "no", "idempotency", "notebook"]
     assert "BROKEN plugin 'broken-example'" in result.stdout
     assert "chronica_frobnicator_driver" in result.stdout

@@ -34,6 +34,15 @@ def test_quickstart() -> None:
     ]
 
 
+def test_follow_sees_each_message_once_and_resumes() -> None:
+    assert run("follow.py") == [
+        "booking sees search: Rumah Teduh has one.",
+        "booking sees ardian: Rumah Teduh, please.",
+        "booking stopped; it resumes after the last message it saw",
+        "booking sees ardian: Under Ardian.",
+    ]
+
+
 def test_three_agents_share_one_chronicum() -> None:
     lines = run("three_agents.py")
     prefix = "the chronicum holds 4 acta: "

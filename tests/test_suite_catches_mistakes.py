@@ -43,9 +43,15 @@ ASYNC_FIXTURE = """
         return broken_stores.async_face(broken_stores.{name}())
 """
 
-CAPABILITIES = ("batch", "listing", "erasure")
+CAPABILITIES = ("batch", "listing", "erasure", "follow")
 
-CAPABILITY_GROUPS = ("test_batch_", "test_listing_", "test_erasure_")
+CAPABILITY_GROUPS = (
+    "test_batch_",
+    "test_listing_",
+    "test_erasure_",
+    "test_follow_store_",
+    "test_follow_of_an_erased_chronicum",
+)
 """The cases of the capability groups, which skip for a store without the capabilities."""
 
 # store -> (flavours it is run in, cases that must fail in each of them)
@@ -127,11 +133,24 @@ CAPABILITY_FAILURES: dict[str, set[str]] = {
         "test_erasure_seen_by_a_second_chronicarius_with_the_owner_cached",
     },
     "ReopensForAnyDigest": {"test_erasure_another_owner_cannot_claim_the_id"},
+    # The follow cases run as the store is ("as-is") and polled through acta (which is correct).
+    "RepeatsTheAfter": {
+        "test_follow_yields_in_order_after_the_given_actum[{flavour}-as-is]",
+        "test_follow_concurrent_writers_no_gaps_no_duplicates[{flavour}-as-is]",
+        "test_follow_resumes_after_the_last_actum_it_yielded[{flavour}-as-is]",
+        "test_follow_store_acta_after",
+    },
+    "SkipsOneAfter": {
+        "test_follow_yields_in_order_after_the_given_actum[{flavour}-as-is]",
+        "test_follow_concurrent_writers_no_gaps_no_duplicates[{flavour}-as-is]",
+        "test_follow_more_than_a_page_at_once[{flavour}-as-is]",
+        "test_follow_store_acta_after",
+    },
 }
 
 CAPABILITY_SELECTION = (
     "-k",
-    "not stateful and (batch or listing or erasure or test_s1_get_returns_the_stored_owner)",
+    "not stateful and (batch or listing or erasure or follow or test_s1_get_returns_the_stored_owner)",
 )
 """The capability groups and one case every store passes: the rest of the suite is the same as
 the memory store's, checked by the correct store's run."""

@@ -31,6 +31,7 @@ pytest.register_assert_rewrite(
             "capability_contract",
             "driver_failures",
             "erasure_contract",
+            "follow_contract",
             "harness",
             "idempotent_contract",
             "json_contract",
@@ -50,6 +51,7 @@ from chronica_conformance.batch_contract import BatchContract  # noqa: E402 - af
 from chronica_conformance.capability_contract import CapabilityContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.driver_failures import DriverFailureContract, DriverFaults, FailureKind, Injection  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.erasure_contract import ErasureContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.follow_contract import FollowContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.harness import AsyncHarness, Call, Harness, SyncHarness, rules_call, store_call  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.idempotent_contract import IdempotentContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.json_contract import JsonFormContract  # noqa: E402 - after the assert-rewrite registration
@@ -72,6 +74,7 @@ __all__ = [
     "DriverFaults",
     "ErasureContract",
     "FailureKind",
+    "FollowContract",
     "Harness",
     "IdempotentContract",
     "Injection",
@@ -100,6 +103,7 @@ class ConformanceSuite(
     BatchContract,
     ListingContract,
     ErasureContract,
+    FollowContract,
     CapabilityContract,
     JsonFormContract,
     StatefulRules,
@@ -111,7 +115,8 @@ class ConformanceSuite(
     The groups (numbered as in the repository's ``docs/contract.md``): the store contract
     (S1–S9), the idempotent contract (S10, R8), the rules (R1–R9), the size contract (content up
     to the store's limit), the batch, listing and erasure contracts (each where the store has the
-    capability; the erasure contract also checks R10 with a cached owner), missing capabilities
+    capability; the erasure contract also checks R10 with a cached owner), following (every
+    store; the follow capability's own case where the store has it), missing capabilities
     refused before the store is touched, the public JSON form, the stateful model test and driver
     failures (E1), and, for an asyncio store, one store serving every event loop (the any-loop
     contract).

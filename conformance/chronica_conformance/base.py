@@ -194,6 +194,7 @@ _CAPABILITY_METHODS = {
     "listing": "list_chronica",
     "erasure": "erase, erase_owner and reopen",
     "idempotency": "record_idempotent",
+    "follow": "acta_after and wait_for_acta",
 }
 
 

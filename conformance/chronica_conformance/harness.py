@@ -10,6 +10,7 @@ threads; :class:`AsyncHarness` runs every call of an :class:`~chronica_core.Asyn
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import threading
@@ -34,12 +35,13 @@ from chronica_core import (
     IdempotentStore,
     Store,
 )
-from chronica_core.capabilities import BATCH, ERASURE, IDEMPOTENCY, LISTING, store_capabilities
+from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, IDEMPOTENCY, LISTING, store_capabilities
 
 __all__ = [
     "AsyncHarness",
     "Call",
     "Flavour",
+    "FollowRun",
     "Harness",
     "SyncHarness",
     "WritersAndPolls",
@@ -55,6 +57,32 @@ CONCURRENT_TIMEOUT_SECONDS = 120.0
 
 POLL_PAUSE_SECONDS = 0.001
 """The pause between two reads of :meth:`Harness.write_while_polling`'s reader (pacing only)."""
+
+FOLLOW_GUARD_SECONDS = 10.0
+"""How long a follower of a case waits for the acta it expects before it gives up (a guard: a
+correct store delivers them in milliseconds, and a case that got too few then fails on them)."""
+
+FOLLOW_POLL_SECONDS = 0.02
+"""The ``poll_interval`` of a case's follower, for stores without the ``follow`` capability."""
+
+SHARED_TASK_PREFIX = "chronica-shared-"
+"""A store's own long-lived threads and tasks (say, one listener per store or event loop shared
+by every follower) are named with this prefix; they are the store's, not a follower's, and do
+not count as left behind by a stopped follower."""
+
+
+@dataclass(frozen=True, slots=True)
+class FollowRun:
+    """What :meth:`Harness.follow_during` saw.
+
+    Attributes:
+        acta: what the follower yielded, in order.
+        outcomes: each concurrent call's result or exception, in order.
+    """
+
+    acta: list[Actum]
+    outcomes: list[Any]
+
 
 WritersAndPolls = tuple[list[Any], list[datetime | None]]
 """What :meth:`Harness.write_while_polling` returns: each writer's outcome, then what the reader saw."""
@@ -223,6 +251,42 @@ class Harness(ABC):
         """
 
     @abstractmethod
+    def follow_during(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        count: int,
+        calls: Sequence[Call] = (),
+        *,
+        after: str | None = None,
+        actum_kinds: Iterable[ActumKind | str] | None = None,
+        actor_kinds: Iterable[ActorKind | str] | None = None,
+    ) -> FollowRun:
+        """Follow the chronicum until ``count`` acta came, while ``calls`` run concurrently.
+
+        The follower starts first (the owner check and its position taken: an error there
+        propagates before any call runs), then every call starts at once (as in
+        :meth:`concurrently`); the follower stops after ``count`` acta, or after
+        :data:`FOLLOW_GUARD_SECONDS` without them.
+
+        Returns:
+            A :class:`FollowRun`. An error the follower raised after it started propagates once
+            the calls are done.
+        """
+
+    @abstractmethod
+    def follow_left_behind(self, owner_id: str, chronicum_id: str, after: str) -> list[str]:
+        """Start a follower after ``after``, let it wait for news, stop it; return what it left running.
+
+        Sync: the generator ends by its ``timeout``; what is left is the threads started since.
+        Async: the follower's task is cancelled while it waits; what is left is the tasks started
+        since, but a store's shared ones (named :data:`SHARED_TASK_PREFIX`...).
+
+        Returns:
+            The names of the threads or tasks left behind (``[]`` for a correct store).
+        """
+
+    @abstractmethod
     def write_while_polling(self, batches: Sequence[Sequence[Actum]], chronicum_id: str) -> WritersAndPolls:
         """Record each batch in order, the batches all at once, while a reader polls ``get``.
 
@@ -275,6 +339,7 @@ _CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     BATCH: ("record_many",),
     LISTING: ("list_chronica",),
     ERASURE: ("erase", "erase_owner", "reopen"),
+    FOLLOW: ("acta_after", "wait_for_acta"),
 }
 
 
@@ -405,6 +470,66 @@ class SyncHarness(Harness):
         if failure:
             raise failure[0]
         return outcomes, seen
+
+    def follow_during(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        count: int,
+        calls: Sequence[Call] = (),
+        *,
+        after: str | None = None,
+        actum_kinds: Iterable[ActumKind | str] | None = None,
+        actor_kinds: Iterable[ActorKind | str] | None = None,
+    ) -> FollowRun:
+        """See :meth:`Harness.follow_during`; the follower iterates in a thread of its own."""
+        follower = self.chronicarius.follow(
+            owner_id,
+            chronicum_id,
+            after=after,
+            actum_kinds=actum_kinds,
+            actor_kinds=actor_kinds,
+            timeout=FOLLOW_GUARD_SECONDS,
+            poll_interval=FOLLOW_POLL_SECONDS,
+        )
+        collected: list[Actum] = []
+        failure: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                for actum in follower:
+                    collected.append(actum)
+                    if len(collected) >= count:
+                        break
+            except BaseException as error:  # noqa: BLE001 - raised in the calling thread below
+                failure.append(error)
+            finally:
+                follower.close()
+
+        reader = threading.Thread(target=read, name="chronica-conformance-follower", daemon=True)
+        reader.start()
+        outcomes = self.concurrently(calls) if calls else []
+        reader.join(FOLLOW_GUARD_SECONDS + CONCURRENT_TIMEOUT_SECONDS)
+        if reader.is_alive():
+            raise AssertionError("the follower did not end within its guard")
+        if failure:
+            raise failure[0]
+        return FollowRun(list(collected), outcomes)
+
+    def follow_left_behind(self, owner_id: str, chronicum_id: str, after: str) -> list[str]:
+        """See :meth:`Harness.follow_left_behind`."""
+        before = set(threading.enumerate())
+        follower = self.chronicarius.follow(
+            owner_id, chronicum_id, after=after, timeout=0.1, poll_interval=FOLLOW_POLL_SECONDS
+        )
+        for actum in follower:  # ends by its timeout, having yielded nothing
+            follower.close()
+            raise AssertionError(f"a follower after the newest actum yielded {actum!r}")
+        return sorted(
+            thread.name
+            for thread in set(threading.enumerate()) - before
+            if thread.is_alive() and not thread.name.startswith(SHARED_TASK_PREFIX)
+        )
 
     def with_chronicarius(
         self,
@@ -557,6 +682,80 @@ class AsyncHarness(Harness):
             return list(outcomes), seen
 
         return self._runner.run(together())
+
+    def follow_during(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        count: int,
+        calls: Sequence[Call] = (),
+        *,
+        after: str | None = None,
+        actum_kinds: Iterable[ActumKind | str] | None = None,
+        actor_kinds: Iterable[ActorKind | str] | None = None,
+    ) -> FollowRun:
+        """See :meth:`Harness.follow_during`; the follower iterates in a task of its own."""
+
+        async def together() -> FollowRun:
+            follower = self.chronicarius.follow(
+                owner_id,
+                chronicum_id,
+                after=after,
+                actum_kinds=actum_kinds,
+                actor_kinds=actor_kinds,
+                poll_interval=FOLLOW_POLL_SECONDS,
+            )
+            await follower.start()
+            collected: list[Actum] = []
+
+            async def read() -> None:
+                async for actum in follower:
+                    collected.append(actum)
+                    if len(collected) >= count:
+                        break
+
+            reader = asyncio.create_task(read(), name="chronica-conformance-follower")
+            outcomes: list[Any] = []
+            if calls:
+                async with asyncio.timeout(CONCURRENT_TIMEOUT_SECONDS):
+                    outcomes = await asyncio.gather(
+                        *(self._perform(call) for call in calls), return_exceptions=True
+                    )
+            try:
+                async with asyncio.timeout(FOLLOW_GUARD_SECONDS):
+                    await reader
+            except TimeoutError:
+                pass  # too few acta: the case fails on what was collected
+            return FollowRun(list(collected), list(outcomes))
+
+        return self._runner.run(together())
+
+    def follow_left_behind(self, owner_id: str, chronicum_id: str, after: str) -> list[str]:
+        """See :meth:`Harness.follow_left_behind`."""
+
+        async def cancelled() -> list[str]:
+            before = asyncio.all_tasks()
+            follower = self.chronicarius.follow(
+                owner_id, chronicum_id, after=after, poll_interval=FOLLOW_POLL_SECONDS
+            )
+            await follower.start()
+
+            async def read() -> None:
+                async for actum in follower:
+                    raise AssertionError(f"a follower after the newest actum yielded {actum!r}")
+
+            reader = asyncio.create_task(read(), name="chronica-conformance-follower")
+            await asyncio.sleep(0.1)  # let it reach its wait (the check holds either way)
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            await asyncio.sleep(0)  # let whatever the cancellation ended finish
+            left = asyncio.all_tasks() - before - {reader}
+            return sorted(
+                task.get_name() for task in left if not task.get_name().startswith(SHARED_TASK_PREFIX)
+            )
+
+        return self._runner.run(cancelled())
 
     def with_chronicarius(
         self,

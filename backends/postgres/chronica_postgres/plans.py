@@ -480,6 +480,28 @@ class Plans:
             return []
         return [_actum(row) for row in rows]
 
+    def acta_after(
+        self, chronicum_id: str, after: str | None, limit: int
+    ) -> Plan[Operation, list[Actum] | None]:
+        """Up to ``limit`` acta after the actum ``after``, in one query (see ``FollowStore.acta_after``).
+
+        Returns ``None`` when ``after`` is no actum of the chronicum. Raises ``ChronicumNotFound``
+        (missing or erased), ``StoreError``.
+        """
+        _refuse_nul(chronicum_id)
+        parameters = (chronicum_id, chronicum_id, after, after, max(limit, 1))
+        rows = yield from self._read(
+            Statement(self.statements.acta_after, parameters), "read acta after", chronicum_id
+        )
+        if not rows:
+            raise ChronicumNotFound(chronicum_id)
+        check_rows("postgres: read acta after", "chronicum id", chronicum_id, rows)
+        if not rows[0][1]:
+            return None
+        if rows[0][2] is None:  # nothing after the position
+            return []
+        return [_actum(row[2:]) for row in rows]
+
     def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Operation, list[Actum]]:
         """Append ``acta`` (at least one, all of one chronicum) in one statement, or return the keyed write.
 

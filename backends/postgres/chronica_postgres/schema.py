@@ -69,6 +69,7 @@ __all__ = [
     "VERSION_TABLE",
     "Migration",
     "Statements",
+    "follow_channel",
     "schema_name_problem",
 ]
 
@@ -234,6 +235,17 @@ def _listing(*, after: str | None) -> str:
         """
 
 
+def follow_channel(schema: str) -> str:
+    """The channel the appends and erasures of ``schema`` notify (``LISTEN`` to follow them).
+
+    ``chronica_acta_`` and 16 hex characters of a digest of the schema name: an identifier
+    needing no quotes, well under PostgreSQL's 63 bytes, whatever the schema is called; the
+    notification's payload is the chronicum id.
+    """
+    digest = hashlib.blake2b(f"chronica-postgres follow {schema}".encode(), digest_size=8).hexdigest()
+    return f"chronica_acta_{digest}"
+
+
 def _migration_lock_key(schema: str) -> int:
     """The advisory-lock key (a signed 64-bit integer) guarding migrations of ``schema``."""
     digest = hashlib.blake2b(f"chronica-postgres migrate {schema}".encode(), digest_size=8).digest()
@@ -250,6 +262,8 @@ class Statements:
     def __init__(self, schema: str) -> None:
         self.schema = schema
         quoted = sql.Identifier(schema).as_string(None)
+        self.channel = follow_channel(schema)
+        channel = sql.Literal(self.channel).as_string(None)
         # One row: the version, and whether chronica-sqlalchemy's version table is there too.
         self.read_version = self._compose(
             quoted,
@@ -292,7 +306,7 @@ class Statements:
                 UPDATE {{schema}}.chronica
                 SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
                 WHERE id = %s AND {_LIVE}
-                RETURNING id, last_seq, last_actum_at
+                RETURNING id, last_seq, last_actum_at, pg_notify({{channel}}, id)
             )
             INSERT INTO {{schema}}.acta
                 (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at, idempotency_key)
@@ -301,6 +315,7 @@ class Statements:
             FROM chronicum
             RETURNING chronicum_id, id, at
             """,
+            channel=channel,
         )
         # Parameters: chronicum id, key, then those of `record`. One row: (true, chronicum id, seq,
         # id, NULLs..., at) when inserted, (false, the stored actum's columns) when the key was used
@@ -316,7 +331,7 @@ class Statements:
                 UPDATE {{schema}}.chronica
                 SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
                 WHERE id = %s AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
-                RETURNING id, last_seq, last_actum_at
+                RETURNING id, last_seq, last_actum_at, pg_notify({{channel}}, id)
             ), inserted AS (
                 INSERT INTO {{schema}}.acta
                     (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,
@@ -330,6 +345,7 @@ class Statements:
             UNION ALL
             SELECT false, {_ACTUM_COLUMNS} FROM existing
             """,
+            channel=channel,
         )
         # Parameters: chronicum id, key. Rows: every actum the keyed write stored, in order (none
         # when the key is unknown, or the chronicum was erased since).
@@ -365,7 +381,8 @@ class Statements:
                 SET last_seq = last_seq + given.size, last_actum_at = {_NEXT_AT}
                 FROM given
                 WHERE id = given.chronicum_id AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
-                RETURNING id, last_seq - given.size AS before_seq, last_actum_at, given.key, given.size
+                RETURNING id, last_seq - given.size AS before_seq, last_actum_at, given.key, given.size,
+                    pg_notify({{channel}}, id)
             ), inserted AS (
                 INSERT INTO {{schema}}.acta
                     (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,
@@ -390,6 +407,7 @@ class Statements:
             ) AS stored
             ORDER BY 3
             """,
+            channel=channel,
         )
         # Parameters: owner id, the limit. Rows: the owner's live chronica, newest first.
         self.list_chronica = self._compose(quoted, _listing(after=None))
@@ -398,6 +416,33 @@ class Statements:
         # The same, the position itself included: for a position whose id holds NUL, cut there
         # (no stored id holds NUL, so those before it are those up to the cut id, inclusive).
         self.list_chronica_after_or_at = self._compose(quoted, _listing(after="<="))
+        # Parameters: chronicum id, chronicum id, the position's actum id (NULL: before the first),
+        # the same again, the limit. Rows: none when the chronicum is missing or erased; else
+        # (chronicum id, whether the position is an actum of it, then the actum's columns) for
+        # each actum after the position, in order (one row of NULL columns when there is none).
+        # The position is found walking the primary key back from the newest actum: a follower's
+        # position is nearly always among the newest.
+        self.acta_after = self._compose(
+            quoted,
+            f"""
+            WITH live AS (
+                SELECT id FROM {{schema}}.chronica WHERE id = %s AND {_LIVE}
+            ), position AS (
+                SELECT seq FROM {{schema}}.acta WHERE chronicum_id = %s AND id = %s
+                ORDER BY seq DESC LIMIT 1
+            ), known AS (
+                SELECT %s::text IS NULL OR EXISTS (SELECT FROM position) AS known
+            )
+            SELECT live.id, known.known, {_STORED_COLUMNS}
+            FROM live CROSS JOIN known LEFT JOIN LATERAL (
+                SELECT * FROM {{schema}}.acta
+                WHERE chronicum_id = live.id AND known.known
+                    AND seq > coalesce((SELECT seq FROM position), 0)
+                ORDER BY seq LIMIT %s
+            ) AS stored ON true
+            ORDER BY stored.seq
+            """,
+        )
         # Parameters: chronicum id. Locks the live chronicum's row (one row: its id) for `erase`.
         self.lock_live = self._compose(
             quoted, f"SELECT id FROM {{schema}}.chronica WHERE id = %s AND {_LIVE} FOR UPDATE"
@@ -414,10 +459,11 @@ class Statements:
                 SET owner_id = NULL, started_at = '{EPOCH}', last_actum_at = NULL, last_seq = 0,
                     erased_owner_digest = %s
                 WHERE id = %s AND {_LIVE}
-                RETURNING id
+                RETURNING id, pg_notify({{channel}}, id)
             )
             SELECT id, (SELECT count(*) FROM erased) FROM marked
             """,
+            channel=channel,
         )
         # Parameters: owner id. Rows: the ids of the owner's live chronica.
         self.owned = self._compose(

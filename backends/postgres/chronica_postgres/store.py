@@ -26,6 +26,7 @@ from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import masked_url, redact_error
 from chronica_core.urls import split_query_options, split_schema
 from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
+from chronica_postgres.follow import AsyncPostgresFollowing, PostgresFollowing
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
 from chronica_postgres.schema import Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
@@ -91,7 +92,7 @@ async def _check_connection_async(url: str, options: Options) -> None:
     await connection.close()
 
 
-class PostgresStore(PlannedStore):
+class PostgresStore(PostgresFollowing, PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL.
 
     Every call borrows a pooled connection (autocommit) for one statement: ``record``,
@@ -157,6 +158,7 @@ class PostgresStore(PlannedStore):
         Later operations raise ``StoreError("postgres: store", "the store is closed")``.
         """
         self._mark_closed()
+        self._close_listener()
         if self._owns_pool:
             self._pool.close()
             _log.debug("closed the pool of the PostgresStore on %s", masked_url(self._secrets_of))
@@ -287,7 +289,7 @@ def _drop_loop_pool(loop_pool: _LoopPool) -> None:
             connection.pgconn.finish()
 
 
-class AsyncPostgresStore(AsyncPlannedStore):
+class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
     """The asyncio twin of :class:`PostgresStore`: the same statements, plans and errors.
 
     One store serves every event loop of the process, one after another (``asyncio.run()`` per
@@ -353,6 +355,7 @@ class AsyncPostgresStore(AsyncPlannedStore):
         """
         self._mark_closed()
         _log.debug("closing the pools of the AsyncPostgresStore on %s", masked_url(self._secrets_of))
+        await self._close_listeners()
         await self._pools.close()
 
     async def _run(self, plan: Plan[Any, Result]) -> Result:

@@ -44,6 +44,7 @@ from chronica_sqlalchemy.engines import (
     url_and_options,
     url_text,
 )
+from chronica_sqlalchemy.follow import AsyncThreadedFollowing, SQLAlchemyFollowing
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
 
@@ -100,7 +101,7 @@ class _Store:
         _log.debug("closed the %s on %s", type(self).__name__, self._shown())
 
 
-class SQLAlchemyStore(PlannedStore, _Store):
+class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
     """A blocking, thread-safe, idempotent store on a SQLAlchemy ``Engine``.
 
     Args:
@@ -184,6 +185,7 @@ class SQLAlchemyStore(PlannedStore, _Store):
         """
         self._mark_closed()
         self._log_closed()
+        self._close_watcher()
         if self._owns_engine:
             self.engine.dispose()
 
@@ -368,7 +370,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         return await asyncio.shield(running)
 
 
-class AsyncThreadedSQLAlchemyStore(_AsyncStore):
+class AsyncThreadedSQLAlchemyStore(AsyncThreadedFollowing, _AsyncStore):
     """The asyncio store on a blocking ``Engine``: each operation runs whole on a worker thread.
 
     What ``open_async_store("sqlite:///...")`` gives. SQLite has no server to wait on, so every
@@ -447,6 +449,7 @@ class AsyncThreadedSQLAlchemyStore(_AsyncStore):
         """
         self._mark_closed()
         self._log_closed()
+        self._close_watcher()
         await asyncio.to_thread(self._close)
 
     def _close(self) -> None:

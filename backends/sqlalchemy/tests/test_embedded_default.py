@@ -127,3 +127,15 @@ def test_a_read_where_there_is_no_store_still_refuses_a_bad_url(
     assert result.returncode == code, result.stderr
     assert result.stderr.startswith(said), result.stderr
     assert sorted(tmp_path.iterdir()) == []
+
+
+def test_the_follow_example_runs_on_a_sqlite_file(dialect: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'follow.db'}"
+    following = run([sys.executable, str(EXAMPLES / "follow.py"), url], tmp_path)
+    assert following.returncode == 0, following.stderr
+    assert following.stdout.splitlines() == [
+        "booking sees search: Rumah Teduh has one.",
+        "booking sees ardian: Rumah Teduh, please.",
+        "booking stopped; it resumes after the last message it saw",
+        "booking sees ardian: Under Ardian.",
+    ]

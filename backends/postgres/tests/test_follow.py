@@ -1,0 +1,166 @@
+"""Following on PostgreSQL: ``LISTEN``/``NOTIFY``, one listening connection per store, and a lost
+listening connection costing no gap.
+
+Every follower here waits on the real server, in a schema of its own (whose channel no other
+test's store listens on); the writers are other stores (other connections, as another process
+would be). The loops that wait for the server to reach a state are guards
+with a deadline, not timing assertions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from chronica_postgres import AsyncPostgresStore, PostgresStore
+from chronica_postgres.schema import follow_channel
+
+from chronica_core import ActorKind, Actum, ActumKind, AsyncChronicarius, Chronicarius
+
+GUARD_SECONDS = 30.0
+"""How long a test waits for the server or the followers before it fails as hung."""
+
+
+def _message(chronicum_id: str, content: str) -> Actum:
+    return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "booking", content)
+
+
+def _listening_pids(postgres_url: str, schema: str) -> list[int]:
+    """The server processes whose last statement was the LISTEN on the schema's channel."""
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE query = %s ORDER BY pid",
+            (f'LISTEN "{follow_channel(schema)}"',),
+        ).fetchall()
+    return [int(row[0]) for row in rows]
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + GUARD_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {GUARD_SECONDS} s for {what}")
+        time.sleep(0.01)
+
+
+def _waiters(store: PostgresStore, chronicum_id: str) -> int:
+    listener = store._listener
+    return 0 if listener is None else len(listener._waiters.get(chronicum_id, ()))
+
+
+def test_many_followers_share_one_listening_connection(
+    postgres_url: str, fresh_schema: str, make_store: Callable[..., PostgresStore]
+) -> None:
+    followed, writer = make_store(schema=fresh_schema), make_store(schema=fresh_schema)
+    owner, chronicum_id = "ardian", f"follow-{uuid.uuid4().hex}"
+    first = Chronicarius(writer).record_actum(owner, _message(chronicum_id, "first"))
+    chronicarius = Chronicarius(followed)
+    received: list[list[str]] = [[] for _ in range(20)]
+
+    def follow(index: int) -> None:
+        for actum in chronicarius.follow(owner, chronicum_id, after=first.id, timeout=GUARD_SECONDS):
+            received[index].append(actum.content)
+            if len(received[index]) == 2:
+                return
+
+    threads = [threading.Thread(target=follow, args=(index,), daemon=True) for index in range(20)]
+    for thread in threads:
+        thread.start()
+    _until(lambda: _waiters(followed, chronicum_id) == 20, "20 followers waiting")
+    _until(lambda: bool(_listening_pids(postgres_url, fresh_schema)), "the listener listening")
+    assert len(_listening_pids(postgres_url, fresh_schema)) == 1
+    Chronicarius(writer).record_actum(owner, _message(chronicum_id, "second"))
+    Chronicarius(writer).record_actum(owner, _message(chronicum_id, "third"))
+    for thread in threads:
+        thread.join(GUARD_SECONDS)
+    assert received == [["second", "third"]] * 20
+
+
+def test_a_lost_listening_connection_costs_no_gap(
+    postgres_url: str, fresh_schema: str, make_store: Callable[..., PostgresStore]
+) -> None:
+    followed, writer = make_store(schema=fresh_schema), make_store(schema=fresh_schema)
+    owner, chronicum_id = "ardian", f"follow-lost-{uuid.uuid4().hex}"
+    writing = Chronicarius(writer)
+    first = writing.record_actum(owner, _message(chronicum_id, "first"))
+    received: list[str] = []
+    follower = Chronicarius(followed).follow(owner, chronicum_id, after=first.id, timeout=GUARD_SECONDS)
+
+    def follow() -> None:
+        for actum in follower:
+            received.append(actum.content)
+            if len(received) == 6:
+                return
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    _until(lambda: _waiters(followed, chronicum_id) == 1, "the follower waiting")
+    _until(lambda: bool(_listening_pids(postgres_url, fresh_schema)), "the listener listening")
+    (lost,) = _listening_pids(postgres_url, fresh_schema)
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (lost,))
+    for index in range(3):  # written while the listener is down or reconnecting
+        writing.record_actum(owner, _message(chronicum_id, f"during-{index}"))
+    _until(
+        lambda: _listening_pids(postgres_url, fresh_schema) not in ([], [lost]), "the listener to reconnect"
+    )
+    for index in range(3):
+        writing.record_actum(owner, _message(chronicum_id, f"after-{index}"))
+    thread.join(GUARD_SECONDS)
+    assert received == ["during-0", "during-1", "during-2", "after-0", "after-1", "after-2"]
+
+
+def test_asyncio_followers_share_one_listening_connection_per_loop(
+    postgres_url: str, fresh_schema: str, make_store: Callable[..., PostgresStore]
+) -> None:
+    writer = make_store(schema=fresh_schema)
+    owner, chronicum_id = "ardian", f"follow-async-{uuid.uuid4().hex}"
+    first = Chronicarius(writer).record_actum(owner, _message(chronicum_id, "first"))
+
+    async def main() -> tuple[list[list[str]], int, list[str]]:
+        async with AsyncPostgresStore(postgres_url, schema=fresh_schema) as store:
+            chronicarius = AsyncChronicarius(store)
+
+            async def follow() -> list[str]:
+                got: list[str] = []
+                async for actum in chronicarius.follow(owner, chronicum_id, after=first.id):
+                    got.append(actum.content)
+                    if len(got) == 1:
+                        return got
+                return got
+
+            tasks = [asyncio.create_task(follow()) for _ in range(50)]
+            listeners = store._listeners
+            deadline = time.monotonic() + GUARD_SECONDS
+            while (
+                listeners is None
+                or not listeners
+                or sum(
+                    len(waiting) for listener in listeners.values() for waiting in listener._waiters.values()
+                )
+                < 50
+            ):
+                assert time.monotonic() < deadline, "the followers did not all wait"
+                await asyncio.sleep(0.01)
+                listeners = store._listeners
+            while not await asyncio.to_thread(_listening_pids, postgres_url, fresh_schema):
+                assert time.monotonic() < deadline, "the listener did not listen"
+                await asyncio.sleep(0.01)
+            listening = len(await asyncio.to_thread(_listening_pids, postgres_url, fresh_schema))
+            await asyncio.to_thread(
+                Chronicarius(writer).record_actum, owner, _message(chronicum_id, "second")
+            )
+            async with asyncio.timeout(GUARD_SECONDS):
+                received = await asyncio.gather(*tasks)
+        left = [task.get_name() for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        return received, listening, left
+
+    received, listening, left = asyncio.run(main())
+    assert listening == 1
+    assert received == [["second"]] * 50
+    assert left == []  # closing the store ended its listener
