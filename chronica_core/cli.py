@@ -10,8 +10,8 @@ Exit codes: 0 success; 2 bad usage (and an ``erase`` that cannot ask for confirm
 given ``--yes``); 3 chronicum not found; 4 invalid input (an actum, a query, a cursor, an owner, a
 store option or a value in the store URL); 5 no usable backend for the URL; 6 the store failed;
 7 the store lacks a capability the command needs (``chronica backends`` lists them); 1 any other
-Chronica error, an erasure that was not confirmed, or failed conformance cases; 130 ``follow`` stopped by Ctrl-C
-(SIGINT), which is how it normally ends.
+Chronica error, an erasure that was not confirmed, or failed conformance cases; 130 ``follow``
+stopped by Ctrl-C (SIGINT), which is how it normally ends.
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ class PerLoop(Generic[Resource]):
 
         try:
             loop.run_until_complete(asyncio.wait_for(closing(), self.close_timeout))
-        except Exception:  # running elsewhere, closed meanwhile, or too slow: drop what is left
+        except Exception:  # noqa: BLE001 (running elsewhere, closed meanwhile, too slow, or the driver failed: drop what is left)
             self._drop_entry(entry)
 
     async def _close_in(self, loop: asyncio.AbstractEventLoop, entry: _Entry[Resource]) -> None:
