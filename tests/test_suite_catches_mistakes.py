@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from chronica_conformance import harness
 from chronica_conformance.profiles import register_profiles
 from hypothesis import Phase, settings
 
@@ -166,6 +167,9 @@ def suite_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Sui
         "chronica-catch", settings.get_profile("chronica-ci"), phases=[Phase.explicit, Phase.generate]
     )
     monkeypatch.setenv("HYPOTHESIS_PROFILE", "chronica-catch")
+    # A broken store that loses an actum leaves its follower waiting out the guard; these stores
+    # answer in microseconds, so a short guard finds the same faults (each miss cost 10 s).
+    monkeypatch.setattr(harness, "FOLLOW_GUARD_SECONDS", 2.0)
     pytester.syspathinsert(TESTS)
 
     def run(
