@@ -232,6 +232,7 @@ class PerLoop(Generic[Resource]):
                     await entry.hook.aclose()
                 if entry.watcher is not None:
                     entry.watcher.cancel()
+                    await asyncio.wait({entry.watcher})  # ended when close returns, raising nothing
             elif loop.is_running() and not loop.is_closed():
                 await self._close_in(loop, entry)
             elif not loop.is_closed():
