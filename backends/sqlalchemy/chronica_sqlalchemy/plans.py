@@ -64,6 +64,7 @@ from chronica_sqlalchemy.schema import (
     is_mysql,
     listing_index,
 )
+from chronica_sqlalchemy.sqlite_writers import WriterTurn, take_turn
 
 __all__ = [
     "COMMIT",
@@ -193,18 +194,25 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
     given back: the database may still hold its transaction open (SQLite keeps it after a failed
     ``COMMIT``; SQLAlchemy then forgets it, and the pool does not roll back on return), or a lock.
     Giving the connection back never raises: if that fails (the server is gone), the pool drops
-    it, and the plan's result or error stands. Returns the plan's result.
+    it, and the plan's result or error stands. On a SQLite file a writing connection is taken
+    only in the writer's turn (:mod:`chronica_sqlalchemy.sqlite_writers`), given back with it; a
+    turn not had within the busy timeout is thrown into the plan as SQLite's "database is
+    locked". Returns the plan's result.
     """
     held: list[Connection] = []
     failed: list[Connection] = []
+    turns: list[WriterTurn] = []  # SQLite: the file's writer turn, held while a writing connection is
 
     def perform(step: Step) -> Any:
         if step.method in (RECONNECT.method, DROP_CONNECTION.method):
             if held:
                 connection = held.pop()
                 _release(connection, drop=step is DROP_CONNECTION or connection in failed)
+                _give_back(turns)
             return None
         if not held:
+            if step.write and (turn := take_turn(engine)) is not None:
+                turns.append(turn)
             held.append(_connected(engine))
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
@@ -224,6 +232,13 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
     finally:
         if held:
             _release(held[0], drop=held[0] in failed)
+        _give_back(turns)
+
+
+def _give_back(turns: list[WriterTurn]) -> None:
+    """Give back the writer turn a plan holds, if any (see :mod:`chronica_sqlalchemy.sqlite_writers`)."""
+    while turns:
+        turns.pop().give_back()
 
 
 _log = logging.getLogger("chronica.sqlalchemy")
