@@ -10,11 +10,12 @@ asyncio store runs that same function inside SQLAlchemy's greenlet bridge on its
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar
@@ -345,6 +346,56 @@ def _padded(name: str, values: list[str], count: int) -> dict[str, str]:
     return {f"{name}_{index}": values[min(index, len(values) - 1)] for index in range(count)}
 
 
+@dataclass(frozen=True)
+class DriverWindow:
+    """A context-window statement as SQLite's own driver runs it: compiled once, then plain ``sqlite3``.
+
+    SQLAlchemy's execution of a statement (its execution context, events, result object and
+    row processing) costs more than SQLite's whole answer to a last-20 read. On ``pysqlite`` the
+    window's statement, compiled by SQLAlchemy once per shape, runs on the pooled connection's
+    ``sqlite3.Connection`` instead: its text and its parameters, put in order. The connection is
+    still the pool's, taken and given back as for any plan; the rows are plain tuples, their
+    ``at`` parsed as :class:`chronica_sqlalchemy.schema.UTCDateTime` does.
+
+    Attributes:
+        text: the statement's SQL, with ``?`` placeholders.
+        names: the parameter of each placeholder, in order.
+        fixed: the values of parameters the statement fixes itself (an ``OFFSET`` of 0).
+    """
+
+    text: str
+    names: tuple[str, ...]
+    fixed: dict[str, Any]
+
+    @classmethod
+    def compiled(cls, statement: Executable, dialect: Any) -> DriverWindow | None:
+        """Compile ``statement`` for ``dialect``; ``None`` when its text is not fixed (a parameter
+        rendered at execution time), so the statement must go through SQLAlchemy."""
+        compiled: Any = statement.compile(dialect=dialect)
+        if compiled.positiontup is None or compiled.literal_execute_params or compiled.post_compile_params:
+            return None
+        fixed = {name: bind.value for name, bind in compiled.binds.items() if bind.value is not None}
+        return cls(compiled.string, tuple(compiled.positiontup), fixed)
+
+    def rows(self, parameters: dict[str, Any], driver_connection: Any) -> list[Any]:
+        """Run the statement with ``parameters`` on ``driver_connection`` (a ``sqlite3.Connection``).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: the driver's error (its subclass: ``OperationalError``
+                for "disk I/O error", say), wrapped as SQLAlchemy would wrap it.
+        """
+        values = [parameters[name] if name in parameters else self.fixed[name] for name in self.names]
+        try:
+            return sqlite_rows(driver_connection, self.text, values)
+        except sqlite3.Error as error:
+            raise DBAPIError.instance(self.text, values, error, sqlite3.Error) from error
+
+
+def sqlite_rows(driver_connection: sqlite3.Connection, text: str, values: list[Any]) -> list[Any]:
+    """Every row ``text`` gives with ``values`` on ``driver_connection`` (the driver's own call)."""
+    return driver_connection.execute(text, values).fetchall()
+
+
 class Plans:
     """The statements of one store, built once for its dialect and tables, and its operations as plans.
 
@@ -533,6 +584,10 @@ class Plans:
             True: listing.where(after).order_by(*order).limit(limit),
         }
         self._windows: dict[tuple[bool, bool, bool], Executable] = {}
+        self._driver_windows: dict[tuple[bool, bool, bool], DriverWindow | None] = {}
+        self._reads_on_driver = dialect.name == "sqlite" and dialect.driver == "pysqlite"
+        parse_at = UTCDateTime().result_processor(dialect, None)
+        self._parse_at: Callable[[Any], Any] = parse_at if parse_at is not None else (lambda value: value)
         self._lock_key = self._migration_lock_key()
 
     def _advance(self, by: Any) -> Executable:
@@ -1017,12 +1072,25 @@ class Plans:
 
     def _acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
         statement, parameters = self.window_for(chronicum_id, query)
-        result: CursorResult[Any] = yield _execute(statement, parameters)
-        rows: list[Any] = list(result.all())
+        driver_window = self._driver_window(statement, query) if self._reads_on_driver else None
+        if driver_window is not None:
+            rows: list[Any] = yield Step(DRIVER_CALL, (functools.partial(driver_window.rows, parameters),))
+        else:
+            result: CursorResult[Any] = yield _execute(statement, parameters)
+            rows = list(result.all())
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         check_rows("sqlalchemy: get acta", "chronicum id", chronicum_id, rows)
+        if driver_window is not None:
+            return self._window_acta(rows, self._parse_at)
         return self._window_acta(rows)
+
+    def _driver_window(self, statement: Executable, query: ActaQuery) -> DriverWindow | None:
+        """The context-window statement of ``query``'s shape as SQLite's driver runs it (see :class:`DriverWindow`)."""
+        shape = (bool(query.actum_kinds), bool(query.actor_kinds), query.last_n > 0)
+        if shape not in self._driver_windows:
+            self._driver_windows[shape] = DriverWindow.compiled(statement, self.dialect)
+        return self._driver_windows[shape]
 
     def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Executable, dict[str, Any]]:
         """Return the context-window statement for ``query`` and its parameters."""
@@ -1090,11 +1158,21 @@ class Plans:
         actum_id, kind, actor_kind, actor, content, at = row[offset : offset + 6]
         return Actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
 
-    def _window_acta(self, rows: list[Any]) -> list[Actum]:
-        """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none)."""
+    def _window_acta(self, rows: list[Any], parse_at: Callable[[Any], Any] | None = None) -> list[Actum]:
+        """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none).
+
+        ``parse_at`` turns the ``at`` column as the driver gives it into a UTC datetime, for rows
+        read without SQLAlchemy's result processing (:class:`DriverWindow`).
+        """
         kinds, actor_kinds = _KINDS, _ACTOR_KINDS
         if self.dialect_name == "mysql":
             rows = sorted((row for row in rows if row[1] is not None), key=itemgetter(1))
+        if parse_at is not None:
+            return [
+                Actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, parse_at(at))
+                for chronicum_id, seq, actum_id, kind, actor_kind, actor, content, at in rows
+                if seq is not None
+            ]
         return [
             Actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
             for chronicum_id, seq, actum_id, kind, actor_kind, actor, content, at in rows
