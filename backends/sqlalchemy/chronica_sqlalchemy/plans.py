@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from sqlalchemy import (
     Connection,
@@ -366,29 +366,34 @@ class DriverWindow:
     text: str
     names: tuple[str, ...]
     fixed: dict[str, Any]
+    dialect: Dialect
 
     @classmethod
-    def compiled(cls, statement: Executable, dialect: Any) -> DriverWindow | None:
+    def compiled(cls, statement: Executable, dialect: Dialect) -> DriverWindow | None:
         """Compile ``statement`` for ``dialect``; ``None`` when its text is not fixed (a parameter
         rendered at execution time), so the statement must go through SQLAlchemy."""
-        compiled: Any = statement.compile(dialect=dialect)
+        compiled: Any = cast(Any, statement).compile(dialect=dialect)
         if compiled.positiontup is None or compiled.literal_execute_params or compiled.post_compile_params:
             return None
         fixed = {name: bind.value for name, bind in compiled.binds.items() if bind.value is not None}
-        return cls(compiled.string, tuple(compiled.positiontup), fixed)
+        return cls(compiled.string, tuple(compiled.positiontup), fixed, dialect)
 
     def rows(self, parameters: dict[str, Any], driver_connection: Any) -> list[Any]:
         """Run the statement with ``parameters`` on ``driver_connection`` (a ``sqlite3.Connection``).
 
         Raises:
             sqlalchemy.exc.DBAPIError: the driver's error (its subclass: ``OperationalError``
-                for "disk I/O error", say), wrapped as SQLAlchemy would wrap it.
+                for "disk I/O error", say), wrapped as SQLAlchemy would wrap it, and marked as a
+                lost connection when the dialect reads it as one (a closed connection).
         """
         values = [parameters[name] if name in parameters else self.fixed[name] for name in self.names]
         try:
             return sqlite_rows(driver_connection, self.text, values)
         except sqlite3.Error as error:
-            raise DBAPIError.instance(self.text, values, error, sqlite3.Error) from error
+            lost = self.dialect.is_disconnect(error, None, None)
+            raise DBAPIError.instance(
+                self.text, values, error, sqlite3.Error, connection_invalidated=lost
+            ) from error
 
 
 def sqlite_rows(driver_connection: sqlite3.Connection, text: str, values: list[Any]) -> list[Any]:
