@@ -6,8 +6,11 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from chronica_sqlalchemy import SQLAlchemyStore
 from chronica_sqlalchemy.plans import DriverWindow
+from chronica_sqlalchemy.schema import UTCDateTime
+from sqlalchemy.dialects import sqlite
 
 from chronica_core import ActaQuery, Actum, ActorKind, ActumKind, Chronicum, ChronicumNotFound
 
@@ -58,3 +61,21 @@ def test_a_read_on_a_connection_closed_underneath_is_made_again_on_a_new_one(tmp
         assert driver_connection is not None
         driver_connection.close()
         assert [actum.content for actum in store.acta(chronicum_id, ActaQuery(last_n=20))] == ["kept"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "read"),
+    [
+        ("2026-12-01 23:17:50.123456", datetime(2026, 12, 1, 23, 17, 50, 123456, tzinfo=UTC)),
+        ("2026-12-01 23:17:50", datetime(2026, 12, 1, 23, 17, 50, tzinfo=UTC)),
+        ("2026-12-01T23:17:50+02:00", datetime(2026, 12, 1, 21, 17, 50, tzinfo=UTC)),
+        ("2026-12-01T21:17:50Z", datetime(2026, 12, 1, 21, 17, 50, tzinfo=UTC)),
+        (None, None),
+    ],
+)
+def test_stored_times_read_as_utc_with_or_without_a_zone_of_their_own(stored: str | None, read: datetime | None) -> None:
+    parse = UTCDateTime().result_processor(sqlite.dialect(), None)
+    assert parse is not None
+    parsed = parse(stored)
+    assert parsed == read
+    assert parsed is None or parsed.tzinfo is UTC
