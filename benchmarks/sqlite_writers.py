@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import sqlite3
@@ -115,7 +116,7 @@ def settings(path: Path) -> str:
     finally:
         connection.close()
     levels = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
-    return f"journal_mode={journal}, synchronous={levels.get(synchronous, synchronous)} (as a new connection sees it)"
+    return f"journal_mode={journal}, synchronous={levels.get(synchronous, synchronous)}"
 
 
 def threads_throughput(writers: int, writes: int, make: Callable[[int], Callable[[], None]]) -> float:
@@ -165,7 +166,10 @@ def chronica_threads(side: Side, writers: int, writes: int) -> float:
     ids = side.chronica(writers)
 
     def make(index: int) -> Callable[[], None]:
-        return lambda: side.chronicarius.record_actum(OWNER, actum(ids[index])) and None
+        def call() -> None:
+            side.chronicarius.record_actum(OWNER, actum(ids[index]))
+
+        return call
 
     return threads_throughput(writers, writes, make)
 
@@ -200,11 +204,13 @@ def chronica_tasks(side: Side, scheme: str, writers: int, writes: int) -> float:
     async def run() -> float:
         async with open_async_store(f"{scheme}:///{side.chronica_file}", auto_migrate=False) as store:
             chronicarius = AsyncChronicarius(store)
-            calls = [
-                (lambda chronicum_id=chronicum_id: chronicarius.record_actum(OWNER, actum(chronicum_id)))
-                for chronicum_id in ids
-            ]
-            return await tasks_throughput(writes, calls)
+
+            def call(chronicum_id: str) -> Awaitable[Actum]:
+                return chronicarius.record_actum(OWNER, actum(chronicum_id))
+
+            return await tasks_throughput(
+                writes, [functools.partial(call, chronicum_id) for chronicum_id in ids]
+            )
 
     return asyncio.run(run())
 
@@ -213,8 +219,10 @@ def peer_tasks(side: Side, writers: int, writes: int) -> float:
     sessions = side.sessions(writers)
 
     async def run() -> float:
-        calls = [(lambda session=session: session.add_items([item()])) for session in sessions]
-        return await tasks_throughput(writes, calls)
+        def call(session: SQLiteSession) -> Awaitable[None]:
+            return session.add_items([item()])
+
+        return await tasks_throughput(writes, [functools.partial(call, session) for session in sessions])
 
     try:
         return asyncio.run(run())
@@ -283,7 +291,9 @@ def main() -> None:
             "40 threads/chronica": lambda: chronica_threads(side, writers, writes),
             "40 threads/SQLiteSession": lambda: peer_threads(side, writers, writes),
             "40 tasks/chronica": lambda: chronica_tasks(side, "sqlite", writers, writes),
-            "40 tasks (aiosqlite)/chronica": lambda: chronica_tasks(side, "sqlite+aiosqlite", writers, writes),
+            "40 tasks (aiosqlite)/chronica": lambda: chronica_tasks(
+                side, "sqlite+aiosqlite", writers, writes
+            ),
             "40 tasks/SQLiteSession": lambda: peer_tasks(side, writers, writes),
         }
         for round_number in range(arguments.rounds):

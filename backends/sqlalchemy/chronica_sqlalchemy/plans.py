@@ -370,8 +370,11 @@ class DriverWindow:
 
     @classmethod
     def compiled(cls, statement: Executable, dialect: Dialect) -> DriverWindow | None:
-        """Compile ``statement`` for ``dialect``; ``None`` when its text is not fixed (a parameter
-        rendered at execution time), so the statement must go through SQLAlchemy."""
+        """Compile ``statement`` for ``dialect`` (``None``: its text is not fixed, so SQLAlchemy runs it).
+
+        A statement whose text SQLAlchemy completes at execution time (a parameter rendered into
+        it) has no fixed text to hand to the driver.
+        """
         compiled: Any = cast(Any, statement).compile(dialect=dialect)
         if compiled.positiontup is None or compiled.literal_execute_params or compiled.post_compile_params:
             return None
@@ -390,7 +393,7 @@ class DriverWindow:
         try:
             return sqlite_rows(driver_connection, self.text, values)
         except sqlite3.Error as error:
-            lost = self.dialect.is_disconnect(error, None, None)
+            lost = self.dialect.is_disconnect(cast(Any, error), None, None)
             raise DBAPIError.instance(
                 self.text, values, error, sqlite3.Error, connection_invalidated=lost
             ) from error
@@ -1091,7 +1094,7 @@ class Plans:
         return self._window_acta(rows)
 
     def _driver_window(self, statement: Executable, query: ActaQuery) -> DriverWindow | None:
-        """The context-window statement of ``query``'s shape as SQLite's driver runs it (see :class:`DriverWindow`)."""
+        """The window statement of ``query``'s shape as SQLite's driver runs it (:class:`DriverWindow`)."""
         shape = (bool(query.actum_kinds), bool(query.actor_kinds), query.last_n > 0)
         if shape not in self._driver_windows:
             self._driver_windows[shape] = DriverWindow.compiled(statement, self.dialect)
@@ -1174,7 +1177,9 @@ class Plans:
             rows = sorted((row for row in rows if row[1] is not None), key=itemgetter(1))
         if parse_at is not None:
             return [
-                Actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, parse_at(at))
+                Actum(
+                    chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, parse_at(at)
+                )
                 for chronicum_id, seq, actum_id, kind, actor_kind, actor, content, at in rows
                 if seq is not None
             ]

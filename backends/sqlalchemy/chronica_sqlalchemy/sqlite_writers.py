@@ -208,10 +208,7 @@ def take_turn(engine: Engine) -> WriterTurn | None:
     if found is None:
         return None
     queue, timeout = found
-    if engine.dialect.is_async:
-        turn = await_only(queue.take_async(timeout))
-    else:
-        turn = queue.take(timeout)
+    turn = await_only(queue.take_async(timeout)) if engine.dialect.is_async else queue.take(timeout)
     if turn is None:
         locked = engine.dialect.loaded_dbapi.OperationalError(LOCKED_MESSAGE)
         raise OperationalError("BEGIN IMMEDIATE", None, locked)

@@ -27,13 +27,13 @@ from typing import Any
 
 import pytest
 from chronica_conformance import FailureKind, Injection
-from chronica_sqlalchemy import plans as plans_module
 from chronica_sqlalchemy import (
     AsyncSQLAlchemyStore,
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
     open_async_sqlalchemy_store,
 )
+from chronica_sqlalchemy import plans as plans_module
 from sqlalchemy import Dialect, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError

@@ -12,7 +12,7 @@ from chronica_sqlalchemy.plans import DriverWindow
 from chronica_sqlalchemy.schema import UTCDateTime
 from sqlalchemy.dialects import sqlite
 
-from chronica_core import ActaQuery, Actum, ActorKind, ActumKind, Chronicum, ChronicumNotFound
+from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, ChronicumNotFound
 
 
 def new_id(label: str = "c") -> str:
@@ -32,7 +32,9 @@ def test_windows_of_every_shape_run_on_the_driver_and_answer_as_sqlalchemy_would
             ActaQuery(actum_kinds=(ActumKind.MESSAGE,)),
             ActaQuery(actum_kinds=(ActumKind.MESSAGE,), actor_kinds=(ActorKind.AGENT,), last_n=2),
         ]
-        answers = [[(actum.content, actum.kind) for actum in store.acta(chronicum_id, query)] for query in queries]
+        answers = [
+            [(actum.content, actum.kind) for actum in store.acta(chronicum_id, query)] for query in queries
+        ]
         assert answers == [
             [(f"n{index}", ActumKind.MESSAGE if index % 2 else ActumKind.TOOL_REQUEST) for index in range(6)],
             [("n4", ActumKind.TOOL_REQUEST), ("n5", ActumKind.MESSAGE)],
@@ -43,19 +45,18 @@ def test_windows_of_every_shape_run_on_the_driver_and_answer_as_sqlalchemy_would
         assert len(store.plans._driver_windows) == 4  # one per shape read
         [newest] = store.acta(chronicum_id, ActaQuery(last_n=1))
         assert newest.at is not None and newest.at.tzinfo is UTC
-        try:
+        with pytest.raises(ChronicumNotFound) as missing:
             store.acta(new_id("missing"), ActaQuery(last_n=2))
-        except ChronicumNotFound as missing:
-            assert missing.chronicum_id.startswith("missing-")
-        else:
-            raise AssertionError("a missing chronicum read as empty")
+        assert missing.value.chronicum_id.startswith("missing-")
 
 
 def test_a_read_on_a_connection_closed_underneath_is_made_again_on_a_new_one(tmp_path: Path) -> None:
     chronicum_id = new_id()
     with SQLAlchemyStore.open(f"sqlite:///{tmp_path / 'closed.db'}") as store:
         store.create(Chronicum(chronicum_id, "ardian", started_at=datetime.now(UTC)))
-        store.record(Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "kept", id=new_id("a")))
+        store.record(
+            Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "kept", id=new_id("a"))
+        )
         with store.engine.connect() as connection:  # the pool's one idle connection
             driver_connection = connection.connection.driver_connection
         assert driver_connection is not None
@@ -73,7 +74,9 @@ def test_a_read_on_a_connection_closed_underneath_is_made_again_on_a_new_one(tmp
         (None, None),
     ],
 )
-def test_stored_times_read_as_utc_with_or_without_a_zone_of_their_own(stored: str | None, read: datetime | None) -> None:
+def test_stored_times_read_as_utc_with_or_without_a_zone_of_their_own(
+    stored: str | None, read: datetime | None
+) -> None:
     parse = UTCDateTime().result_processor(sqlite.dialect(), None)
     assert parse is not None
     parsed = parse(stored)

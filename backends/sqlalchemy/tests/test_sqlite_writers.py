@@ -20,12 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chronica_sqlalchemy import AsyncSQLAlchemyStore, AsyncThreadedSQLAlchemyStore, SQLAlchemyStore
+from chronica_sqlalchemy import (
+    AsyncSQLAlchemyStore,
+    AsyncThreadedSQLAlchemyStore,
+    SQLAlchemyStore,
+    open_async_sqlalchemy_store,
+)
 from chronica_sqlalchemy.sqlite_writers import WriterQueue, database_file, writer_queue
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from chronica_core import ActaQuery, Actum, ActorKind, ActumKind, Chronicum, StoreError, open_async_store
+from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, StoreError, open_async_store
 
 WRITERS = 40
 WRITES = 5
@@ -71,7 +77,9 @@ def test_forty_writer_threads_never_wait_in_the_busy_handler(tmp_path: Path, sto
     chronicum_id = new_id()
     with SQLAlchemyStore.open(url) as first:
         first.create(started(chronicum_id))
-    opened = [SQLAlchemyStore.open(url, auto_migrate=False) for _ in range(WRITERS if stores != "one store" else 1)]
+    opened = [
+        SQLAlchemyStore.open(url, auto_migrate=False) for _ in range(WRITERS if stores != "one store" else 1)
+    ]
     for store in opened:
         store.engine.dispose()  # its set-up connection keeps the busy handler: open new ones
         without_busy_handler(store.engine)
@@ -110,9 +118,9 @@ def test_forty_writer_tasks_never_wait_in_the_busy_handler(tmp_path: Path, schem
             first.create(started(chronicum_id))
 
     async def scenario() -> list[BaseException | None]:
-        async_store = open_async_store(f"{scheme}:///{path}", auto_migrate=False)
+        async_store = open_async_sqlalchemy_store(f"{scheme}:///{path}", auto_migrate=False)
         engine = async_store.engine  # not connected yet: every connection gets no busy handler
-        without_busy_handler(getattr(engine, "sync_engine", engine))
+        without_busy_handler(engine.sync_engine if isinstance(engine, AsyncEngine) else engine)
 
         async def write(writer: int) -> None:
             for content in expected(writer):
@@ -202,7 +210,9 @@ def test_an_async_write_that_waits_longer_than_the_busy_timeout_fails_and_writes
         assert queue is not None
 
         async def scenario() -> tuple[str, str, str]:
-            async with open_async_store(f"{scheme}:///{path}", busy_timeout="0.05", auto_migrate=False) as async_store:
+            async with open_async_store(
+                f"{scheme}:///{path}", busy_timeout="0.05", auto_migrate=False
+            ) as async_store:
                 turn = queue.take(1)  # a thread of this process holds the turn
                 assert turn is not None
                 try:
@@ -299,8 +309,9 @@ _CHILD = textwrap.dedent(
         print("ready", flush=True)
         sys.stdin.readline()
         for write in range(count):
-            content = f"child:{write}"
-            store.record(Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "child", content, id=uuid.uuid4().hex))
+            content, actum_id = f"child:{write}", uuid.uuid4().hex
+            actum = Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "child", content, id=actum_id)
+            store.record(actum)
     """
 )
 
@@ -337,7 +348,9 @@ def test_writers_of_two_processes_meet_through_sqlites_own_lock(tmp_path: Path) 
         assert child.wait(timeout=120) == 0
         assert failures == []
         landed = [actum.content for actum in store.acta(chronicum_id, ActaQuery())]
-    assert [content for content in landed if content.startswith("child:")] == [f"child:{n}" for n in range(50)]
+    assert [content for content in landed if content.startswith("child:")] == [
+        f"child:{n}" for n in range(50)
+    ]
     for writer in range(10):
         assert [content for content in landed if content.split(":")[0] == str(writer)] == expected(writer)
     assert len(landed) == 50 + 10 * WRITES
