@@ -10,7 +10,6 @@ asyncio store runs that same function inside SQLAlchemy's greenlet bridge on its
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import logging
 import sqlite3
@@ -397,6 +396,23 @@ class DriverWindow:
             raise DBAPIError.instance(
                 self.text, values, error, sqlite3.Error, connection_invalidated=lost
             ) from error
+
+
+@dataclass(frozen=True)
+class DriverRead:
+    """One read of a :class:`DriverWindow` with its parameters: a driver call's one argument.
+
+    Called with the driver's connection, it returns the rows. The statement and the parameters
+    stay visible in the step (a plan's steps can be inspected and rewritten, as the conformance
+    suite's ``RedirectedPlans`` does).
+    """
+
+    window: DriverWindow
+    parameters: dict[str, Any]
+
+    def __call__(self, driver_connection: Any) -> list[Any]:
+        """The rows; raises as :meth:`DriverWindow.rows`."""
+        return self.window.rows(self.parameters, driver_connection)
 
 
 def sqlite_rows(driver_connection: sqlite3.Connection, text: str, values: list[Any]) -> list[Any]:
@@ -1082,7 +1098,7 @@ class Plans:
         statement, parameters = self.window_for(chronicum_id, query)
         driver_window = self._driver_window(statement, query) if self._reads_on_driver else None
         if driver_window is not None:
-            rows: list[Any] = yield Step(DRIVER_CALL, (functools.partial(driver_window.rows, parameters),))
+            rows: list[Any] = yield Step(DRIVER_CALL, (DriverRead(driver_window, parameters),))
         else:
             result: CursorResult[Any] = yield _execute(statement, parameters)
             rows = list(result.all())
