@@ -282,8 +282,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=arguments.directory) as directory:
         side = Side(Path(directory))
         side.sessions(1)
-        print(f"Chronica ({side.chronica_file.name}): {settings(side.chronica_file)}, busy_timeout 30 s")
-        print(f"SQLiteSession ({side.peer_file.name}): {settings(side.peer_file)}, busy_timeout 0 (its lock)")
+        print(
+            f"Chronica ({side.chronica_file.name}): {settings(side.chronica_file)} (synchronous as the "
+            "file's new connections get it; the store sets its default FULL on each), busy_timeout 30 s"
+        )
+        print(
+            f"SQLiteSession ({side.peer_file.name}): {settings(side.peer_file)} (SQLite's built-in "
+            "defaults), busy_timeout 0 (its writers queue on its own per-file lock)"
+        )
         rows: dict[str, list[float]] = {}
         ratios: dict[str, list[float]] = {}
         writers, writes = arguments.writers, arguments.writes
