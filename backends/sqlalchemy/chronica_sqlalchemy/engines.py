@@ -40,6 +40,7 @@ from chronica_core.redaction import redact_error
 from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
+from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
 
@@ -448,10 +449,14 @@ def configure_sqlite(
     transactions: ``BEGIN IMMEDIATE`` on connections that write (so a writer waits for the lock
     up front, under the busy timeout, instead of failing with "database is locked" when it tries
     to upgrade a read lock), and none on those that only read (the store's reads are single
-    statements, atomic by themselves in WAL mode). Calling it twice on one engine does nothing more.
+    statements, atomic by themselves in WAL mode). The writers of one file in this process take
+    turns in-process, each waiting at most ``busy_timeout`` seconds for its turn, instead of in
+    SQLite's busy handler (see :mod:`chronica_sqlalchemy.sqlite_writers`). Calling it twice on one
+    engine does nothing more.
     """
     if event.contains(engine, "begin", _begin):
         return
+    queue_writers(engine, busy_timeout)
 
     def connect(dbapi_connection: Any, connection_record: Any) -> None:
         dbapi_connection.isolation_level = None  # the driver issues no BEGIN of its own

@@ -14,10 +14,10 @@ import hashlib
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from sqlalchemy import (
     Connection,
@@ -64,6 +64,7 @@ from chronica_sqlalchemy.schema import (
     is_mysql,
     listing_index,
 )
+from chronica_sqlalchemy.sqlite_writers import WriterTurn, take_turn
 
 __all__ = [
     "COMMIT",
@@ -193,18 +194,25 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
     given back: the database may still hold its transaction open (SQLite keeps it after a failed
     ``COMMIT``; SQLAlchemy then forgets it, and the pool does not roll back on return), or a lock.
     Giving the connection back never raises: if that fails (the server is gone), the pool drops
-    it, and the plan's result or error stands. Returns the plan's result.
+    it, and the plan's result or error stands. On a SQLite file a writing connection is taken
+    only in the writer's turn (:mod:`chronica_sqlalchemy.sqlite_writers`), given back with it; a
+    turn not had within the busy timeout is thrown into the plan as SQLite's "database is
+    locked". Returns the plan's result.
     """
     held: list[Connection] = []
     failed: list[Connection] = []
+    turns: list[WriterTurn] = []  # SQLite: the file's writer turn, held while a writing connection is
 
     def perform(step: Step) -> Any:
         if step.method in (RECONNECT.method, DROP_CONNECTION.method):
             if held:
                 connection = held.pop()
                 _release(connection, drop=step is DROP_CONNECTION or connection in failed)
+                _give_back(turns)
             return None
         if not held:
+            if step.write and (turn := take_turn(engine)) is not None:
+                turns.append(turn)
             held.append(_connected(engine))
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
@@ -224,6 +232,13 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
     finally:
         if held:
             _release(held[0], drop=held[0] in failed)
+        _give_back(turns)
+
+
+def _give_back(turns: list[WriterTurn]) -> None:
+    """Give back the writer turn a plan holds, if any (see :mod:`chronica_sqlalchemy.sqlite_writers`)."""
+    while turns:
+        turns.pop().give_back()
 
 
 _log = logging.getLogger("chronica.sqlalchemy")
@@ -328,6 +343,81 @@ def _padded(name: str, values: list[str], count: int) -> dict[str, str]:
     """``values`` in ``count`` parameters ``name_0``..., the last value repeated (``IN`` ignores it)."""
     values = values[:count]
     return {f"{name}_{index}": values[min(index, len(values) - 1)] for index in range(count)}
+
+
+@dataclass(frozen=True)
+class DriverWindow:
+    """A context-window statement as SQLite's own driver runs it: compiled once, then plain ``sqlite3``.
+
+    SQLAlchemy's execution of a statement (its execution context, events, result object and
+    row processing) costs more than SQLite's whole answer to a last-20 read. On ``pysqlite`` the
+    window's statement, compiled by SQLAlchemy once per shape, runs on the pooled connection's
+    ``sqlite3.Connection`` instead: its text and its parameters, put in order. The connection is
+    still the pool's, taken and given back as for any plan; the rows are plain tuples, their
+    ``at`` parsed as :class:`chronica_sqlalchemy.schema.UTCDateTime` does.
+
+    Attributes:
+        text: the statement's SQL, with ``?`` placeholders.
+        names: the parameter of each placeholder, in order.
+        fixed: the values of parameters the statement fixes itself (an ``OFFSET`` of 0).
+    """
+
+    text: str
+    names: tuple[str, ...]
+    fixed: dict[str, Any]
+    dialect: Dialect
+
+    @classmethod
+    def compiled(cls, statement: Executable, dialect: Dialect) -> DriverWindow | None:
+        """Compile ``statement`` for ``dialect`` (``None``: its text is not fixed, so SQLAlchemy runs it).
+
+        A statement whose text SQLAlchemy completes at execution time (a parameter rendered into
+        it) has no fixed text to hand to the driver.
+        """
+        compiled: Any = cast(Any, statement).compile(dialect=dialect)
+        if compiled.positiontup is None or compiled.literal_execute_params or compiled.post_compile_params:
+            return None
+        fixed = {name: bind.value for name, bind in compiled.binds.items() if bind.value is not None}
+        return cls(compiled.string, tuple(compiled.positiontup), fixed, dialect)
+
+    def rows(self, parameters: dict[str, Any], driver_connection: Any) -> list[Any]:
+        """Run the statement with ``parameters`` on ``driver_connection`` (a ``sqlite3.Connection``).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: the driver's error (its subclass: ``OperationalError``
+                for "disk I/O error", say), wrapped as SQLAlchemy would wrap it, and marked as a
+                lost connection when the dialect reads it as one (a closed connection).
+        """
+        values = [parameters[name] if name in parameters else self.fixed[name] for name in self.names]
+        try:
+            return sqlite_rows(driver_connection, self.text, values)
+        except sqlite3.Error as error:
+            lost = self.dialect.is_disconnect(cast(Any, error), None, None)
+            raise DBAPIError.instance(
+                self.text, values, error, sqlite3.Error, connection_invalidated=lost
+            ) from error
+
+
+@dataclass(frozen=True)
+class DriverRead:
+    """One read of a :class:`DriverWindow` with its parameters: a driver call's one argument.
+
+    Called with the driver's connection, it returns the rows. The statement and the parameters
+    stay visible in the step (a plan's steps can be inspected and rewritten, as the conformance
+    suite's ``RedirectedPlans`` does).
+    """
+
+    window: DriverWindow
+    parameters: dict[str, Any]
+
+    def __call__(self, driver_connection: Any) -> list[Any]:
+        """The rows; raises as :meth:`DriverWindow.rows`."""
+        return self.window.rows(self.parameters, driver_connection)
+
+
+def sqlite_rows(driver_connection: sqlite3.Connection, text: str, values: list[Any]) -> list[Any]:
+    """Every row ``text`` gives with ``values`` on ``driver_connection`` (the driver's own call)."""
+    return driver_connection.execute(text, values).fetchall()
 
 
 class Plans:
@@ -518,6 +608,10 @@ class Plans:
             True: listing.where(after).order_by(*order).limit(limit),
         }
         self._windows: dict[tuple[bool, bool, bool], Executable] = {}
+        self._driver_windows: dict[tuple[bool, bool, bool], DriverWindow | None] = {}
+        self._reads_on_driver = dialect.name == "sqlite" and dialect.driver == "pysqlite"
+        parse_at = UTCDateTime().result_processor(dialect, None)
+        self._parse_at: Callable[[Any], Any] = parse_at if parse_at is not None else (lambda value: value)
         self._lock_key = self._migration_lock_key()
 
     def _advance(self, by: Any) -> Executable:
@@ -1002,12 +1096,25 @@ class Plans:
 
     def _acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
         statement, parameters = self.window_for(chronicum_id, query)
-        result: CursorResult[Any] = yield _execute(statement, parameters)
-        rows: list[Any] = list(result.all())
+        driver_window = self._driver_window(statement, query) if self._reads_on_driver else None
+        if driver_window is not None:
+            rows: list[Any] = yield Step(DRIVER_CALL, (DriverRead(driver_window, parameters),))
+        else:
+            result: CursorResult[Any] = yield _execute(statement, parameters)
+            rows = list(result.all())
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         check_rows("sqlalchemy: get acta", "chronicum id", chronicum_id, rows)
+        if driver_window is not None:
+            return self._window_acta(rows, self._parse_at)
         return self._window_acta(rows)
+
+    def _driver_window(self, statement: Executable, query: ActaQuery) -> DriverWindow | None:
+        """The window statement of ``query``'s shape as SQLite's driver runs it (:class:`DriverWindow`)."""
+        shape = (bool(query.actum_kinds), bool(query.actor_kinds), query.last_n > 0)
+        if shape not in self._driver_windows:
+            self._driver_windows[shape] = DriverWindow.compiled(statement, self.dialect)
+        return self._driver_windows[shape]
 
     def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Executable, dict[str, Any]]:
         """Return the context-window statement for ``query`` and its parameters."""
@@ -1075,11 +1182,23 @@ class Plans:
         actum_id, kind, actor_kind, actor, content, at = row[offset : offset + 6]
         return Actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
 
-    def _window_acta(self, rows: list[Any]) -> list[Actum]:
-        """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none)."""
+    def _window_acta(self, rows: list[Any], parse_at: Callable[[Any], Any] | None = None) -> list[Actum]:
+        """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none).
+
+        ``parse_at`` turns the ``at`` column as the driver gives it into a UTC datetime, for rows
+        read without SQLAlchemy's result processing (:class:`DriverWindow`).
+        """
         kinds, actor_kinds = _KINDS, _ACTOR_KINDS
         if self.dialect_name == "mysql":
             rows = sorted((row for row in rows if row[1] is not None), key=itemgetter(1))
+        if parse_at is not None:
+            return [
+                Actum(
+                    chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, parse_at(at)
+                )
+                for chronicum_id, seq, actum_id, kind, actor_kind, actor, content, at in rows
+                if seq is not None
+            ]
         return [
             Actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
             for chronicum_id, seq, actum_id, kind, actor_kind, actor, content, at in rows

@@ -33,6 +33,7 @@ from chronica_sqlalchemy import (
     SQLAlchemyStore,
     open_async_sqlalchemy_store,
 )
+from chronica_sqlalchemy import plans as plans_module
 from sqlalchemy import Dialect, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -226,8 +227,9 @@ def dbapi_failure(dialect: Dialect, kind: FailureKind) -> Exception:
 class SQLAlchemyFaults:
     """Makes the DBAPI calls of a chronica-sqlalchemy store fail (see ``DriverFaults``).
 
-    While an injection is active, every statement (the dialect's ``do_execute`` events), commit
-    and rollback on the store's engine counts as a driver call; a failing one raises the DBAPI
+    While an injection is active, every statement (the dialect's ``do_execute`` events, and the
+    reads SQLite's driver runs itself: ``plans.sqlite_rows``), commit and rollback on the store's
+    engine counts as a driver call; a failing one raises the DBAPI
     driver's exception for the kind, and on a server, for a reset or a gone server, first closes
     the DBAPI connection, as the server would have.
     """
@@ -258,6 +260,11 @@ class SQLAlchemyFaults:
             return on_execute(cursor, statement, None, context)
 
         real_commit, real_rollback = dialect.do_commit, dialect.do_rollback
+        real_sqlite_rows = plans_module.sqlite_rows
+
+        def sqlite_rows(driver_connection: Any, statement: str, values: list[Any]) -> list[Any]:
+            fail(driver_connection)  # a read SQLite's driver runs without SQLAlchemy's execution
+            return real_sqlite_rows(driver_connection, statement, values)
 
         def commit(dbapi_connection: Any) -> None:
             fail(dbapi_connection)
@@ -278,6 +285,7 @@ class SQLAlchemyFaults:
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(dialect, "do_commit", commit)
                 patch.setattr(dialect, "do_rollback", rollback)
+                patch.setattr(plans_module, "sqlite_rows", sqlite_rows)
                 yield injection
         finally:
             for name, listener in listeners:

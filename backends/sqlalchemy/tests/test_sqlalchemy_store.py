@@ -736,17 +736,26 @@ def test_a_context_window_is_one_statement(store: SQLAlchemyStore) -> None:
         kind = ActumKind.MESSAGE if index % 3 == 0 else ActumKind.THOUGHT
         store.record(Actum(chronicum_id, kind, ActorKind.AGENT, "concierge", str(index), id=str(index)))
     statements: list[str] = []
+    sqlite = store.engine.dialect.name == "sqlite"
 
     def seen(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
         statements.append(statement)
 
-    event.listen(store.engine, "before_cursor_execute", seen)
+    def traced(dbapi_connection: Any, record: Any, proxy: Any = None) -> None:
+        dbapi_connection.set_trace_callback(statements.append if proxy is not None else None)
+
+    # SQLite: what the driver itself runs (its reads bypass SQLAlchemy's execution), on whichever
+    # pooled connection a read takes; elsewhere every statement SQLAlchemy sends
+    listeners = [("checkout", traced), ("checkin", traced)] if sqlite else [("before_cursor_execute", seen)]
+    for name, listener in listeners:
+        event.listen(store.engine, name, listener)
     try:
         window = store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=4))
         with pytest.raises(ChronicumNotFound):
             store.acta(new_id("missing"), ActaQuery(last_n=4))
     finally:
-        event.remove(store.engine, "before_cursor_execute", seen)
+        for name, listener in listeners:
+            event.remove(store.engine, name, listener)
     assert [actum.content for actum in window] == ["18", "21", "24", "27"]
     assert len(statements) == 2, statements  # one query per window, nothing else sent
 
