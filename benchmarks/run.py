@@ -1223,14 +1223,17 @@ def judge_peers(reports: Sequence[Report]) -> list[Verdict]:
         ratios = [
             row.store.median_ns / peer_medians[row.operation, row.history]
             for row in sqlalchemy.latency
-            if row.flavour == "sync" and row.operation == operation
+            if row.flavour == "sync"
+            and row.operation == operation
             and (row.operation, row.history) in peer_medians
         ]
         if ratios:
             worst = max(ratios)
             verdicts.append(
                 Verdict(
-                    f"{operation} <= {PEER_LIMIT}x chronica-postgres's (worst size)", worst, worst <= PEER_LIMIT
+                    f"{operation} <= {PEER_LIMIT}x chronica-postgres's (worst size)",
+                    worst,
+                    worst <= PEER_LIMIT,
                 )
             )
     sqlalchemy.targets.extend(verdicts)

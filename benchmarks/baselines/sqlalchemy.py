@@ -15,7 +15,8 @@ Two columns, both doing exactly the statements the store runs, on the tables the
   an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite on SQLite, asyncmy, psycopg's
   async API).
 - the DB-API driver itself (``sqlite3``, ``pymysql`` or ``psycopg``, the last in autocommit): the
-  same SQL, hand-written, on one connection, with rows left as the driver returns them. It shows what SQLAlchemy costs.
+  same SQL, hand-written, on one connection, with rows left as the driver returns them. It shows
+  what SQLAlchemy costs.
 """
 
 from __future__ import annotations
@@ -258,8 +259,8 @@ class _DBAPI:
                 cursor.execute("BEGIN IMMEDIATE")
             content: Any = actum.content if self.sqlite or self.mysql else actum.content.encode()
             if self.postgresql:
-                row = (actum.id, actum.kind.value, actum.actor_kind.value, actum.actor, content, None)
-                cursor.execute(self.record, (now, now, actum.chronicum_id, *row))
+                values = (actum.id, actum.kind.value, actum.actor_kind.value, actum.actor, content, None)
+                cursor.execute(self.record, (now, now, actum.chronicum_id, *values))
                 cursor.fetchone()
                 return
             if self.mysql:

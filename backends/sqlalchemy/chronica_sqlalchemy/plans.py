@@ -47,6 +47,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateColumn, CreateIndex, CreateSchema, CreateTable
+from sqlalchemy.sql.dml import Update
 from sqlalchemy.sql.elements import BindParameter
 
 from chronica_core.errors import ActumTooLarge, ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
@@ -418,9 +419,7 @@ class Plans:
         # PostgreSQL: single-statement operations run in autocommit (one round trip each, no
         # BEGIN or COMMIT), and an append is one statement (see _one_statement_append).
         self.autocommit = self.dialect_name == "postgresql"
-        self.record_statement: Executable | None = (
-            self._one_statement_append() if self.autocommit else None
-        )
+        self.record_statement: Executable | None = self._one_statement_append() if self.autocommit else None
         self._record_many_statement = self._one_statement_batch() if self.autocommit else None
         if self.counter == "returning":
             self.insert_actum_statement: Executable = insert(acta).returning(acta.c.chronicum_id, acta.c.id)
@@ -559,7 +558,7 @@ class Plans:
         self._windows: dict[tuple[bool, bool, bool], Executable] = {}
         self._lock_key = self._migration_lock_key()
 
-    def _advance(self, by: Any) -> Executable:
+    def _advance(self, by: Any) -> Update:
         """The statement that locks a live chronicum's row, moves ``last_seq`` on ``by`` and decides ``at``.
 
         Its parameters: ``chronicum_id``, and ``at`` (the writer's clock) or, on MariaDB/MySQL,
@@ -960,8 +959,9 @@ class Plans:
         """The statements of :meth:`_record_many` up to the commit; returns the acta with ``at``."""
         chronicum_id, count, now = acta[0].chronicum_id, len(acta), datetime.now(UTC)
         where = "sqlalchemy: record acta"
-        if self._record_many_statement is not None and len(self._chunks(sizes)) == 1:
-            return (yield from self._append_many_at_once(acta, key, now))
+        at_once = self._record_many_statement
+        if at_once is not None and len(self._chunks(sizes)) == 1:
+            return (yield from self._append_many_at_once(at_once, acta, key, now))
         first_seq: int | None = None  # MariaDB/MySQL: read from the row by the insert itself
         if self.counter == "lastrowid":
             moved: CursorResult[Any] = yield _execute(
@@ -1008,8 +1008,10 @@ class Plans:
             start = end
         return [replace(actum, at=at) for actum in acta]
 
-    def _append_many_at_once(self, acta: list[Actum], key: str | None, now: datetime) -> Plan[Step, list[Actum]]:
-        """The batch in one statement, in autocommit (PostgreSQL; see :meth:`_one_statement_batch`)."""
+    def _append_many_at_once(
+        self, statement: Executable, acta: list[Actum], key: str | None, now: datetime
+    ) -> Plan[Step, list[Actum]]:
+        """The batch in ``statement``, in autocommit (PostgreSQL; see :meth:`_one_statement_batch`)."""
         chronicum_id, count = acta[0].chronicum_id, len(acta)
         where = "sqlalchemy: record acta"
         parameters = {
@@ -1024,9 +1026,7 @@ class Plans:
             "actors": [actum.actor for actum in acta],
             "contents": [actum.content.encode("utf-8") for actum in acta],
         }
-        inserted: CursorResult[Any] = yield _execute(
-            self._record_many_statement, parameters, write=True, autocommit=True
-        )
+        inserted: CursorResult[Any] = yield _execute(statement, parameters, write=True, autocommit=True)
         rows = [tuple(row) for row in inserted.all()]
         if not rows:
             raise ChronicumNotFound(chronicum_id)

@@ -19,7 +19,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from chronica_sqlalchemy import AsyncSQLAlchemyStore, SQLAlchemyStore
@@ -64,8 +64,10 @@ class Counter:
 
     @contextlib.contextmanager
     def _traced(self) -> Iterator[Callable[[], list[str]]]:
-        trace = tempfile.TemporaryFile()
+        with tempfile.TemporaryFile() as trace:
+            yield from self._tracing_into(trace)
 
+    def _tracing_into(self, trace: IO[bytes]) -> Iterator[Callable[[], list[str]]]:
         def checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
             record.driver_connection.pgconn.trace(trace.fileno())
 
@@ -84,7 +86,6 @@ class Counter:
         finally:
             event.remove(self.engine, "checkout", checkout)
             event.remove(self.engine, "checkin", checkin)
-            trace.close()
 
     def _questions(self) -> int:
         with self.engine.connect() as connection:
