@@ -227,8 +227,8 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
             if step.autocommit:
-                # psycopg's autocommit is a client-side switch (no round trip), which the pool
-                # turns off again when the connection comes back
+                # psycopg's autocommit is a client-side switch (no round trip); SQLAlchemy sets
+                # the engine's isolation level back when the connection returns to the pool
                 held[0].execution_options(isolation_level=AUTOCOMMIT)
         try:
             if step.method == DRIVER_CALL:
