@@ -82,6 +82,11 @@ LISTING_FLAT_LIMIT = 1.3
 """Listing meets its target when its median with the most other owners' chronica is at most this
 many times its median with the fewest."""
 
+PEER_LIMIT = 1.3
+"""chronica-sqlalchemy on PostgreSQL (``postgresql+psycopg://``) meets its target when its read
+and append medians are at most this many times chronica-postgres's (``postgresql://``), measured
+in the same run."""
+
 PHASES = ("history", "concurrent", "batch", "listing")
 """What a run can measure (``--phases``): latency per history size (and flatness), many writers,
 a batch against one append, and listing against other owners' chronica."""
@@ -1190,6 +1195,51 @@ def judge(report: Report) -> list[Verdict]:
     return verdicts
 
 
+def judge_peers(reports: Sequence[Report]) -> list[Verdict]:
+    """Compare chronica-sqlalchemy on PostgreSQL with chronica-postgres, both measured in this run.
+
+    For each read and append, the worst, over the history sizes both measured, of the
+    chronica-sqlalchemy median over chronica-postgres's (sync flavour; the first report of each).
+    The two stores are timed one after the other, not in the same rounds: a load that drifts
+    between them shows in the ratio. Each verdict is also added to the chronica-sqlalchemy
+    report's targets. Returns them (none unless both stores were measured).
+    """
+    postgres = next((report for report in reports if report.backend == "postgres"), None)
+    sqlalchemy = next(
+        (
+            report
+            for report in reports
+            if report.backend == "sqlalchemy" and report.store_url.lower().startswith("postgresql")
+        ),
+        None,
+    )
+    if postgres is None or sqlalchemy is None:
+        return []
+    peer_medians = {
+        (row.operation, row.history): row.store.median_ns for row in postgres.latency if row.flavour == "sync"
+    }
+    verdicts: list[Verdict] = []
+    for operation in ("record_actum", f"get_acta last {LAST_N} messages"):
+        ratios = [
+            row.store.median_ns / peer_medians[row.operation, row.history]
+            for row in sqlalchemy.latency
+            if row.flavour == "sync"
+            and row.operation == operation
+            and (row.operation, row.history) in peer_medians
+        ]
+        if ratios:
+            worst = max(ratios)
+            verdicts.append(
+                Verdict(
+                    f"{operation} <= {PEER_LIMIT}x chronica-postgres's (worst size)",
+                    worst,
+                    worst <= PEER_LIMIT,
+                )
+            )
+    sqlalchemy.targets.extend(verdicts)
+    return verdicts
+
+
 def batch_target_applies(report: Report) -> bool:
     """Whether the batch target holds for ``report``'s store: PostgreSQL through psycopg, or SQLite.
 
@@ -1491,6 +1541,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         reports.append(report)
         print(render(report), flush=True)
+        print()
+    peers = judge_peers(reports)
+    if peers:
+        print("chronica-sqlalchemy on PostgreSQL against chronica-postgres (timed one after the other):")
+        for verdict in peers:
+            print(f"  {'ok    ' if verdict.holds else 'MISSED'} {verdict.target}: {verdict.value:.2f}")
         print()
     if arguments.json:
         with open(arguments.json, "w", encoding="utf-8") as file:

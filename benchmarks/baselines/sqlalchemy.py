@@ -6,14 +6,17 @@ Two columns, both doing exactly the statements the store runs, on the tables the
   ``chronica_sqlalchemy.plans.Plans``) on an engine configured as the store's (same pool, WAL,
   ``synchronous``, ``BEGIN IMMEDIATE`` for writes on SQLite, ``READ COMMITTED`` on MariaDB).
   ``record``: connect, move the chronicum's counter and ``last_actum_at`` (``UPDATE ... RETURNING``
-  on SQLite and PostgreSQL, ``UPDATE ... LAST_INSERT_ID(...)`` on MariaDB/MySQL), ``INSERT`` the
-  actum (``INSERT ... SELECT`` from the chronicum's row on MariaDB/MySQL), ``COMMIT``. Context
-  window: the one outer-joined ``SELECT``. Its ratio is what the plans, the row conversion and
+  on SQLite, ``UPDATE ... LAST_INSERT_ID(...)`` on MariaDB/MySQL), ``INSERT`` the actum
+  (``INSERT ... SELECT`` from the chronicum's row on MariaDB/MySQL), ``COMMIT``; on PostgreSQL
+  the store's one statement (the ``UPDATE ... RETURNING`` in the ``WITH`` of the ``INSERT``) on a
+  connection in autocommit. Context window: the one outer-joined ``SELECT`` (in autocommit on
+  PostgreSQL). Its ratio is what the plans, the row conversion and
   ``Chronicarius`` add: the issue's target (≤ 1.2×). Its asyncio twin runs the same functions on
   an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite on SQLite, asyncmy, psycopg's
   async API).
-- the DB-API driver itself (``sqlite3``, ``pymysql`` or ``psycopg``): the same SQL, hand-written,
-  on one connection, with rows left as the driver returns them. It shows what SQLAlchemy costs.
+- the DB-API driver itself (``sqlite3``, ``pymysql`` or ``psycopg``, the last in autocommit): the
+  same SQL, hand-written, on one connection, with rows left as the driver returns them. It shows
+  what SQLAlchemy costs.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from chronica_sqlalchemy.engines import (
     create_store_engine,
     sync_url,
 )
-from chronica_sqlalchemy.plans import WRITE_OPTION, Plans, actum_row
+from chronica_sqlalchemy.plans import AUTOCOMMIT, WRITE_OPTION, Plans, actum_row
 from chronica_sqlalchemy.schema import Tables, is_mysql
 from sqlalchemy import Engine, update
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -80,7 +83,10 @@ def _append(engine: Engine, plans: Plans, actum: Actum) -> None:
     now = datetime.now(UTC)
     with engine.connect() as connection:
         connection.execution_options(**{WRITE_OPTION: True})
-        if plans.counter == "returning":
+        if plans.record_statement is not None:  # PostgreSQL: one statement, its own transaction
+            connection.execution_options(isolation_level=AUTOCOMMIT)
+            connection.execute(plans.record_statement, plans.record_parameters(actum, now)).all()
+        elif plans.counter == "returning":
             row = connection.execute(
                 plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": now}
             ).one()
@@ -96,6 +102,8 @@ def _last_messages(engine: Engine, plans: Plans, chronicum_id: str, n: int) -> l
     query = ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=n)
     statement, parameters = plans.window_for(chronicum_id, query)
     with engine.connect() as connection:
+        if plans.autocommit:
+            connection.execution_options(isolation_level=AUTOCOMMIT)
         return [row for row in connection.execute(statement, parameters).all() if row[1] is not None]
 
 
@@ -147,6 +155,7 @@ class _DBAPI:
         self._opened_lock = threading.Lock()
         mark = "?" if dialect == "sqlite" else "%s"
         self.sqlite = dialect == "sqlite"
+        self.postgresql = dialect == "postgresql"
         if self.mysql:
             epoch = "'1970-01-01 00:00:00'"
             stored = f"TIMESTAMPDIFF(MICROSECOND, {epoch}, last_actum_at)"
@@ -169,6 +178,12 @@ class _DBAPI:
             )
             values = ", ".join([mark] * 9)
             self.insert = f"INSERT INTO {acta} ({_ACTA_COLUMNS}) VALUES ({values}) RETURNING chronicum_id, id"
+        # PostgreSQL: the store's one statement, on a connection in autocommit
+        self.record = (
+            f"WITH moved AS ({self.advance}) INSERT INTO {acta} ({_ACTA_COLUMNS}) "
+            f"SELECT moved.id, moved.last_seq, {mark}, {mark}, {mark}, {mark}, {mark}, moved.last_actum_at, "
+            f"{mark} FROM moved RETURNING chronicum_id, id, at"
+        )
         recent = (
             f"SELECT chronicum_id, seq, id, kind, actor_kind, actor, content, at FROM {acta} "
             f"WHERE chronicum_id = {mark} AND kind IN ({mark}, {mark}, {mark}, {mark}) "
@@ -227,7 +242,9 @@ class _DBAPI:
             return connection
         import psycopg
 
-        return psycopg.connect(parsed.set(drivername="postgresql").render_as_string(hide_password=False))
+        return psycopg.connect(
+            parsed.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
+        )
 
     def _moment(self, at: datetime) -> Any:
         if self.sqlite:
@@ -241,6 +258,11 @@ class _DBAPI:
             if self.sqlite:
                 cursor.execute("BEGIN IMMEDIATE")
             content: Any = actum.content if self.sqlite or self.mysql else actum.content.encode()
+            if self.postgresql:
+                values = (actum.id, actum.kind.value, actum.actor_kind.value, actum.actor, content, None)
+                cursor.execute(self.record, (now, now, actum.chronicum_id, *values))
+                cursor.fetchone()
+                return
             if self.mysql:
                 cursor.execute(
                     self.advance, ((now - _EPOCH) // timedelta(microseconds=1), actum.chronicum_id)
@@ -269,7 +291,7 @@ class _DBAPI:
             rows = [row for row in cursor.fetchall() if row[1] is not None]  # not the chronicum's row
         finally:
             cursor.close()
-        if not self.sqlite:
+        if self.mysql:
             self.connection.commit()  # end the read transaction, as the store's connection does
         return rows
 

@@ -26,6 +26,7 @@ from sqlalchemy import (
     Engine,
     Executable,
     Integer,
+    LargeBinary,
     String,
     and_,
     bindparam,
@@ -43,8 +44,10 @@ from sqlalchemy import (
     union_all,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateColumn, CreateIndex, CreateSchema, CreateTable
+from sqlalchemy.sql.dml import Update
 from sqlalchemy.sql.elements import BindParameter
 
 from chronica_core.errors import ActumTooLarge, ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
@@ -67,6 +70,7 @@ from chronica_sqlalchemy.schema import (
 from chronica_sqlalchemy.sqlite_writers import WriterTurn, take_turn
 
 __all__ = [
+    "AUTOCOMMIT",
     "COMMIT",
     "DRIVER_CALL",
     "DROP_CONNECTION",
@@ -83,6 +87,9 @@ __all__ = [
 ]
 
 Result = TypeVar("Result")
+
+AUTOCOMMIT = "AUTOCOMMIT"
+"""SQLAlchemy's isolation level for the driver's autocommit mode (each statement its own transaction)."""
 
 WRITE_OPTION = "chronica_write"
 """Execution option marking a connection that writes (SQLite then begins with ``BEGIN IMMEDIATE``)."""
@@ -131,11 +138,16 @@ class Step(NamedTuple):
         method: ``"execute"``, ``"commit"`` or ``"rollback"``.
         args: the arguments, e.g. ``(statement, parameters)`` for ``execute``.
         write: whether the connection must be a writing one (only the first step's flag counts).
+        autocommit: whether the connection runs each statement as its own transaction, in the
+            driver's autocommit mode (only the first step's flag counts; see
+            :attr:`Plans.autocommit`): no ``BEGIN`` is sent before the statement, and the plan's
+            ``COMMIT`` and ``ROLLBACK`` send nothing.
     """
 
     method: str
     args: tuple[Any, ...] = ()
     write: bool = False
+    autocommit: bool = False
 
 
 COMMIT = Step("commit")
@@ -147,8 +159,14 @@ DROP_CONNECTION = Step("drop")
 replaces the connection."""
 
 
-def _execute(statement: Executable, parameters: dict[str, Any] | None = None, *, write: bool = False) -> Step:
-    return Step("execute", (statement, parameters or {}), write)
+def _execute(
+    statement: Executable,
+    parameters: dict[str, Any] | None = None,
+    *,
+    write: bool = False,
+    autocommit: bool = False,
+) -> Step:
+    return Step("execute", (statement, parameters or {}), write, autocommit)
 
 
 def content_ceiling(dialect_name: str) -> int | None:
@@ -216,6 +234,10 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
             held.append(_connected(engine))
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
+            if step.autocommit:
+                # psycopg's autocommit is a client-side switch (no round trip); SQLAlchemy sets
+                # the engine's isolation level back when the connection returns to the pool
+                held[0].execution_options(isolation_level=AUTOCOMMIT)
         try:
             if step.method == DRIVER_CALL:
                 call: Callable[[Any], Any] = step.args[0]
@@ -424,8 +446,19 @@ class Plans:
     """The statements of one store, built once for its dialect and tables, and its operations as plans.
 
     The statements of ``record`` and of a context window are public (``advance_statement``,
-    ``counter``, ``insert_actum_statement``, :meth:`window`) so that benchmarks can time SQLAlchemy
-    Core running exactly them.
+    ``counter``, ``insert_actum_statement``; on PostgreSQL ``record_statement``, run in
+    autocommit as ``autocommit`` says, with :meth:`record_parameters`; :meth:`window`) so that
+    benchmarks can time SQLAlchemy Core running exactly them.
+
+    Round trips on PostgreSQL (``autocommit``): every operation that is one statement runs in
+    the driver's autocommit mode, the statement its own transaction, so no ``BEGIN`` and no
+    ``COMMIT`` go to the server: a read (``get``, a context window, a listing), ``create``,
+    ``reopen``, and an append, single or batch, whose counter move and insert are one
+    statement (``WITH moved AS (UPDATE chronica ... RETURNING ...) INSERT INTO acta ... SELECT
+    ... FROM moved``). A keyed append whose key was used before adds the read-back; an erasure
+    keeps its transaction (its ``DELETE`` must see every actum committed before it locked the
+    chronicum's row, which one statement's snapshot would not), and so does a batch too large
+    for one statement. Elsewhere every operation is one transaction as before.
 
     Args:
         tables: the table definitions (see :class:`chronica_sqlalchemy.schema.Tables`).
@@ -473,6 +506,11 @@ class Plans:
             self.counter = "select"
         self.advance_statement: Executable = self._advance(one)
         self._advance_many = self._advance(bindparam("count", type_=Integer()))
+        # PostgreSQL: single-statement operations run in autocommit (one round trip each, no
+        # BEGIN or COMMIT), and an append is one statement (see _one_statement_append).
+        self.autocommit = self.dialect_name == "postgresql"
+        self.record_statement: Executable | None = self._one_statement_append() if self.autocommit else None
+        self._record_many_statement = self._one_statement_batch() if self.autocommit else None
         if self.counter == "returning":
             self.insert_actum_statement: Executable = insert(acta).returning(acta.c.chronicum_id, acta.c.id)
             self._insert_actum_returning: Executable = self.insert_actum_statement
@@ -614,7 +652,7 @@ class Plans:
         self._parse_at: Callable[[Any], Any] = parse_at if parse_at is not None else (lambda value: value)
         self._lock_key = self._migration_lock_key()
 
-    def _advance(self, by: Any) -> Executable:
+    def _advance(self, by: Any) -> Update:
         """The statement that locks a live chronicum's row, moves ``last_seq`` on ``by`` and decides ``at``.
 
         Its parameters: ``chronicum_id``, and ``at`` (the writer's clock) or, on MariaDB/MySQL,
@@ -638,8 +676,134 @@ class Plans:
             last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
         )
         if self.counter == "returning":
-            return moved.returning(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at)
+            return moved.returning(*self._moved_columns())
         return moved
+
+    def _moved_columns(self) -> tuple[Any, ...]:
+        """What the statement moving a chronicum's counter returns: ``(id, last_seq, last_actum_at)``.
+
+        The values after the move. Every append's statement (single or batch) returns these,
+        under the chronicum's row lock and in the append's own transaction: the one place to add
+        an expression each append must evaluate there, after the three.
+        """
+        chronica = self.tables.chronica
+        return (chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at)
+
+    @staticmethod
+    def record_parameters(actum: Actum, at: datetime, key: str | None = None) -> dict[str, Any]:
+        """The parameters of :attr:`record_statement` for ``actum``, ``at`` the writer's clock."""
+        return {
+            "chronicum_id": actum.chronicum_id,
+            "actum_id": actum.id,
+            "kind": actum.kind.value,
+            "actor_kind": actum.actor_kind.value,
+            "actor": actum.actor,
+            "content": actum.content,
+            "at": at,
+            "idempotency_key": key,
+        }
+
+    def _one_statement_batch(self) -> Executable:
+        """``record_many``'s one statement (PostgreSQL): move the counter by ``count``, insert the batch.
+
+        Like :meth:`_one_statement_append`, its acta given as arrays, one element per actum in
+        batch order, unnested with their place (1 to ``count``): the actum at place ``p`` gets
+        ``seq`` ``last_seq - count + p``, and the first one the key and ``batch_size``.
+
+        Parameters: ``chronicum_id``, ``at``, ``count``, ``idempotency_key`` and ``batch_size``
+        (``None`` without a key, or for one actum), and the arrays ``actum_ids``, ``kinds``,
+        ``actor_kinds``, ``actors`` and ``contents`` (UTF-8 bytes). Returns ``(chronicum id, actum
+        id, at)`` per actum inserted; no row when there is no live chronicum.
+        """
+        acta = self.tables.acta
+        count = bindparam("count", type_=Integer())
+        moved = self._advance(count).cte("moved")
+        given = (
+            func.unnest(
+                bindparam("actum_ids", type_=ARRAY(Identifier())),
+                bindparam("kinds", type_=ARRAY(String())),
+                bindparam("actor_kinds", type_=ARRAY(String())),
+                bindparam("actors", type_=ARRAY(Identifier())),
+                bindparam("contents", type_=ARRAY(LargeBinary())),
+            )
+            .table_valued("actum_id", "kind", "actor_kind", "actor", "content", with_ordinality="place")
+            .render_derived()
+        )
+        first = given.c.place == 1
+        return (
+            insert(acta)
+            .from_select(
+                [
+                    acta.c.chronicum_id,
+                    acta.c.seq,
+                    acta.c.id,
+                    acta.c.kind,
+                    acta.c.actor_kind,
+                    acta.c.actor,
+                    acta.c.content,
+                    acta.c.at,
+                    acta.c.idempotency_key,
+                    acta.c.batch_size,
+                ],
+                select(
+                    moved.c.id,
+                    moved.c.last_seq - count + given.c.place,
+                    given.c.actum_id,
+                    given.c.kind,
+                    given.c.actor_kind,
+                    given.c.actor,
+                    given.c.content,
+                    moved.c.last_actum_at,
+                    case((first, bindparam("idempotency_key", type_=Identifier())), else_=null()),
+                    case((first, bindparam("batch_size", type_=Integer())), else_=null()),
+                ).select_from(moved.join(given, true())),
+            )
+            .returning(acta.c.chronicum_id, acta.c.id, acta.c.at)
+        )
+
+    def _one_statement_append(self) -> Executable:
+        """``record``'s one statement (PostgreSQL): move the counter, insert the actum from its result.
+
+        ``WITH moved AS (UPDATE chronica ... RETURNING ...) INSERT INTO acta ... SELECT ... FROM
+        moved RETURNING chronicum_id, id, at``: the ``UPDATE`` is :meth:`_advance`'s (locking the
+        chronicum's row until the statement's transaction ends, so writers of one chronicum commit
+        in ``seq`` order), and the insert takes ``seq`` and ``at`` from its row. Run in
+        autocommit, the statement is the whole transaction: one round trip. No row back means
+        no live chronicum (nothing was written).
+
+        Parameters: see :meth:`record_parameters` (``actum_id``, not ``id``: the ``UPDATE`` would
+        take a parameter named after one of its table's columns as a value to set).
+        """
+        acta = self.tables.acta
+        moved = self._advance(literal_column("1")).cte("moved")
+        return (
+            insert(acta)
+            .from_select(
+                [
+                    acta.c.chronicum_id,
+                    acta.c.seq,
+                    acta.c.id,
+                    acta.c.kind,
+                    acta.c.actor_kind,
+                    acta.c.actor,
+                    acta.c.content,
+                    acta.c.at,
+                    acta.c.idempotency_key,
+                ],
+                select(
+                    moved.c.id,
+                    moved.c.last_seq,
+                    bindparam("actum_id", type_=Identifier()),
+                    bindparam("kind", type_=String()),
+                    bindparam("actor_kind", type_=String()),
+                    bindparam("actor", type_=Identifier()),
+                    bindparam("content", type_=Content()),
+                    moved.c.last_actum_at,
+                    bindparam("idempotency_key", type_=Identifier()),
+                ),
+            )
+            .returning(acta.c.chronicum_id, acta.c.id, acta.c.at)
+        )
 
     # --- the store's operations -------------------------------------------------------------
 
@@ -755,7 +919,7 @@ class Plans:
             "last_seq": 0,
         }
         try:
-            yield _execute(self._insert_chronicum, row, write=True)
+            yield _execute(self._insert_chronicum, row, write=True, autocommit=self.autocommit)
             yield COMMIT
         except IntegrityError:
             yield ROLLBACK
@@ -766,7 +930,9 @@ class Plans:
             raise
 
     def _get(self, chronicum_id: str) -> Plan[Step, Chronicum]:
-        result: CursorResult[Any] = yield _execute(self._select_chronicum, {"id": chronicum_id})
+        result: CursorResult[Any] = yield _execute(
+            self._select_chronicum, {"id": chronicum_id}, autocommit=self.autocommit
+        )
         row: Any = result.first()
         if row is None:
             raise ChronicumNotFound(chronicum_id)
@@ -783,6 +949,17 @@ class Plans:
         """
         chronicum_id, now = actum.chronicum_id, datetime.now(UTC)
         where = "sqlalchemy: record actum"
+        if self.record_statement is not None:
+            stored: CursorResult[Any] = yield _execute(
+                self.record_statement, self.record_parameters(actum, now, key), write=True, autocommit=True
+            )
+            row: Any = stored.first()
+            if row is None:
+                raise ChronicumNotFound(chronicum_id)
+            check_row(where, "chronicum id", chronicum_id, row[0])
+            check_row(where, "actum id", actum.id, row[1])
+            stored_at: datetime = row[2]
+            return stored_at
         if self.counter == "lastrowid":
             moved: CursorResult[Any] = yield _execute(
                 self.advance_statement,
@@ -876,6 +1053,9 @@ class Plans:
         """The statements of :meth:`_record_many` up to the commit; returns the acta with ``at``."""
         chronicum_id, count, now = acta[0].chronicum_id, len(acta), datetime.now(UTC)
         where = "sqlalchemy: record acta"
+        at_once = self._record_many_statement
+        if at_once is not None and len(self._chunks(sizes)) == 1:
+            return (yield from self._append_many_at_once(at_once, acta, key, now))
         first_seq: int | None = None  # MariaDB/MySQL: read from the row by the insert itself
         if self.counter == "lastrowid":
             moved: CursorResult[Any] = yield _execute(
@@ -920,6 +1100,34 @@ class Plans:
             elif inserted.rowcount != end - start:
                 raise StoreError(where, f"the acta were not inserted into chronicum {chronicum_id!r}")
             start = end
+        return [replace(actum, at=at) for actum in acta]
+
+    def _append_many_at_once(
+        self, statement: Executable, acta: list[Actum], key: str | None, now: datetime
+    ) -> Plan[Step, list[Actum]]:
+        """The batch in ``statement``, in autocommit (PostgreSQL; see :meth:`_one_statement_batch`)."""
+        chronicum_id, count = acta[0].chronicum_id, len(acta)
+        where = "sqlalchemy: record acta"
+        parameters = {
+            "chronicum_id": chronicum_id,
+            "at": now,
+            "count": count,
+            "idempotency_key": key,
+            "batch_size": count if key is not None and count > 1 else None,
+            "actum_ids": [actum.id for actum in acta],
+            "kinds": [actum.kind.value for actum in acta],
+            "actor_kinds": [actum.actor_kind.value for actum in acta],
+            "actors": [actum.actor for actum in acta],
+            "contents": [actum.content.encode("utf-8") for actum in acta],
+        }
+        inserted: CursorResult[Any] = yield _execute(statement, parameters, write=True, autocommit=True)
+        rows = [tuple(row) for row in inserted.all()]
+        if not rows:
+            raise ChronicumNotFound(chronicum_id)
+        check_rows(where, "chronicum id", chronicum_id, rows)
+        if sorted(str(row[1]) for row in rows) != sorted(actum.id for actum in acta):
+            check_row(where, "actum id", acta[0].id, None)
+        at: datetime = rows[0][2]
         return [replace(actum, at=at) for actum in acta]
 
     def _moved_counter(
@@ -1005,7 +1213,9 @@ class Plans:
         parameters: dict[str, Any] = {"owner": owner_id, "limit": limit}
         if after is not None:
             parameters["after_at"], parameters["after_id"] = after
-        result: CursorResult[Any] = yield _execute(self._listings[after is not None], parameters)
+        result: CursorResult[Any] = yield _execute(
+            self._listings[after is not None], parameters, autocommit=self.autocommit
+        )
         rows: list[Any] = list(result.all())
         check_rows("sqlalchemy: list chronica", "owner id", owner_id, rows, column=1)
         return [
@@ -1054,7 +1264,9 @@ class Plans:
             "started": chronicum.started_at,
             "last": chronicum.last_actum_at,
         }
-        reopened: CursorResult[Any] = yield _execute(self._reopen, parameters, write=True)
+        reopened: CursorResult[Any] = yield _execute(
+            self._reopen, parameters, write=True, autocommit=self.autocommit
+        )
         if self.dialect.update_returning:
             row: Any = reopened.first()
             if row is not None:
@@ -1100,7 +1312,7 @@ class Plans:
         if driver_window is not None:
             rows: list[Any] = yield Step(DRIVER_CALL, (DriverRead(driver_window, parameters),))
         else:
-            result: CursorResult[Any] = yield _execute(statement, parameters)
+            result: CursorResult[Any] = yield _execute(statement, parameters, autocommit=self.autocommit)
             rows = list(result.all())
         if not rows:
             raise ChronicumNotFound(chronicum_id)

@@ -222,7 +222,7 @@ def test_async_erasure_leaves_only_the_marker(
 # --- batches -----------------------------------------------------------------------------------
 
 
-def test_a_batch_is_two_statements_and_one_commit_and_a_replay_reads_it_back(
+def test_a_batch_is_two_statements_or_one_on_postgresql_and_a_replay_reads_it_back(
     store: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     owner, chronicum_id = new_id("owner"), new_id()
@@ -245,11 +245,17 @@ def test_a_batch_is_two_statements_and_one_commit_and_a_replay_reads_it_back(
         replayed = list(statements)
     finally:
         stop()
-    assert len(written[0]) == 2, written[0]
-    assert written[0][0].startswith("UPDATE ") and "chronica" in written[0][0]
-    assert written[0][1].startswith("INSERT INTO ") and "acta" in written[0][1]
+    if store.engine.dialect.name == "postgresql":  # the counter's UPDATE inside the INSERT's WITH
+        assert len(written[0]) == 1, written[0]
+        assert written[0][0].startswith("WITH moved AS (UPDATE chronica ")
+        assert "INSERT INTO acta " in written[0][0]
+        assert len(replayed) == 2, replayed  # the refused statement, the read-back
+    else:
+        assert len(written[0]) == 2, written[0]
+        assert written[0][0].startswith("UPDATE ") and "chronica" in written[0][0]
+        assert written[0][1].startswith("INSERT INTO ") and "acta" in written[0][1]
+        assert len(replayed) == 3, replayed  # the update, the refused insert, the read-back
     assert written[1] == ["commit"]
-    assert len(replayed) == 3, replayed  # the update, the refused insert, the read-back
     assert again == stored
     assert [actum.content for actum in stored] == [str(index) for index in range(1000)]
     assert len({actum.at for actum in stored}) == 1
@@ -258,7 +264,7 @@ def test_a_batch_is_two_statements_and_one_commit_and_a_replay_reads_it_back(
     store.erase(chronicum_id, owner_digest(owner))
 
 
-def test_an_async_batch_is_two_statements(
+def test_an_async_batch_is_two_statements_or_one_on_postgresql(
     store: SQLAlchemyStore, async_store: AsyncSQLAlchemyStore | AsyncThreadedSQLAlchemyStore
 ) -> None:
     owner, chronicum_id = new_id("owner"), new_id()
@@ -276,7 +282,7 @@ def test_an_async_batch_is_two_statements(
             await async_store.close()
 
     sent, stored = asyncio.run(scenario())
-    assert len(sent) == 2, sent
+    assert len(sent) == (1 if store.engine.dialect.name == "postgresql" else 2), sent
     assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == ["first", "a", "b"]
     assert store.record_many([said(chronicum_id, "c")], "k") == stored
     store.erase(chronicum_id, owner_digest(owner))

@@ -1,0 +1,111 @@
+"""Two or more stores timed in the same rounds: what ``benchmarks.run`` cannot interleave.
+
+``benchmarks.run`` measures one store URL after another, so a ratio between two stores carries
+whatever the machine's load did between their runs. This times ``Chronicarius.record_actum`` and
+the last-20-messages ``Chronicarius.get_acta`` on every store given, call by call in the same
+rounds (the starting store rotating), each store appending into and reading a chronicum of its
+own, and prints each store's medians and their ratio to the first store's, with the target of
+chronica-sqlalchemy on PostgreSQL (``postgresql+psycopg://``): within
+:data:`benchmarks.run.PEER_LIMIT` of chronica-postgres (``postgresql://``), ``ok`` or ``MISSED``.
+
+    python -m benchmarks.side_by_side --store postgresql://postgres@127.0.0.1:5432/bench_pg \\
+        --store postgresql+psycopg://postgres@127.0.0.1:5432/bench_sa [--history 100] [--repeat 500]
+
+Each store gets its default schema of the database in its URL (give each its own throw-away
+database; nothing is dropped). The chronicum of each holds ``--history`` acta of the dinner story
+before timing, appended through the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+
+from benchmarks.run import LAST_N, PEER_LIMIT, story_actum
+from chronica_core import ActumKind, Chronicarius, open_store
+
+__all__ = ["main"]
+
+OWNER = "side-by-side"
+
+
+def _rounds(calls: dict[str, Callable[[int], object]], repeat: int, warmup: int) -> dict[str, float]:
+    """Median nanoseconds of each call over ``repeat`` rounds after ``warmup``, interleaved."""
+    names = list(calls)
+    times: dict[str, list[int]] = {name: [] for name in names}
+    gc.collect()
+    gc.disable()
+    try:
+        for number in range(warmup + repeat):
+            shift = number % len(names)
+            for name in names[shift:] + names[:shift]:
+                started = time.perf_counter_ns()
+                calls[name](number)
+                elapsed = time.perf_counter_ns() - started
+                if number >= warmup:
+                    times[name].append(elapsed)
+    finally:
+        gc.enable()
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Time the stores side by side and print the table; returns 0."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", action="append", required=True, help="a store URL (two or more)")
+    parser.add_argument("--history", type=int, default=100, help="acta in each chronicum before timing")
+    parser.add_argument("--repeat", type=int, default=500, help="timed rounds per operation")
+    parser.add_argument("--warmup", type=int, default=50, help="untimed rounds first")
+    arguments = parser.parse_args(argv)
+    urls: list[str] = arguments.store
+    chronicarii = {url: Chronicarius(open_store(url)) for url in urls}
+    chronica = {url: f"side-{uuid.uuid4().hex}" for url in urls}
+    rounds = arguments.warmup + arguments.repeat
+    try:
+        for url, chronicarius in chronicarii.items():
+            for index in range(arguments.history):
+                chronicarius.record_actum(OWNER, story_actum(chronica[url], index, with_id=True))
+
+        def reader(url: str) -> Callable[[int], object]:
+            chronicarius, chronicum_id = chronicarii[url], chronica[url]
+            return lambda number: chronicarius.get_acta(
+                OWNER, chronicum_id, last_n=LAST_N, actum_kinds=[ActumKind.MESSAGE]
+            )
+
+        def appender(url: str) -> Callable[[int], object]:
+            chronicarius, chronicum_id = chronicarii[url], chronica[url]
+            acta = [story_actum(chronicum_id, index, with_id=True) for index in range(rounds)]
+            return lambda number: chronicarius.record_actum(OWNER, acta[number])
+
+        load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+        print(f"{os.cpu_count()} CPUs, load average {load}; medians of {arguments.repeat} rounds, in µs")
+        reads = _rounds({url: reader(url) for url in urls}, arguments.repeat, arguments.warmup)
+        appends = _rounds({url: appender(url) for url in urls}, arguments.repeat, arguments.warmup)
+    finally:
+        for chronicarius in chronicarii.values():
+            chronicarius.store.close()
+    first = urls[0]
+    print(f"{'store':60} {'last-20 read':>13} {'ratio':>6} {'append':>9} {'ratio':>6}")
+    for url in urls:
+        read_ratio, append_ratio = reads[url] / reads[first], appends[url] / appends[first]
+        read, append = reads[url] / 1000, appends[url] / 1000
+        print(f"{url:60} {read:13.0f} {read_ratio:5.2f}x {append:9.0f} {append_ratio:5.2f}x")
+    postgres = next((url for url in urls if url.startswith("postgresql://")), None)
+    for url in urls:
+        if postgres is not None and url.startswith("postgresql+psycopg://"):
+            for operation, medians in (("last-20 read", reads), ("append", appends)):
+                ratio = medians[url] / medians[postgres]
+                verdict = "ok    " if ratio <= PEER_LIMIT else "MISSED"
+                target = f"chronica-sqlalchemy {operation} <= {PEER_LIMIT}x chronica-postgres's"
+                print(f"  {verdict} {target}: {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
