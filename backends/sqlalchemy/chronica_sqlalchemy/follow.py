@@ -100,7 +100,7 @@ WATCHER_NAME: Final = "chronica-shared-sqlalchemy-watcher"
 Waker = Callable[[], None]
 
 _Seen = tuple[tuple[object, object], float]
-"""What the watcher last saw of a chronicum: its ``(last_seq, owner_digest)``, and when (monotonic seconds)."""
+"""What the watcher last saw of a chronicum: ``(last_seq, owner_digest)``, and when (monotonic seconds)."""
 
 _CREATING: Final = threading.Lock()
 """Held while a store creates its watcher, so that racing first waits make one."""
@@ -409,7 +409,8 @@ class AsyncFollowing:
 
         with _CREATING:
             if self._watcher is None:
-                self._watcher = Watcher(self._watcher_engine(), self.plans.tables.chronica, self.plans.channel)
+                chronica, channel = self.plans.tables.chronica, self.plans.channel
+                self._watcher = Watcher(self._watcher_engine(), chronica, channel)
             watcher = self._watcher
         watcher.watch(chronicum_id, waker)
         try:

@@ -202,9 +202,11 @@ def _listening_pids(store: SQLAlchemyStore, application_name: str) -> list[int]:
 
 
 @pytest.mark.dialects("postgresql")
-def test_postgresql_appends_and_erasures_notify_when_they_commit(dialect: str, store: SQLAlchemyStore) -> None:
+def test_postgresql_appends_and_erasures_notify_when_they_commit(
+    dialect: str, store: SQLAlchemyStore
+) -> None:
     chronicum_id, other_id = f"notify-{uuid.uuid4().hex}", f"notify-{uuid.uuid4().hex}"
-    url = make_url(str(store.engine.url.render_as_string(hide_password=False))).set(drivername="postgresql")
+    url = store.engine.url.set(drivername="postgresql")
     chronicarius = Chronicarius(store)
     chronicarius.record_actum(OWNER, _said(chronicum_id, "hello"))
     with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as listener:
@@ -214,7 +216,8 @@ def test_postgresql_appends_and_erasures_notify_when_they_commit(dialect: str, s
         chronicarius.record_actum(OWNER, _said(chronicum_id, "one"))
         chronicarius.record_acta(OWNER, [_said(other_id, "a"), _said(other_id, "b")])
         chronicarius.erase_chronicum(OWNER, chronicum_id)
-        payloads = [notification.payload for notification in listener.notifies(timeout=GUARD_SECONDS, stop_after=3)]
+        notifications = listener.notifies(timeout=GUARD_SECONDS, stop_after=3)
+        payloads = [notification.payload for notification in notifications]
     assert payloads == [chronicum_id, other_id, chronicum_id]
 
 
