@@ -71,8 +71,12 @@ def _message(chronicum_id: str, content: str) -> Actum:
     return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "booking", content)
 
 
+_POSTGRESQL_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+"""PostgreSQL URLs whose connections are counted: chronica-postgres's, chronica-sqlalchemy's on psycopg."""
+
+
 def _with_application_name(url: str) -> str:
-    if not url.startswith(("postgresql://", "postgres://")):
+    if not url.startswith(_POSTGRESQL_SCHEMES):
         return url
     separator = "&" if "?" in url else "?"
     return f"{url}{separator}application_name={APPLICATION_NAME}"
@@ -154,11 +158,11 @@ def _latency(url: str, options: dict[str, str], samples: int) -> list[float]:
 
 def _server_connections(url: str) -> int | None:
     """The connections this benchmark holds on a PostgreSQL server (``None`` elsewhere)."""
-    if not url.startswith(("postgresql://", "postgres://")):
+    if not url.startswith(_POSTGRESQL_SCHEMES):
         return None
     import psycopg
 
-    base = urlsplit(url)._replace(query="").geturl()
+    base = urlsplit(url)._replace(scheme="postgresql", query="").geturl()
     with psycopg.connect(base, autocommit=True) as connection:
         row = connection.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (APPLICATION_NAME,)
