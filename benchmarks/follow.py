@@ -1,7 +1,8 @@
 """The follow benchmark: how soon a follower in another process sees a write, and what followers cost.
 
 Run ``python -m benchmarks.follow --store URL [--option k=v ...] [--samples 200]
-[--followers 100] [--chronica 1000] [--idle-seconds 5] [--json FILE]``. It measures, per store:
+[--followers 100] [--chronica 1000] [--idle-seconds 5] [--settle-seconds 1] [--json FILE]``. It
+measures, per store:
 
 1. **Latency**: a follower in another process (``Chronicarius.follow``), and this process
    recording one actum at a time with ``Chronicarius.record_actum``; for each actum, the time
@@ -13,7 +14,9 @@ Run ``python -m benchmarks.follow --store URL [--option k=v ...] [--samples 200]
    chronicum, then one task each on ``--chronica`` chronica, all in one store; for each, the
    connections the store holds on the database server meanwhile (PostgreSQL: counted in
    ``pg_stat_activity`` by the ``application_name`` this benchmark sets; other stores: not
-   counted), and the CPU this process spends while they are all idle for ``--idle-seconds``,
+   counted), and the CPU this process spends while they are all idle for ``--idle-seconds``
+   (measured ``--settle-seconds`` after they started: lengthen it on a loaded machine, where
+   a thousand followers' first reads take longer than a second),
    as a share of one core. Then one actum is written to each followed chronicum and the time
    until every follower has it is reported.
 
@@ -71,8 +74,12 @@ def _message(chronicum_id: str, content: str) -> Actum:
     return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "booking", content)
 
 
+_POSTGRESQL_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+"""PostgreSQL URLs whose connections are counted: chronica-postgres's, chronica-sqlalchemy's on psycopg."""
+
+
 def _with_application_name(url: str) -> str:
-    if not url.startswith(("postgresql://", "postgres://")):
+    if not url.startswith(_POSTGRESQL_SCHEMES):
         return url
     separator = "&" if "?" in url else "?"
     return f"{url}{separator}application_name={APPLICATION_NAME}"
@@ -154,11 +161,11 @@ def _latency(url: str, options: dict[str, str], samples: int) -> list[float]:
 
 def _server_connections(url: str) -> int | None:
     """The connections this benchmark holds on a PostgreSQL server (``None`` elsewhere)."""
-    if not url.startswith(("postgresql://", "postgres://")):
+    if not url.startswith(_POSTGRESQL_SCHEMES):
         return None
     import psycopg
 
-    base = urlsplit(url)._replace(query="").geturl()
+    base = urlsplit(url)._replace(scheme="postgresql", query="").geturl()
     with psycopg.connect(base, autocommit=True) as connection:
         row = connection.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (APPLICATION_NAME,)
@@ -167,7 +174,7 @@ def _server_connections(url: str) -> int | None:
 
 
 async def _many(
-    url: str, options: dict[str, str], followers: int, chronica: int, idle: float
+    url: str, options: dict[str, str], followers: int, chronica: int, idle: float, settle: float = 1.0
 ) -> dict[str, Any]:
     """``followers`` tasks on ``chronica`` chronica (one store): connections, idle CPU, fan-out time."""
     ids = [f"follow-many-{uuid.uuid4().hex}" for _ in range(chronica)]
@@ -190,7 +197,7 @@ async def _many(
                 return
 
         tasks = [asyncio.create_task(follow(index)) for index in range(followers)]
-        await asyncio.sleep(1.0)  # every follower reaches its wait
+        await asyncio.sleep(settle)  # every follower reaches its wait
         cpu, wall = time.process_time(), time.monotonic()
         await asyncio.sleep(idle)
         idle_cpu = (time.process_time() - cpu) / (time.monotonic() - wall)
@@ -223,7 +230,13 @@ async def _many(
 
 
 def run(
-    url: str, options: dict[str, str], samples: int, followers: int, chronica: int, idle: float
+    url: str,
+    options: dict[str, str],
+    samples: int,
+    followers: int,
+    chronica: int,
+    idle: float,
+    settle: float = 1.0,
 ) -> FollowReport:
     """Measure one store (see the module)."""
     url = _with_application_name(url)
@@ -239,7 +252,7 @@ def run(
         flush=True,
     )
     for count, spread in ((followers, 1), (chronica, chronica)):
-        result = asyncio.run(_many(url, options, count, spread, idle))
+        result = asyncio.run(_many(url, options, count, spread, idle, settle))
         report.many.append(result)
         print(f"{url}: {json.dumps(result)}", flush=True)
     return report
@@ -256,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--idle-seconds", type=float, default=5.0, help="how long the CPU of idle followers is measured"
     )
+    parser.add_argument(
+        "--settle-seconds", type=float, default=1.0, help="how long the followers start before the idle CPU"
+    )
     parser.add_argument("--json", default=None, help="write the report here")
     parser.add_argument("--role", default="main", choices=("main", "follower"), help=argparse.SUPPRESS)
     parser.add_argument("--chronicum", default="", help=argparse.SUPPRESS)
@@ -266,7 +282,15 @@ def main(argv: list[str] | None = None) -> int:
         follower_main(arguments.store[0], options, arguments.chronicum, arguments.after, arguments.samples)
         return 0
     reports = [
-        run(url, options, arguments.samples, arguments.followers, arguments.chronica, arguments.idle_seconds)
+        run(
+            url,
+            options,
+            arguments.samples,
+            arguments.followers,
+            arguments.chronica,
+            arguments.idle_seconds,
+            arguments.settle_seconds,
+        )
         for url in arguments.store
     ]
     if arguments.json:

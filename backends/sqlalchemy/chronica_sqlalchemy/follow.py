@@ -1,87 +1,191 @@
-"""Following on chronica-sqlalchemy: one watcher thread per store tells followers what changed.
+"""Following on chronica-sqlalchemy: one watcher thread per store tells its followers what changed.
 
-The watcher holds one connection of the store's engine, started on the first wait, and wakes
-the followers when the database may hold something new for them:
+Every store (blocking or asyncio, on every dialect) has one watcher, shared by all its followers
+on every thread and event loop. It runs in a daemon thread started by the first wait, on one
+connection of its own, and wakes the followers when the database may hold something new for them:
 
+- PostgreSQL on psycopg: ``LISTEN``/``NOTIFY``. Every append and every erasure notifies the
+  store's channel (:func:`follow_channel`) with the chronicum id from inside its own statement
+  (:func:`follow_notification`), so the notification is delivered when, and only if, the write
+  commits; the watcher listens with psycopg's ``Connection.notifies()`` and wakes the followers
+  of the chronicum named. Nothing is read while followers are idle. When its connection is
+  lost it wakes every follower (each reads again from its own position: no gap, no duplicate)
+  and connects again after :data:`RECONNECT_PAUSE_SECONDS`.
 - SQLite: it asks ``PRAGMA data_version`` every :data:`SQLITE_PROBE_SECONDS`; the number changes
   when another connection (this process's or another's) commits, and only then does it read the
   newest positions (``last_seq``) of the followed chronica, in one query of the ``chronica``
   table, to wake the followers of those that moved. An idle follower therefore causes no read
   of the ``acta`` table, only that pragma on the watcher's connection.
-- MariaDB/MySQL and PostgreSQL: it reads the newest position (``last_seq``) of every followed
-  chronicum in one query every :data:`SERVER_PROBE_SECONDS`, and wakes the followers of each
-  one that moved (or was erased): one query per store, however many followers.
+- MariaDB/MySQL (and PostgreSQL on another driver than psycopg): it reads the newest position
+  (``last_seq``) of every followed chronicum in one query every :data:`SERVER_PROBE_SECONDS`,
+  and wakes the followers of each one that moved (or was erased): one query per store, however
+  many followers.
+
+The watcher stops once no follower has waited for :data:`IDLE_STOP_SECONDS` (its thread ends and
+its connection goes back to the pool, or is closed), and starts again on the next wait; after
+starting it wakes every follower once, for whatever was written while nobody watched.
+
+The blocking stores watch on their own engine (the watcher holds one of its pooled connections
+while it runs; the listening one is closed, not returned, when it stops). The asyncio store on
+an asyncio driver (:class:`chronica_sqlalchemy.AsyncSQLAlchemyStore`) watches on a blocking
+engine of its own, made from its URL with the blocking twin of its driver (psycopg, PyMySQL,
+pysqlite) and no pool: one connection while followers wait. An asyncio follower is woken in its
+own loop (``loop.call_soon_threadsafe``), so an idle one does no reads at all.
 
 A woken follower reads what came after its position with the base ``acta`` window
 (:func:`chronica_core.follow.acta_after_by_windows`): its newest 100 acta, more only when more
 came. Each wait registers before it checks the chronicum's newest actum, and ends after
-:data:`MAX_WAIT_SECONDS` at the latest, so no change is missed. Only the stores on a blocking
-engine (:class:`chronica_sqlalchemy.SQLAlchemyStore`, and SQLite's asyncio store on worker
-threads) have the capability; the asyncio stores on asyncio drivers follow by polling.
+:data:`MAX_WAIT_SECONDS` at the latest, so no change is missed. In-memory SQLite has nobody else
+to watch for (a watcher would also take the only connection): its waits last
+:data:`UNWATCHED_WAIT_SECONDS`, and the follower then reads again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import Engine, Table, select
+from sqlalchemy import Engine, Table, create_engine, func, literal, select
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import SingletonThreadPool
+from sqlalchemy.pool import NullPool, SingletonThreadPool
+from sqlalchemy.sql.elements import ColumnElement
 
 from chronica_core import ActaQuery, Actum, ChronicumNotFound
 from chronica_core.follow import NEWEST, acta_after_by_windows, newest_actum_id
 from chronica_core.plans import run_plan, run_plan_async
 
-__all__ = ["MAX_WAIT_SECONDS", "SERVER_PROBE_SECONDS", "SQLITE_PROBE_SECONDS", "Watcher"]
+__all__ = [
+    "IDLE_STOP_SECONDS",
+    "MAX_WAIT_SECONDS",
+    "RECONNECT_PAUSE_SECONDS",
+    "SERVER_PROBE_SECONDS",
+    "SQLITE_PROBE_SECONDS",
+    "UNWATCHED_WAIT_SECONDS",
+    "WATCHER_NAME",
+    "Watcher",
+    "follow_channel",
+    "follow_notification",
+]
 
 SQLITE_PROBE_SECONDS: Final = 0.02
 """How often the watcher asks SQLite's ``PRAGMA data_version``."""
 
 SERVER_PROBE_SECONDS: Final = 0.05
-"""How often the watcher reads the followed chronica's newest positions on a database server."""
+"""How often the watcher reads the followed chronica's newest positions on a server it cannot listen to."""
+
+LISTEN_CHECK_SECONDS: Final = 0.25
+"""How long the listening watcher waits for a notification before it looks whether to stop."""
 
 MAX_WAIT_SECONDS: Final = 30.0
 """The longest one wait lasts before the follower reads again, change or not."""
 
+UNWATCHED_WAIT_SECONDS: Final = SQLITE_PROBE_SECONDS * 10
+"""How long a wait lasts on a store that has no watcher (in-memory SQLite)."""
+
 RECONNECT_PAUSE_SECONDS: Final = 0.5
 """How long the watcher waits before it connects again after a failure."""
 
+IDLE_STOP_SECONDS: Final = 1.0
+"""How long the watcher goes on without any follower waiting before it stops (its thread ends)."""
+
 WATCHER_NAME: Final = "chronica-shared-sqlalchemy-watcher"
+"""The name of the watcher's thread (the conformance suite's prefix for shared ones)."""
 
 Waker = Callable[[], None]
 
+_Seen = tuple[tuple[object, object], float]
+"""What the watcher last saw of a chronicum: ``(last_seq, owner_digest)``, and when (monotonic seconds)."""
+
 _CREATING: Final = threading.Lock()
 """Held while a store creates its watcher, so that racing first waits make one."""
+
+
+def follow_channel(schema: str | None) -> str:
+    """The PostgreSQL channel the appends and erasures of the tables in ``schema`` notify.
+
+    Args:
+        schema: the store's ``schema`` option (``None``: the connection's default schema).
+
+    Returns:
+        ``chronica_sqlalchemy_`` and 16 hex characters of a digest of the schema name: an
+        identifier needing no quotes, well under PostgreSQL's 63 bytes, whatever the schema is
+        called. The notification's payload is the chronicum id.
+    """
+    digest = hashlib.blake2b(f"chronica-sqlalchemy follow {schema or ''}".encode(), digest_size=8)
+    return f"chronica_sqlalchemy_{digest.hexdigest()}"
+
+
+def follow_notification(chronica: Table, schema: str | None) -> ColumnElement[Any]:
+    """The PostgreSQL expression ``pg_notify(channel, chronica.id)``, for a write's ``RETURNING``.
+
+    Returned by the statement that locks the chronicum's row (an append's counter update, an
+    erasure's marking), it queues the notification in that write's transaction: PostgreSQL
+    delivers it at commit, and drops it on rollback.
+
+    Args:
+        chronica: the store's ``chronica`` table.
+        schema: the store's ``schema`` option (see :func:`follow_channel`).
+    """
+    return func.pg_notify(literal(follow_channel(schema)), chronica.c.id)
+
+
+def _listens(engine: Engine) -> bool:
+    """Whether the watcher on ``engine`` listens (PostgreSQL on psycopg 3) rather than probes."""
+    return engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
+
+
+def _is_sqlite_memory(engine: Engine) -> bool:
+    database = engine.url.database
+    return engine.dialect.name == "sqlite" and (
+        database in (None, "", ":memory:") or engine.url.query.get("mode") == "memory"
+    )
 
 
 class Watcher:
     """One store's watcher thread (see the module). Thread-safe.
 
     Args:
-        engine: the store's blocking engine.
+        engine: the blocking engine the watcher connects with; ``None`` for a store that has
+            nothing to watch (its followers read again every :data:`UNWATCHED_WAIT_SECONDS`).
         chronica: the store's ``chronica`` table.
+        channel: the channel to listen on (see :func:`follow_channel`), used on PostgreSQL with psycopg.
     """
 
-    def __init__(self, engine: Engine, chronica: Table) -> None:
+    def __init__(self, engine: Engine | None, chronica: Table, channel: str) -> None:
         self._engine = engine
         self._chronica = chronica
-        self._sqlite = engine.dialect.name == "sqlite"
-        # In-memory SQLite on a SingletonThreadPool is one database a thread: nothing to watch.
-        self.usable = not isinstance(engine.pool, SingletonThreadPool)
+        self._channel = channel
+        # In-memory SQLite is one database a thread (SingletonThreadPool) or one connection shared
+        # by turns: nobody else writes to it, and the watcher would take that one connection.
+        self.usable = not (
+            engine is None or isinstance(engine.pool, SingletonThreadPool) or _is_sqlite_memory(engine)
+        )
         self._lock = threading.Lock()
         self._wakers: dict[str, set[Waker]] = {}
+        self._idle_since = time.monotonic()
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
 
+    @property
+    def running(self) -> bool:
+        """Whether the watcher's thread runs now (it stops when no follower waits)."""
+        with self._lock:
+            return self._thread is not None
+
     def watch(self, chronicum_id: str, waker: Waker) -> None:
-        """Call ``waker`` (from the watcher's thread) when the chronicum may have changed."""
+        """Call ``waker`` (from the watcher's thread) when the chronicum may have changed.
+
+        Starts the watcher's thread when it does not run.
+        """
         with self._lock:
             self._wakers.setdefault(chronicum_id, set()).add(waker)
-            if self._thread is None and not self._stopped.is_set():
+            if self._thread is None and self.usable and not self._stopped.is_set():
                 self._thread = threading.Thread(target=self._watch, name=WATCHER_NAME, daemon=True)
                 self._thread.start()
 
@@ -93,9 +197,11 @@ class Watcher:
                 wakers.discard(waker)
                 if not wakers:
                     del self._wakers[chronicum_id]
+            if not self._wakers:
+                self._idle_since = time.monotonic()
 
     def close(self) -> None:
-        """Stop: the thread gives its connection back and ends within one probe."""
+        """Stop for good: the thread gives its connection back and ends within one probe."""
         self._stopped.set()
         self._wake(None)
 
@@ -110,24 +216,64 @@ class Watcher:
         for waker in chosen:
             waker()
 
+    def _ending(self) -> bool:
+        """Whether the thread should end now: closed, or no follower for :data:`IDLE_STOP_SECONDS`.
+
+        When it should, the watcher counts as stopped at once (the next wait starts a new thread).
+        """
+        with self._lock:
+            idle = not self._wakers and time.monotonic() - self._idle_since >= IDLE_STOP_SECONDS
+            if idle or self._stopped.is_set():
+                self._thread = None
+                return True
+            return False
+
+    def _paused(self, seconds: float) -> bool:
+        """Wait ``seconds`` (less when closed meanwhile); return whether the thread should end."""
+        self._stopped.wait(seconds)
+        return self._ending()
+
     def _watch(self) -> None:
-        while not self._stopped.is_set():
+        """The thread: watch until :meth:`_ending`; after a failure, wake everyone and connect again."""
+        engine = self._engine
+        assert engine is not None  # a watcher without an engine never starts its thread
+        failure = (SQLAlchemyError, engine.dialect.loaded_dbapi.Error)
+        while True:
             try:
-                with self._engine.connect() as connection:
-                    self._wake(None)  # whatever changed before the first probe
-                    if self._sqlite:
-                        self._probe_sqlite(connection)
-                    else:
-                        self._probe_positions(connection)
-            except SQLAlchemyError:
+                if _listens(engine):
+                    self._listen(engine)
+                else:
+                    with engine.connect() as connection:  # its first probe wakes every follower
+                        if engine.dialect.name == "sqlite":
+                            self._probe_sqlite(connection)
+                        else:
+                            self._probe_positions(connection)
+                return
+            except failure:
                 self._wake(None)
-                self._stopped.wait(RECONNECT_PAUSE_SECONDS)
+                if self._paused(RECONNECT_PAUSE_SECONDS):
+                    return
+
+    def _listen(self, engine: Engine) -> None:
+        """``LISTEN`` on one connection of ``engine``'s pool, closed (never pooled again) when done."""
+        pooled = engine.raw_connection()
+        try:
+            connection: Any = pooled.driver_connection  # psycopg.Connection
+            connection.rollback()
+            connection.autocommit = True
+            connection.execute(f'LISTEN "{self._channel}"')
+            self._wake(None)  # whatever was written while it was not listening
+            while not self._ending():
+                for notification in connection.notifies(timeout=LISTEN_CHECK_SECONDS):
+                    self._wake({notification.payload})
+        finally:
+            pooled.invalidate()  # autocommit and LISTEN are not for the pool's other users
 
     def _probe_sqlite(self, connection: Any) -> None:
         """Ask ``data_version``; only when it changed, read the followed chronica's positions."""
         version = None
-        seen: dict[str, tuple[object, object]] = {}
-        while not self._stopped.wait(SQLITE_PROBE_SECONDS):
+        seen: dict[str, _Seen] = {}
+        while not self._paused(SQLITE_PROBE_SECONDS):
             current = connection.exec_driver_sql("PRAGMA data_version").scalar()
             if current != version:
                 seen = self._wake_moved(connection, seen)
@@ -135,37 +281,47 @@ class Watcher:
             version = current
 
     def _probe_positions(self, connection: Any) -> None:
-        seen: dict[str, tuple[object, object]] = {}
-        while not self._stopped.wait(SERVER_PROBE_SECONDS):
+        seen: dict[str, _Seen] = {}
+        while not self._paused(SERVER_PROBE_SECONDS):
             seen = self._wake_moved(connection, seen)
             connection.rollback()  # the next probe sees every commit made since
 
-    def _wake_moved(
-        self, connection: Any, seen: dict[str, tuple[object, object]]
-    ) -> dict[str, tuple[object, object]]:
+    def _wake_moved(self, connection: Any, seen: dict[str, _Seen]) -> dict[str, _Seen]:
         """Wake the followers of each chronicum whose position moved since ``seen``; return the positions.
 
-        A chronicum not in ``seen`` (followed since the last probe) counts as moved.
+        A chronicum not in ``seen`` (followed since the watcher started) counts as moved. One whose
+        follower is between two waits (reading what woke it) keeps its last position for
+        :data:`IDLE_STOP_SECONDS`, so that its next wait is not woken for nothing: a position
+        read before a write differs from any read after it.
         """
         chronica = self._chronica
         with self._lock:
             followed = list(self._wakers)
+        now = time.monotonic()
+        kept = {chronicum_id: was for chronicum_id, was in seen.items() if now - was[1] < IDLE_STOP_SECONDS}
         if not followed:
-            return {}
+            return kept
         rows = connection.execute(
             select(chronica.c.id, chronica.c.last_seq, chronica.c.owner_digest).where(
                 chronica.c.id.in_(followed)
             )
         ).all()
-        now = {row[0]: (row[1], row[2]) for row in rows}
-        moved = {
-            chronicum_id
-            for chronicum_id in followed
-            if chronicum_id not in seen or now.get(chronicum_id, (None, None)) != seen[chronicum_id]
-        }
+        positions = {row[0]: (row[1], row[2]) for row in rows}
+        moved = set()
+        for chronicum_id in followed:
+            position = positions.get(chronicum_id, (None, None))
+            was = kept.get(chronicum_id)
+            if was is None or was[0] != position:
+                moved.add(chronicum_id)
+            kept[chronicum_id] = (position, now)
         if moved:
             self._wake(moved)
-        return {chronicum_id: now.get(chronicum_id, (None, None)) for chronicum_id in followed}
+        return kept
+
+
+def _wait_seconds(watcher: Watcher, timeout: float | None) -> float:
+    longest = MAX_WAIT_SECONDS if watcher.usable else UNWATCHED_WAIT_SECONDS
+    return longest if timeout is None else min(timeout, longest)
 
 
 class SQLAlchemyFollowing:
@@ -190,7 +346,6 @@ class SQLAlchemyFollowing:
 
     def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """Wait until the watcher sees the chronicum change (see the module), or ``timeout`` seconds."""
-        wait = MAX_WAIT_SECONDS if timeout is None else min(timeout, MAX_WAIT_SECONDS)
         watcher = self._follow_watcher()
         woken = threading.Event()
         waker = woken.set
@@ -202,14 +357,14 @@ class SQLAlchemyFollowing:
                 return
             if newest_actum_id(newest) != after:
                 return
-            woken.wait(wait if watcher.usable else min(wait, SQLITE_PROBE_SECONDS * 10))
+            woken.wait(_wait_seconds(watcher, timeout))
         finally:
             watcher.unwatch(chronicum_id, waker)
 
     def _follow_watcher(self) -> Watcher:
         with _CREATING:
             if self._watcher is None:
-                self._watcher = Watcher(self.engine, self.plans.tables.chronica)
+                self._watcher = Watcher(self.engine, self.plans.tables.chronica, self.plans.channel)
             return self._watcher
 
     def _close_watcher(self) -> None:
@@ -217,16 +372,22 @@ class SQLAlchemyFollowing:
             self._watcher.close()
 
 
-class AsyncThreadedFollowing:
-    """The ``follow`` capability of :class:`chronica_sqlalchemy.AsyncThreadedSQLAlchemyStore` (a mixin)."""
+class AsyncFollowing:
+    """The ``follow`` capability of both asyncio stores (a mixin); its watcher wakes each loop thread-safely.
 
-    engine: Engine
+    A store says which blocking engine its watcher connects with (:meth:`_watcher_engine`).
+    """
+
     plans: Any
     _watcher: Watcher | None = None
 
     if TYPE_CHECKING:  # the store's own, which it inherits after this mixin
 
         async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]: ...
+
+    def _watcher_engine(self) -> Engine | None:
+        """The blocking engine the watcher connects with (``None``: the store cannot be watched)."""
+        raise NotImplementedError
 
     async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`SQLAlchemyFollowing.acta_after`."""
@@ -238,8 +399,7 @@ class AsyncThreadedFollowing:
         return None if found is None else found[: max(limit, 1)]
 
     async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
-        """See :meth:`SQLAlchemyFollowing.wait_for_acta`; the watcher wakes the loop thread-safely."""
-        wait = MAX_WAIT_SECONDS if timeout is None else min(timeout, MAX_WAIT_SECONDS)
+        """See :meth:`SQLAlchemyFollowing.wait_for_acta`; cancelling it leaves nothing of the follower's."""
         loop = asyncio.get_running_loop()
         woken = asyncio.Event()
 
@@ -249,7 +409,8 @@ class AsyncThreadedFollowing:
 
         with _CREATING:
             if self._watcher is None:
-                self._watcher = Watcher(self.engine, self.plans.tables.chronica)
+                chronica, channel = self.plans.tables.chronica, self.plans.channel
+                self._watcher = Watcher(self._watcher_engine(), chronica, channel)
             watcher = self._watcher
         watcher.watch(chronicum_id, waker)
         try:
@@ -260,7 +421,7 @@ class AsyncThreadedFollowing:
             if newest_actum_id(newest) != after:
                 return
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(wait if watcher.usable else min(wait, SQLITE_PROBE_SECONDS * 10)):
+                async with asyncio.timeout(_wait_seconds(watcher, timeout)):
                     await woken.wait()
         finally:
             watcher.unwatch(chronicum_id, waker)
@@ -268,3 +429,25 @@ class AsyncThreadedFollowing:
     def _close_watcher(self) -> None:
         if self._watcher is not None:
             self._watcher.close()
+
+
+def blocking_watcher_engine(url: URL) -> Engine | None:
+    """A pool-less blocking engine on ``url`` for the watcher of an asyncio store's driver.
+
+    Args:
+        url: the asyncio engine's URL (its password included); its driver is replaced by the
+            blocking twin (:func:`chronica_sqlalchemy.engines.sync_url`).
+
+    Returns:
+        The engine (SQLite's configured as the store's), or ``None`` when that driver is not
+        installed (the followers then read again every :data:`UNWATCHED_WAIT_SECONDS`).
+    """
+    from chronica_sqlalchemy.engines import configure_sqlite, sync_url
+
+    try:
+        engine = create_engine(sync_url(url), poolclass=NullPool)
+    except ModuleNotFoundError:
+        return None
+    if engine.dialect.name == "sqlite":
+        configure_sqlite(engine)
+    return engine

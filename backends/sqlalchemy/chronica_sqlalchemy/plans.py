@@ -56,6 +56,7 @@ from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicu
 from chronica_core.plans import Plan, run_plan
 from chronica_core.rows import check_row, check_rows
 from chronica_core.store import ListingPosition
+from chronica_sqlalchemy.follow import follow_channel, follow_notification
 from chronica_sqlalchemy.schema import (
     OTHER_BACKEND_VERSIONS,
     SCHEMA_VERSION,
@@ -481,6 +482,7 @@ class Plans:
         self.dialect_name = "mysql" if is_mysql(dialect) else dialect.name
         self.schema = schema
         self.max_content_bytes = max_content_bytes
+        self.channel = follow_channel(schema)  # PostgreSQL: the channel appends and erasures notify
         self._content_limit: int | None = None  # the database's, read once (see content_limit)
         chronica, acta = tables.chronica, tables.acta
         live = chronica.c.owner_digest.is_(None)  # not an erased chronicum's marker
@@ -601,6 +603,8 @@ class Plans:
             )
         )
         self._mark_erased: Executable = mark.returning(chronica.c.id) if dialect.update_returning else mark
+        if self.dialect_name == "postgresql":
+            self._mark_erased = mark.returning(chronica.c.id, follow_notification(chronica, schema))
         self._delete_acta = delete(acta).where(acta.c.chronicum_id == bindparam("chronicum_id"))
         self._select_owned = select(chronica.c.id, chronica.c.owner_id).where(
             chronica.c.owner_id == bindparam("owner"), live
@@ -675,6 +679,9 @@ class Plans:
             last_seq=chronica.c.last_seq + by,
             last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
         )
+        if self.dialect_name == "postgresql":  # the followers' notification, sent at commit
+            notified = follow_notification(chronica, self.schema)
+            return moved.returning(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at, notified)
         if self.counter == "returning":
             return moved.returning(*self._moved_columns())
         return moved

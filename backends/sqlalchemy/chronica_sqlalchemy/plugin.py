@@ -22,8 +22,9 @@ DEFAULT_URL = "sqlite:///chronica.db"
 
 _INSTALL = "chronica-sqlalchemy"
 
-_CAPABILITIES = ("batch", "listing", "erasure")
-"""Every store of this backend, on every dialect, has them all (see :mod:`chronica_core.capabilities`)."""
+_CAPABILITIES = ("batch", "listing", "erasure", "follow")
+"""Every store of this backend (blocking and asyncio), on every dialect, has them all (see
+:mod:`chronica_core.capabilities`)."""
 
 _EXTRAS: dict[str, str] = {
     "sqlalchemy": "",

@@ -44,7 +44,7 @@ from chronica_sqlalchemy.engines import (
     url_and_options,
     url_text,
 )
-from chronica_sqlalchemy.follow import AsyncThreadedFollowing, SQLAlchemyFollowing
+from chronica_sqlalchemy.follow import AsyncFollowing, SQLAlchemyFollowing, blocking_watcher_engine
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
 
@@ -223,7 +223,7 @@ class _AsyncStore(AsyncPlannedStore, _Store):
         return await self._perform(plan)
 
 
-class AsyncSQLAlchemyStore(_AsyncStore):
+class AsyncSQLAlchemyStore(AsyncFollowing, _AsyncStore):
     """The asyncio twin of :class:`SQLAlchemyStore`, on a SQLAlchemy ``AsyncEngine``.
 
     It runs the very same plans, through SQLAlchemy's greenlet bridge (the mechanism its
@@ -314,9 +314,14 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         """
         self._mark_closed()
         self._log_closed()
+        self._close_watcher()
         await self._engines.close()
         if self._owns_engine:
             await self.engine.dispose()  # disposed of by its last loop already, or never used
+
+    def _watcher_engine(self) -> Engine | None:
+        """A blocking engine of the watcher's own on the store's URL (see :mod:`.follow`)."""
+        return blocking_watcher_engine(self.engine.url)
 
     async def _open_engine(self) -> AsyncEngine:
         """The running loop's engine: the store's own when no other loop uses it, else a new one.
@@ -370,7 +375,7 @@ class AsyncSQLAlchemyStore(_AsyncStore):
         return await asyncio.shield(running)
 
 
-class AsyncThreadedSQLAlchemyStore(AsyncThreadedFollowing, _AsyncStore):
+class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
     """The asyncio store on a blocking ``Engine``: each operation runs whole on a worker thread.
 
     What ``open_async_store("sqlite:///...")`` gives. SQLite has no server to wait on, so every
@@ -451,6 +456,10 @@ class AsyncThreadedSQLAlchemyStore(AsyncThreadedFollowing, _AsyncStore):
         self._log_closed()
         self._close_watcher()
         await asyncio.to_thread(self._close)
+
+    def _watcher_engine(self) -> Engine | None:
+        """The store's own engine: the watcher holds one of its pooled connections while it runs."""
+        return self.engine
 
     def _close(self) -> None:
         self._executor.shutdown(wait=True)

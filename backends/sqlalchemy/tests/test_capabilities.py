@@ -96,10 +96,10 @@ def count_statements(engine: Engine) -> tuple[list[str], Any]:
 # --- declared ----------------------------------------------------------------------------------
 
 
-def test_every_sqlalchemy_backend_declares_the_three_capabilities() -> None:
+def test_every_sqlalchemy_backend_declares_the_four_capabilities() -> None:
     backends = chronica_backends()
     assert [backend.name for backend in backends] == ["sqlalchemy", "sqlalchemy"]
-    assert [backend.capabilities for backend in backends] == [("batch", "listing", "erasure")] * 2
+    assert [backend.capabilities for backend in backends] == [("batch", "listing", "erasure", "follow")] * 2
 
 
 # --- erasure -----------------------------------------------------------------------------------

@@ -104,3 +104,21 @@ def test_a_follower_sees_what_another_process_records(dialect: str, tmp_path: Pa
             assert result.returncode == 0, result.stderr
         thread.join(GUARD_SECONDS)
         assert got == ["one", "two", "three"]
+
+
+def test_a_follower_on_in_memory_sqlite_gets_what_the_same_store_records(dialect: str) -> None:
+    """In-memory SQLite has one connection, shared by turns: no watcher may hold it for good."""
+    with SQLAlchemyStore.open("sqlite://") as store:
+        chronicum_id = f"memory-{uuid.uuid4().hex}"
+        chronicarius = Chronicarius(store)
+        first = chronicarius.record_actum(
+            "ardian", Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hello")
+        )
+        thread, got = _follow_in_thread(store, first.id, chronicum_id, 1)
+        _until(lambda: _waiting(store, chronicum_id), "the follower waiting")
+        chronicarius.record_actum(
+            "ardian", Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "booking", "news")
+        )
+        thread.join(GUARD_SECONDS)
+        assert got == ["news"]
+        assert store._watcher is not None and not store._watcher.running
