@@ -679,9 +679,6 @@ class Plans:
             last_seq=chronica.c.last_seq + by,
             last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
         )
-        if self.dialect_name == "postgresql":  # the followers' notification, sent at commit
-            notified = follow_notification(chronica, self.schema)
-            return moved.returning(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at, notified)
         if self.counter == "returning":
             return moved.returning(*self._moved_columns())
         return moved
@@ -690,11 +687,15 @@ class Plans:
         """What the statement moving a chronicum's counter returns: ``(id, last_seq, last_actum_at)``.
 
         The values after the move. Every append's statement (single or batch) returns these,
-        under the chronicum's row lock and in the append's own transaction: the one place to add
-        an expression each append must evaluate there, after the three.
+        under the chronicum's row lock and in the append's own transaction. On PostgreSQL a
+        fourth, ``pg_notify(channel, id)``: the followers' notification, sent only if the append
+        commits (see :mod:`chronica_sqlalchemy.follow`).
         """
         chronica = self.tables.chronica
-        return (chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at)
+        columns = (chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at)
+        if self.dialect_name == "postgresql":
+            return (*columns, follow_notification(chronica, self.schema))
+        return columns
 
     @staticmethod
     def record_parameters(actum: Actum, at: datetime, key: str | None = None) -> dict[str, Any]:
