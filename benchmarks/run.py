@@ -83,6 +83,10 @@ LISTING_FLAT_LIMIT = 1.3
 many times its median with the fewest."""
 
 PHASES = ("history", "concurrent", "batch", "listing")
+
+SHARED_WRITERS = "chronica threads, one chronicum"
+"""The concurrent row of every writer thread appending to one shared chronicum (the others each
+write to a chronicum of their own): acta/s under commit-ordered visibility."""
 """What a run can measure (``--phases``): latency per history size (and flatness), many writers,
 a batch against one append, and listing against other owners' chronica."""
 
@@ -134,10 +138,11 @@ class LatencyRow:
 
 @dataclass(frozen=True, slots=True)
 class ConcurrentRow:
-    """Many writers at once, each on its own chronicum.
+    """Many writers at once, each on its own chronicum (all on one in the :data:`SHARED_WRITERS` row).
 
     Attributes:
-        writer: ``"chronica threads"``, ``"chronica async tasks"`` or ``"<raw variant> threads"``.
+        writer: ``"chronica threads"``, ``"chronica async tasks"``, ``"<raw variant> threads"`` or
+            :data:`SHARED_WRITERS`.
         writers: how many threads or tasks.
         writes: timed writes in total (all writers).
         seconds: wall-clock time from the common start until the last writer finished.
@@ -997,6 +1002,14 @@ class StoreBench:
             return (lambda number: chronicarius.record_actum(OWNER, acta[number])), _nothing_to_close
 
         self._concurrent("chronica threads", lambda: run_threads(writers, store_writer, warmup, writes))
+        shared_id = fresh_id(f"shared-{run_label}")
+
+        def shared_writer(index: int) -> tuple[Writer, Closer]:
+            acta = [story_actum(shared_id, number) for number in range(warmup + writes)]
+            return (lambda number: chronicarius.record_actum(OWNER, acta[number])), _nothing_to_close
+
+        chronicarius.record_actum(OWNER, story_actum(shared_id, 0))  # created, its owner cached
+        self._concurrent(SHARED_WRITERS, lambda: run_threads(writers, shared_writer, warmup, writes))
         baselines = self.baselines
         if baselines is not None:
             for name in baselines.variants:
@@ -1301,7 +1314,8 @@ def render(report: Report) -> str:
         ]
         out.append(
             _table(
-                ["writers on distinct chronica", "count", "writes", "seconds", "writes/s"], concurrent_rows
+                ["writers (each on its own chronicum but one)", "count", "writes", "seconds", "writes/s"],
+                concurrent_rows,
             )
         )
         by_writer = {row.writer: row for row in report.concurrent}
@@ -1310,7 +1324,7 @@ def render(report: Report) -> str:
             ratios = [
                 f"{threads.per_second / row.per_second:.2f}x {row.writer}"
                 for row in report.concurrent
-                if row.writer not in ("chronica threads", "chronica async tasks")
+                if row.writer not in ("chronica threads", "chronica async tasks", SHARED_WRITERS)
             ]
             tasks = by_writer.get("chronica async tasks")
             if tasks is not None:
