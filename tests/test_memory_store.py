@@ -99,7 +99,9 @@ def test_every_window_is_the_filtered_history_cut_to_last_n(
             assert store.reopen(Chronicum(chronicum_id, "ardian", datetime.now(UTC)), "digest")
             written = []
         actor_kind = _ACTOR_KIND_LIST[index % len(_ACTOR_KIND_LIST)]
-        written.append(store.record(Actum(chronicum_id, kind, actor_kind, "ardian", f"{index}", new_actum_id())))
+        written.append(
+            store.record(Actum(chronicum_id, kind, actor_kind, "ardian", f"{index}", new_actum_id()))
+        )
     query = ActaQuery(
         actum_kinds=tuple(sorted(wanted)) or None, actor_kinds=tuple(sorted(actors)) or None, last_n=last_n
     )

@@ -166,8 +166,9 @@ DEFAULT_MAX_SIZE: Final = 40
 """The default ``max_size``: the threads a typical agent server runs requests in at once (AnyIO's
 thread limiter under Starlette and FastAPI holds 40), each needing a connection while it writes
 or reads. Mostly idle in between, so ``max_idle`` hands them back to the server."""
-DEFAULT_MAX_IDLE: Final = 60.0
-"""The default ``max_idle``, in seconds: connections beyond ``min_size`` unused that long are closed."""
+DEFAULT_MAX_IDLE: Final = 10.0
+"""The default ``max_idle``, in seconds. psycopg_pool closes one connection beyond ``min_size`` per
+``max_idle`` seconds in which some stayed unused: a pool grown to 40 is back to 1 within 7 minutes."""
 
 
 def _schema_name(value: object) -> str:
@@ -194,9 +195,10 @@ class Options:
         max_size: connections the pool may open at most, 1 to 1000 (default
             :data:`DEFAULT_MAX_SIZE`, 40, or ``min_size`` when that is larger): as many as the
             threads or tasks a typical agent server runs at once, so none waits for a connection.
-        max_idle: seconds a connection beyond ``min_size`` may stay unused before the pool closes
-            it and shrinks, 1 to 86400 (default :data:`DEFAULT_MAX_IDLE`, 60): a burst's
-            connections go back to the server soon after it.
+        max_idle: how fast a grown pool shrinks, in seconds from 1 to 86400 (default
+            :data:`DEFAULT_MAX_IDLE`, 10): psycopg_pool's ``max_idle``, which closes one
+            connection beyond ``min_size`` for every such period in which some stayed unused, so
+            a burst's connections go back to the server one by one after it.
         connect_timeout: seconds to wait for a new connection to the server, 1 to 3600 (default 10;
             libpq counts whole seconds and waits at least 2).
         pool_timeout: seconds a call waits for a free pooled connection before ``StoreError``,

@@ -194,7 +194,9 @@ class PostgresStore(PostgresFollowing, PlannedStore):
                 connection.autocommit = True
             with bounded(self.options, started, connection):
                 if isinstance(operation, Statement):
-                    return connection.execute(operation.sql, operation.params, binary=operation.binary).fetchall()
+                    return connection.execute(
+                        operation.sql, operation.params, binary=operation.binary
+                    ).fetchall()
                 with connection.transaction():
                     for statement in operation.statements:
                         cursor = connection.execute(statement.sql, statement.params, binary=statement.binary)
@@ -434,11 +436,15 @@ class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
                 await connection.set_autocommit(True)
             with bounded(self.options, started, connection):
                 if isinstance(operation, Statement):
-                    cursor = await connection.execute(operation.sql, operation.params, binary=operation.binary)
+                    cursor = await connection.execute(
+                        operation.sql, operation.params, binary=operation.binary
+                    )
                     return await cursor.fetchall()
                 async with connection.transaction():
                     for statement in operation.statements:
-                        cursor = await connection.execute(statement.sql, statement.params, binary=statement.binary)
+                        cursor = await connection.execute(
+                            statement.sql, statement.params, binary=statement.binary
+                        )
                     return await cursor.fetchall()
         finally:
             self._idle.returned(connection)

@@ -100,10 +100,10 @@ def test_an_out_of_range_option_is_named_with_its_bounds(option: str, value: obj
 
 
 def test_the_default_pool_serves_forty_at_once_and_shrinks_when_idle(postgres_url: str, schema: str) -> None:
-    """40 connections at most (an agent server's worker threads), those beyond ``min_size`` closed after 60 s idle."""
-    assert (Options().min_size, Options().max_size, Options().max_idle) == (1, 40, 60.0)
+    """40 connections at most (an agent server's worker threads), shrinking by one per 10 s of idleness."""
+    assert (Options().min_size, Options().max_size, Options().max_idle) == (1, 40, 10.0)
     with PostgresStore(postgres_url, schema=schema) as store:  # the pool opens only what it needs
-        assert (store._pool.min_size, store._pool.max_size, store._pool.max_idle) == (1, 40, 60.0)
+        assert (store._pool.min_size, store._pool.max_size, store._pool.max_idle) == (1, 40, 10.0)
     with PostgresStore(postgres_url, schema=schema, min_size=0, max_size="3", max_idle="5") as store:
         assert (store._pool.min_size, store._pool.max_size, store._pool.max_idle) == (0, 3, 5.0)
         use(store)
