@@ -107,8 +107,9 @@ class PostgresStore(PostgresFollowing, PlannedStore):
         pool: an existing pool to use instead of opening one; the store never closes it, and
             switches the connections it borrows to autocommit.
         options: see :class:`chronica_postgres.Options` (``schema``, ``auto_migrate``,
-            ``min_size``, ``max_size``, ``connect_timeout``, ``pool_timeout``,
-            ``max_content_bytes``, ``operation_timeout``); strings are accepted.
+            ``min_size``, ``max_size``, ``max_idle``, ``connect_timeout``, ``pool_timeout``,
+            ``max_content_bytes``, ``operation_timeout``, ``check_idle_after``, ``notify``);
+            strings are accepted.
 
     Raises:
         chronica_core.InvalidOption: an option is unknown, malformed or out of its range.
