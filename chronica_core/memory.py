@@ -14,7 +14,7 @@ from typing import Any
 from chronica_core.closable import Closable
 from chronica_core.errors import ChronicumExists, ChronicumNotFound, InvalidOption
 from chronica_core.limits import MAX_CONTENT_OPTION, check_content_size, content_limit_option
-from chronica_core.model import ActaQuery, Actum, Chronicum
+from chronica_core.model import ActaQuery, Actum, ActumKind, Chronicum
 from chronica_core.store import (
     AsyncBatchStore,
     AsyncErasableStore,
@@ -46,6 +46,8 @@ class _Entry:
     then answers ``ChronicumNotFound`` instead of writing into it."""
     positions: dict[str, int] = field(default_factory=dict)
     """Each actum's index in ``acta``, by id (for followers)."""
+    of_kind: dict[ActumKind, list[Actum]] = field(default_factory=dict)
+    """The acta of each actum kind, in order: a window of one kind is the tail of its list."""
     changed: threading.Condition = field(init=False)
     """Notified, under ``lock``, by every append and by the erasure: wakes blocking followers."""
     wakers: set[Callable[[], None]] = field(default_factory=set)
@@ -101,7 +103,9 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
     Followers wait on the chronicum's condition, woken by each write (no polling); asyncio
     followers are woken through their event loop's ``call_soon_threadsafe``.
     An erased chronicum's acta and fields are dropped; only its id and owner digest stay.
-    A context window scans backwards from the newest actum and stops once it has ``last_n``.
+    Each chronicum's acta are also kept per actum kind, so a window of the newest ``last_n`` of one
+    kind (or of every kind), the usual agent read, is a slice whatever the history; any other
+    filter scans backwards from the newest actum and stops once it has ``last_n``.
     An actum's ``at`` is taken under that lock, the moment it gets its place, and is never earlier
     than the chronicum's ``last_actum_at`` (should the clock step back). After :meth:`close` every
     operation raises ``StoreError("memory: store", "the store is closed")``.
@@ -190,6 +194,7 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
             entry.acta = []
             entry.keyed = {}
             entry.positions = {}
+            entry.of_kind = {}
             entry.wake()
         owner_id = entry.chronicum.owner_id
         owned = self._owned[owner_id]
@@ -257,6 +262,11 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
             self._check_live(entry)
             if wanted <= 0:
                 return [actum for actum in entry.acta if _matches(actum, query)]
+            if actor_kinds is None:  # the usual windows: a slice, whatever the history
+                if kinds is None:
+                    return entry.acta[-wanted:]
+                if len(kinds) == 1:
+                    return entry.of_kind.get(kinds[0], [])[-wanted:]
             window: list[Actum] = []
             for actum in reversed(entry.acta):  # newest first, stopping once it has `wanted`
                 if (kinds is None or actum.kind in kinds) and (
@@ -337,6 +347,11 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
         )
         entry.positions[actum.id] = len(entry.acta)
         entry.acta.append(stored)
+        of_kind = entry.of_kind.get(stored.kind)
+        if of_kind is None:
+            entry.of_kind[stored.kind] = [stored]
+        else:
+            of_kind.append(stored)
         chronicum = entry.chronicum
         entry.chronicum = Chronicum(chronicum.id, chronicum.owner_id, chronicum.started_at, at)
         entry.wake()

@@ -108,6 +108,13 @@ def _encoding_problem(value: str) -> str | None:
 
 def _check_owner(owner_id: object) -> str:
     """Rule R1: a non-empty owner, checked before anything else."""
+    if (  # the usual owner, in one expression: every call checks one
+        type(owner_id) is str
+        and 0 < len(owner_id) <= MAX_ID_LENGTH
+        and owner_id.isascii()
+        and "\x00" not in owner_id
+    ):
+        return owner_id
     if owner_id is None or owner_id == "":
         raise EmptyOwnerID()
     problem = _text_problem(owner_id)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chronica_core import (
     ActaQuery,
@@ -63,3 +65,50 @@ def test_an_async_face_closes_alone_and_leaves_a_shared_store_open() -> None:
     shared.close()
     with pytest.raises(StoreError, match="memory: store: the store is closed"):
         shared.get(chronicum_id)
+
+
+_KIND_LIST = list(ActumKind)
+_ACTOR_KIND_LIST = list(ActorKind)
+
+
+@given(
+    kinds=st.lists(st.sampled_from(_KIND_LIST), max_size=40),
+    wanted=st.sets(st.sampled_from(_KIND_LIST), max_size=2),
+    actors=st.sets(st.sampled_from(_ACTOR_KIND_LIST), max_size=1),
+    last_n=st.integers(min_value=-1, max_value=45),
+    erase_after=st.none() | st.integers(min_value=0, max_value=40),
+)
+def test_every_window_is_the_filtered_history_cut_to_last_n(
+    kinds: list[ActumKind],
+    wanted: set[ActumKind],
+    actors: set[ActorKind],
+    last_n: int,
+    erase_after: int | None,
+) -> None:
+    """The per-kind lists behind one-kind windows answer as a scan of the whole history would.
+
+    Also after an erasure and a reopening part-way (the lists start afresh with the chronicum).
+    """
+    store = MemoryStore()
+    chronicum_id = new_chronicum_id()
+    store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+    written: list[Actum] = []
+    for index, kind in enumerate(kinds):
+        if index == erase_after:
+            store.erase(chronicum_id, "digest")
+            assert store.reopen(Chronicum(chronicum_id, "ardian", datetime.now(UTC)), "digest")
+            written = []
+        actor_kind = _ACTOR_KIND_LIST[index % len(_ACTOR_KIND_LIST)]
+        written.append(
+            store.record(Actum(chronicum_id, kind, actor_kind, "ardian", f"{index}", new_actum_id()))
+        )
+    query = ActaQuery(
+        actum_kinds=tuple(sorted(wanted)) or None, actor_kinds=tuple(sorted(actors)) or None, last_n=last_n
+    )
+    matching = [
+        actum
+        for actum in written
+        if (not wanted or actum.kind in wanted) and (not actors or actum.actor_kind in actors)
+    ]
+    expected = matching[-last_n:] if last_n > 0 else matching
+    assert [actum.id for actum in store.acta(chronicum_id, query)] == [actum.id for actum in expected]

@@ -9,6 +9,11 @@ The second, ``psycopg plain INSERT``, is the issue's literal yardstick: a bare a
 ``INSERT INTO acta ... RETURNING at`` with a client-side ``seq`` (negative, so it never collides
 with the store's), which neither moves the chronicum nor orders concurrent writers; it shows
 what the ordering guarantee itself costs.
+
+The third, ``psycopg without NOTIFY``, runs the store's ``record`` statement as a store opened
+with ``notify=False`` has it (the same statement less its ``pg_notify``): beside the first, what
+waking followers costs an append, above all with many writers (PostgreSQL commits notifying
+transactions one at a time). Its reads are the first variant's.
 """
 
 from __future__ import annotations
@@ -89,6 +94,25 @@ class _PlainInsert:
         """Nothing of its own: the connection is the main variant's."""
 
 
+class _WithoutNotify:
+    """The store's ``record`` statement without ``pg_notify`` (``Statements(schema, notify=False)``)."""
+
+    name = "psycopg without NOTIFY"
+
+    def __init__(self, raw: _Connection) -> None:
+        self._raw = raw  # the main variant's connection: the harness never runs both at once
+        self._record = Statements(raw.schema, notify=False).record
+
+    def append(self, actum: Actum) -> None:
+        self._raw.connection.execute(self._record, _record_parameters(actum)).fetchall()
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        return _window(self._raw, chronicum_id, n)
+
+    def close(self) -> None:
+        """Nothing of its own: the connection is the main variant's."""
+
+
 def _window_query(raw: _Connection, chronicum_id: str, n: int) -> tuple[bytes, tuple[Any, ...]]:
     statement = raw.statements.window(kinds=True, actor_kinds=False, limited=True)
     kinds = text_array(["message"])  # the parameter as the store sends it: one text[] literal
@@ -146,7 +170,11 @@ class RawBaseline:
 
     def __init__(self, url: str, **options: str) -> None:
         self._raw = _Connection(url, options)
-        self.variants: dict[str, Any] = {self.name: self, _PlainInsert.name: _PlainInsert(self._raw)}
+        self.variants: dict[str, Any] = {
+            self.name: self,
+            _PlainInsert.name: _PlainInsert(self._raw),
+            _WithoutNotify.name: _WithoutNotify(self._raw),
+        }
         self.async_variants: dict[str, Any] = {self.name: _AsyncPsycopg(self._raw)}
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:

@@ -12,8 +12,9 @@ never missed. When the listening connection is lost, every follower is woken (ea
 from its own position, so nothing is skipped), and the listener reconnects after
 :data:`RECONNECT_PAUSE_SECONDS`; a wait also ends after :data:`MAX_WAIT_SECONDS` at the latest,
 which bounds the delay for a notification lost with a connection. A store opened on a pool
-whose connection string it cannot read (a callable ``conninfo``) does not listen: its followers
-read again every :data:`UNWATCHED_WAIT_SECONDS`.
+whose connection string it cannot read (a callable ``conninfo``), or with ``notify=False`` (its
+writes notify nobody, so it expects no notification either), does not listen: its followers read
+again every :data:`UNWATCHED_WAIT_SECONDS`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -50,8 +52,9 @@ _CREATING: Final = threading.Lock()
 """Held while a blocking store creates its listener, so that racing first waits make one."""
 
 UNWATCHED_WAIT_SECONDS: Final = 0.25
-"""How long a wait lasts on a store that cannot listen (opened on a pool whose connection string
-it cannot read): its followers read again that often, as a polled store's do."""
+"""How long a wait lasts on a store that does not listen (opened on a pool whose connection string
+it cannot read, or with ``notify=False``): its followers read again that often, as a polled
+store's do."""
 
 
 def newest_actum_id(acta: list[Actum]) -> str | None:
@@ -62,6 +65,16 @@ def newest_actum_id(acta: list[Actum]) -> str | None:
 def newest_plan(plans: Plans, chronicum_id: str) -> Plan[Any, list[Actum]]:
     """The plan reading the chronicum's newest actum (``ChronicumNotFound`` when missing)."""
     return plans.acta(chronicum_id, _NEWEST)
+
+
+def _unwatched_seconds(timeout: float | None) -> float:
+    """How long a follower of a store that does not listen waits before it reads again, in seconds."""
+    return UNWATCHED_WAIT_SECONDS if timeout is None else max(0.0, min(timeout, UNWATCHED_WAIT_SECONDS))
+
+
+def _unwatched_wait(timeout: float | None) -> None:
+    """Block a blocking store's follower for :func:`_unwatched_seconds`: a polled store's pause."""
+    time.sleep(_unwatched_seconds(timeout))
 
 
 def _listen_statement(channel: str) -> sql.Composed:
@@ -225,7 +238,14 @@ class PostgresFollowing:
         return self._run_if_open(self.plans.acta_after(chronicum_id, after, limit))
 
     def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
-        """Wait for a notification naming the chronicum (see the module), after reading its newest actum."""
+        """Wait for a notification naming the chronicum (see the module), after reading its newest actum.
+
+        With ``notify=False`` nothing is listened to: the wait lasts :data:`UNWATCHED_WAIT_SECONDS`
+        (or ``timeout`` seconds when shorter), then the follower reads again.
+        """
+        if not self.options.notify:
+            _unwatched_wait(timeout)
+            return
         listener = self._follow_listener()
         event = listener.watch(chronicum_id)
         try:
@@ -274,6 +294,9 @@ class AsyncPostgresFollowing:
     async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """See :meth:`PostgresFollowing.wait_for_acta`; cancelling it leaves nothing of the follower's."""
         self._check_open()
+        if not self.options.notify:
+            await asyncio.sleep(_unwatched_seconds(timeout))
+            return
         listener = self._follow_listener()
         event = listener.watch(chronicum_id)
         try:

@@ -257,13 +257,17 @@ class Statements:
 
     Args:
         schema: the schema holding the tables (quoted as an identifier; any name works).
+        notify: whether appends and erasures notify :attr:`channel` (``pg_notify`` in the
+            ``RETURNING`` of the chronicum's row); without it they are the same statements less
+            that call.
     """
 
-    def __init__(self, schema: str) -> None:
+    def __init__(self, schema: str, *, notify: bool = True) -> None:
         self.schema = schema
+        self.notify = notify
         quoted = sql.Identifier(schema).as_string(None)
         self.channel = follow_channel(schema)
-        channel = sql.Literal(self.channel).as_string(None)
+        channel = f", pg_notify({sql.Literal(self.channel).as_string(None)}, id)" if notify else ""
         # One row: the version, and whether chronica-sqlalchemy's version table is there too.
         self.read_version = self._compose(
             quoted,
@@ -306,7 +310,7 @@ class Statements:
                 UPDATE {{schema}}.chronica
                 SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
                 WHERE id = %s AND {_LIVE}
-                RETURNING id, last_seq, last_actum_at, pg_notify({{channel}}, id)
+                RETURNING id, last_seq, last_actum_at{{channel}}
             )
             INSERT INTO {{schema}}.acta
                 (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at, idempotency_key)
@@ -331,7 +335,7 @@ class Statements:
                 UPDATE {{schema}}.chronica
                 SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
                 WHERE id = %s AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
-                RETURNING id, last_seq, last_actum_at, pg_notify({{channel}}, id)
+                RETURNING id, last_seq, last_actum_at{{channel}}
             ), inserted AS (
                 INSERT INTO {{schema}}.acta
                     (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,
@@ -381,8 +385,8 @@ class Statements:
                 SET last_seq = last_seq + given.size, last_actum_at = {_NEXT_AT}
                 FROM given
                 WHERE id = given.chronicum_id AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
-                RETURNING id, last_seq - given.size AS before_seq, last_actum_at, given.key, given.size,
-                    pg_notify({{channel}}, id)
+                RETURNING id, last_seq - given.size AS before_seq, last_actum_at, given.key, given.size
+                    {{channel}}
             ), inserted AS (
                 INSERT INTO {{schema}}.acta
                     (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,
@@ -459,7 +463,7 @@ class Statements:
                 SET owner_id = NULL, started_at = '{EPOCH}', last_actum_at = NULL, last_seq = 0,
                     erased_owner_digest = %s
                 WHERE id = %s AND {_LIVE}
-                RETURNING id, pg_notify({{channel}}, id)
+                RETURNING id{{channel}}
             )
             SELECT id, (SELECT count(*) FROM erased) FROM marked
             """,

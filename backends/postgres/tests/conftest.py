@@ -28,6 +28,10 @@ from chronica_postgres import AsyncPostgresStore, PostgresStore
 from postgres_restart_guard import Cluster, restartable_cluster
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+TEST_POOL_SIZE = 10
+"""``max_size`` of the tests' stores: the server's 100 connections are shared (other test runs,
+other machines' work), and the default of 40 would let one concurrency test take 40 of them; a
+smaller pool only makes its threads wait. The default itself is tested on its own."""
 RESTART_OPT_IN = "CHRONICA_TEST_RESTART_POSTGRES"
 """The variable that, set to ``1``, lets the ``restart`` test restart the (local) server."""
 TESTS = Path(__file__).parent
@@ -141,7 +145,7 @@ def fresh_schema(postgres_url: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def shared_store(postgres_url: str, schema: str) -> Iterator[PostgresStore]:
     """One blocking store for the session (every test uses fresh chronicum ids)."""
-    with PostgresStore(postgres_url, schema=schema) as store:
+    with PostgresStore(postgres_url, schema=schema, max_size=TEST_POOL_SIZE) as store:
         yield store
 
 
@@ -153,7 +157,7 @@ def store(shared_store: PostgresStore) -> PostgresStore:
 @pytest.fixture
 def async_store(postgres_url: str, schema: str) -> AsyncPostgresStore:
     """A fresh asyncio store, constructed without a loop; the test's loop opens and closes it."""
-    return AsyncPostgresStore(postgres_url, schema=schema)
+    return AsyncPostgresStore(postgres_url, schema=schema, max_size=TEST_POOL_SIZE)
 
 
 @pytest.fixture
@@ -170,7 +174,7 @@ def make_store(postgres_url: str) -> Iterator[Callable[..., PostgresStore]]:
     opened: list[PostgresStore] = []
 
     def make(**options: Any) -> PostgresStore:
-        opened.append(PostgresStore(postgres_url, **options))
+        opened.append(PostgresStore(postgres_url, **{"max_size": TEST_POOL_SIZE, **options}))
         return opened[-1]
 
     yield make

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from chronica_conformance import ConformanceSuite
 from chronica_postgres import PostgresStore
+from conftest import TEST_POOL_SIZE
 
 
 class TestPostgresConformance(ConformanceSuite):
@@ -18,5 +19,5 @@ class TestPostgresConformance(ConformanceSuite):
     @pytest.fixture
     def store_to_close(self, postgres_url: str, schema: str) -> Iterator[PostgresStore]:
         """A store of its own on the session's schema (the shared ``store`` must stay open)."""
-        with PostgresStore(postgres_url, schema=schema) as store:
+        with PostgresStore(postgres_url, schema=schema, max_size=TEST_POOL_SIZE) as store:
             yield store

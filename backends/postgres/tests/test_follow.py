@@ -164,3 +164,71 @@ def test_asyncio_followers_share_one_listening_connection_per_loop(
     assert listening == 1
     assert received == [["second"]] * 50
     assert left == []  # closing the store ended its listener
+
+
+def test_a_store_without_notify_notifies_nobody_and_its_followers_poll(
+    postgres_url: str, fresh_schema: str, make_store: Callable[..., PostgresStore]
+) -> None:
+    """``notify=False``: no append nor erasure notifies; a follower still gets every actum, by reading.
+
+    PostgreSQL delivers one session's notifications in commit order, so a listener whose first
+    notification names the chronicum written last (by a notifying store) saw none from the
+    silent store's writes, all committed before it.
+    """
+    silent, notifying = make_store(schema=fresh_schema, notify=False), make_store(schema=fresh_schema)
+    owner = "ardian"
+    quiet_id, loud_id = f"quiet-{uuid.uuid4().hex}", f"loud-{uuid.uuid4().hex}"
+    writing = Chronicarius(silent)
+    with psycopg.connect(postgres_url, autocommit=True) as listening:
+        listening.execute(f'LISTEN "{follow_channel(fresh_schema)}"')
+        writing.record_actum(owner, _message(quiet_id, "plain"))
+        writing.record_actum(owner, _message(quiet_id, "keyed"), idempotency_key="key-1")
+        writing.record_acta(owner, [_message(quiet_id, "batch 1"), _message(quiet_id, "batch 2")])
+        erased_id = f"quiet-erased-{uuid.uuid4().hex}"
+        writing.record_actum(owner, _message(erased_id, "to erase"))
+        assert writing.erase_chronicum(owner, erased_id) == 1
+        Chronicarius(notifying).record_actum(owner, _message(loud_id, "loud"))
+        first = next(listening.notifies(timeout=GUARD_SECONDS, stop_after=1))
+    assert first.payload == loud_id
+
+    received: list[str] = []
+    follower = Chronicarius(silent).follow(owner, quiet_id, timeout=GUARD_SECONDS)  # position: now
+
+    def follow() -> None:
+        for actum in follower:
+            received.append(actum.content)
+            if len(received) == 2:
+                return
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    writing.record_actum(owner, _message(quiet_id, "later 1"))
+    writing.record_actum(owner, _message(quiet_id, "later 2"))
+    thread.join(GUARD_SECONDS)
+    assert received == ["later 1", "later 2"]
+    assert silent._listener is None  # it never listened
+
+
+def test_an_asyncio_store_without_notify_follows_by_reading(postgres_url: str, fresh_schema: str) -> None:
+    async def scenario() -> list[str]:
+        store = AsyncPostgresStore(postgres_url, schema=fresh_schema, notify=False)
+        try:
+            chronicarius = AsyncChronicarius(store)
+            owner, chronicum_id = "ardian", f"quiet-async-{uuid.uuid4().hex}"
+            first = await chronicarius.record_actum(owner, _message(chronicum_id, "first"))
+            follower = chronicarius.follow(owner, chronicum_id, after=first.id)
+
+            async def two() -> list[str]:
+                return [(await anext(follower)).content, (await anext(follower)).content]
+
+            reading = asyncio.create_task(two())
+            await chronicarius.record_actum(owner, _message(chronicum_id, "second"))
+            await chronicarius.record_actum(owner, _message(chronicum_id, "third"))
+            async with asyncio.timeout(GUARD_SECONDS):
+                received = await reading
+            assert store._listeners is None  # it never listened
+            return received
+        finally:
+            await store.close()
+
+    assert asyncio.run(scenario()) == ["second", "third"]

@@ -32,7 +32,16 @@ from chronica_core import (
     new_actum_id,
 )
 
-OPTIONS = ("min_size", "max_size", "connect_timeout", "pool_timeout", "operation_timeout", "auto_migrate")
+OPTIONS = (
+    "min_size",
+    "max_size",
+    "max_idle",
+    "connect_timeout",
+    "pool_timeout",
+    "operation_timeout",
+    "auto_migrate",
+    "notify",
+)
 TIMEOUT = 1.0
 GENEROUS = 10 * TIMEOUT
 """An upper bound no timed-out operation may reach (no tight timing is asserted)."""
@@ -76,6 +85,9 @@ async def use_async(store: AsyncPostgresStore) -> None:
         ("min_size", 2.0, "expected a whole number from 0 to 1000, got 2.0"),
         ("max_size", 0, "expected a whole number from 1 to 1000, got 0"),
         ("max_size", True, "expected a whole number from 1 to 1000, got True"),
+        ("max_idle", 0, "expected seconds from 1 to 86400, got 0"),
+        ("max_idle", "a minute", "expected seconds from 1 to 86400, got 'a minute'"),
+        ("notify", "sometimes", "expected true or false, got 'sometimes'"),
     ],
 )
 def test_an_out_of_range_option_is_named_with_its_bounds(option: str, value: object, reason: str) -> None:
@@ -85,6 +97,17 @@ def test_an_out_of_range_option_is_named_with_its_bounds(option: str, value: obj
             opener("postgresql://postgres@127.0.0.1:1/test", **{option: value})  # refused before connecting
         assert (raised.value.option, raised.value.reason) == (option, reason)
         assert str(raised.value) == f"postgres: option {option}: {reason}"
+
+
+def test_the_default_pool_serves_forty_at_once_and_shrinks_when_idle(postgres_url: str, schema: str) -> None:
+    """40 connections at most (an agent server's worker threads), shrinking by one per 10 s of idleness."""
+    assert (Options().min_size, Options().max_size, Options().max_idle) == (1, 40, 10.0)
+    with PostgresStore(postgres_url, schema=schema) as store:  # the pool opens only what it needs
+        assert (store._pool.min_size, store._pool.max_size, store._pool.max_idle) == (1, 40, 10.0)
+    with PostgresStore(postgres_url, schema=schema, min_size=0, max_size="3", max_idle="5") as store:
+        assert (store._pool.min_size, store._pool.max_size, store._pool.max_idle) == (0, 3, 5.0)
+        use(store)
+    assert Options.parse({"min_size": 50}).max_size == 50  # never below min_size
 
 
 def test_the_smallest_timeouts_open_a_working_store(postgres_url: str, schema: str) -> None:

@@ -556,8 +556,8 @@ def test_an_unknown_option_names_the_known_ones_and_is_the_cores_error() -> None
         open_store(CLOSED_PORT_URL, pool_size=3)  # refused before any connection is tried
     assert str(raised.value) == (
         "postgres: option pool_size: unknown option "
-        "(known: schema, auto_migrate, min_size, max_size, connect_timeout, pool_timeout, max_content_bytes, "
-        "operation_timeout, check_idle_after)"
+        "(known: schema, auto_migrate, min_size, max_size, max_idle, connect_timeout, pool_timeout, "
+        "max_content_bytes, operation_timeout, check_idle_after, notify)"
     )
     assert isinstance(raised.value, ValueError)
     assert "InvalidOption" not in chronica_postgres.__all__
