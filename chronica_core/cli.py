@@ -383,8 +383,11 @@ OWN_WAKE_UPS = "the store's own wake-ups (follow capability)"
 
 
 def backend_follows(backend: Backend) -> str:
-    """How ``backend``'s followers learn of new acta: what it declares as ``follows``, else
-    :data:`POLLING_THROUGH_ACTA` (no ``follow`` capability) or :data:`OWN_WAKE_UPS` (with it)."""
+    """How ``backend``'s followers learn of new acta, as ``chronica backends`` shows it.
+
+    What it declares as ``follows``, else :data:`POLLING_THROUGH_ACTA` (no ``follow``
+    capability) or :data:`OWN_WAKE_UPS` (with it).
+    """
     if backend.follows:
         return backend.follows
     return OWN_WAKE_UPS if FOLLOW in backend.capabilities else POLLING_THROUGH_ACTA

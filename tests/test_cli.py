@@ -346,7 +346,7 @@ def test_backends_lists_installed_and_broken_plugins() -> None:
 
 
 class FollowingPlugin:
-    """Two third-party backends with the follow capability: one says how it follows, one does not."""
+    """Third-party backends: two with the follow capability (one says how it follows), one without."""
 
     @hookimpl
     def chronica_backends(self) -> list[Backend]:
@@ -366,6 +366,9 @@ class FollowingPlugin:
                 open=lambda url, **options: MemoryStore(),
                 capabilities=("follow",),
             ),
+            Backend(
+                name="plain", schemes=("plain",), idempotent=False, open=lambda url, **options: MemoryStore()
+            ),
         ]
 
 
@@ -378,7 +381,7 @@ def test_backends_shows_how_a_third_party_backend_follows(capsys: pytest.Capture
     lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert lines["triggered"].endswith("  a trigger's wake-ups")
     assert lines["quiet"].endswith("  the store's own wake-ups (follow capability)")
-    assert lines["notebook"].endswith("  polling through acta")
+    assert lines["plain"].endswith("  polling through acta")
 
 
 def test_migrate_on_a_store_without_schema_says_so() -> None:

@@ -34,13 +34,14 @@ from typing import Any, Final
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
+from chronica_core.errors import StoreError
 from chronica_mongodb.core import ACTA
 
 __all__ = [
     "CHANGE_STREAMS",
     "MAX_WAIT_SECONDS",
-    "POLL_SECONDS",
     "POLLING",
+    "POLL_SECONDS",
     "RECONNECT_PAUSE_SECONDS",
     "UNDECIDED",
     "WATCHER_NAME",
@@ -65,7 +66,7 @@ UNDECIDED: Final = "undecided"
 CHANGE_STREAMS: Final = "change streams"
 POLLING: Final = "polling"
 
-CHANGES: Final = [
+CHANGES: Final[list[dict[str, Any]]] = [
     {"$match": {"operationType": {"$in": ["insert", "delete"]}}},
     {"$project": {"operationType": 1, "fullDocument.chronicum_id": 1}},
 ]
@@ -185,7 +186,7 @@ class Watcher:
                     if self.mechanism == POLLING:
                         return
                     self._stream(client)
-                except PyMongoError as error:
+                except (PyMongoError, StoreError) as error:  # StoreError: the client could not open
                     _log.debug("the change stream was lost (%s); opening it again", type(error).__name__)
                 self.streaming = False
                 self.wake_all()

@@ -32,10 +32,10 @@ from chronica_core.errors import ChronicumNotFound, InvalidOption, StoreError
 from chronica_core.follow import NEWEST, acta_after_by_windows, follow_reads, newest_actum_id
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.loops import PerLoop
+from chronica_core.model import ActaQuery, Actum
 from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
-from chronica_core.model import Actum
 from chronica_core.redaction import masked_url, redact, redact_error
 from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
 from chronica_mongodb.follow import (
@@ -335,14 +335,23 @@ class MongoStore(PlannedStore):
 
     @property
     def follow_mechanism(self) -> str:
-        """How followers wait: ``"change streams"``, ``"polling"``, or ``"undecided"`` before the
-        first follower's wait has asked the server (see :mod:`chronica_mongodb.follow`)."""
+        """How this store's followers wait: ``"change streams"``, ``"polling"`` or ``"undecided"``.
+
+        ``"undecided"`` until the watcher has asked the server, after the first follower's wait
+        (see :mod:`chronica_mongodb.follow`).
+        """
         return UNDECIDED if self._watcher is None else self._watcher.mechanism
 
     def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`chronica_core.FollowStore.acta_after`: the newest acta, a window at a time."""
-        page = run_plan(acta_after_by_windows(chronicum_id, after), lambda call: self.acta(*call[1]))
+        page = run_plan(acta_after_by_windows(chronicum_id, after), self._perform_acta)
         return None if page is None else page[:limit]
+
+    def _perform_acta(self, call: tuple[str, tuple[object, ...]]) -> list[Actum]:
+        """Perform an ``("acta", (chronicum_id, query))`` call of a follow plan."""
+        chronicum_id, query = call[1]
+        assert isinstance(chronicum_id, str) and isinstance(query, ActaQuery)
+        return self.acta(chronicum_id, query)
 
     def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """See :meth:`chronica_core.FollowStore.wait_for_acta`: the change stream, else polling."""
@@ -488,8 +497,11 @@ class AsyncMongoStore(AsyncPlannedStore):
         page = await run_plan_async(acta_after_by_windows(chronicum_id, after), self._perform_acta)
         return None if page is None else page[:limit]
 
-    async def _perform_acta(self, call: tuple[str, tuple[Any, ...]]) -> list[Actum]:
-        return await self.acta(*call[1])
+    async def _perform_acta(self, call: tuple[str, tuple[object, ...]]) -> list[Actum]:
+        """Perform an ``("acta", (chronicum_id, query))`` call of a follow plan."""
+        chronicum_id, query = call[1]
+        assert isinstance(chronicum_id, str) and isinstance(query, ActaQuery)
+        return await self.acta(chronicum_id, query)
 
     async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """See :meth:`MongoStore.wait_for_acta`; cancelling it leaves nothing of the follower's."""

@@ -11,9 +11,10 @@ checks the chronicum's newest actum, so a write committed between its last read 
 never missed. That check is a read: it takes a turn among the store's followers
 (:func:`chronica_core.follow.follow_reads`), as their other reads do, so a crowd of followers
 woken together uses a handful of the pool's connections. When the listening connection is lost,
-every follower is woken (each reads again from its own position, so nothing is skipped), and the listener reconnects after
-:data:`RECONNECT_PAUSE_SECONDS`; a wait also ends after :data:`MAX_WAIT_SECONDS` at the latest,
-which bounds the delay for a notification lost with a connection. A store opened on a pool
+every follower is woken (each reads again from its own position, so nothing is skipped), and the
+listener reconnects after :data:`RECONNECT_PAUSE_SECONDS`; a wait also ends after
+:data:`MAX_WAIT_SECONDS` at the latest, which bounds the delay for a notification lost with a
+connection. A store opened on a pool
 whose connection string it cannot read (a callable ``conninfo``) does not listen: its followers
 read again every :data:`UNWATCHED_WAIT_SECONDS`.
 """
