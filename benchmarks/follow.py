@@ -17,8 +17,9 @@ Run ``python -m benchmarks.follow --store URL [--option k=v ...] [--samples 200]
    which is what MariaDB's processlist and MongoDB count for it; the most seen while the
    followers start and while they all get the news, and the number while they are idle), and
    the CPU this process spends while they are all idle for ``--idle-seconds``, as a share of
-   one core. Then one actum is written to each followed chronicum and the time until every
-   follower has it is reported.
+   one core (measured from ``1 + followers / 200`` seconds after they start, when all of them
+   wait: they start four at a time). Then one actum is written to each followed chronicum and
+   the time until every follower has it is reported.
 
 Nothing here is asserted: it prints, and writes ``--json``. Point it at a throw-away schema,
 database or file: it leaves what it wrote.
@@ -253,7 +254,7 @@ async def _many(
 
         with _Peak(url) as starting:
             tasks = [asyncio.create_task(follow(index)) for index in range(followers)]
-            await asyncio.sleep(1.0)  # every follower reaches its wait
+            await asyncio.sleep(1.0 + followers / 200)  # every follower reaches its wait (pacing)
         cpu, wall = time.process_time(), time.monotonic()
         await asyncio.sleep(idle)
         idle_cpu = (time.process_time() - cpu) / (time.monotonic() - wall)
