@@ -13,12 +13,15 @@ measures, per store:
 2. **Cost of many followers**, with the asyncio store: ``--followers`` tasks following one
    chronicum, then one task each on ``--chronica`` chronica, all in one store; for each, the
    connections the store holds on the database server meanwhile (PostgreSQL: counted in
-   ``pg_stat_activity`` by the ``application_name`` this benchmark sets; other stores: not
-   counted), and the CPU this process spends while they are all idle for ``--idle-seconds``
-   (measured ``--settle-seconds`` after they started: lengthen it on a loaded machine, where
-   a thousand followers' first reads take longer than a second),
-   as a share of one core. Then one actum is written to each followed chronicum and the time
-   until every follower has it is reported.
+   ``pg_stat_activity`` by the ``application_name`` this benchmark sets; every server store:
+   this process's established TCP connections to the server's port, from ``/proc`` on Linux,
+   which is what MariaDB's processlist and MongoDB count for it; the most seen while the
+   followers start and while they all get the news, and the number while they are idle), and
+   the CPU this process spends while they are all idle for ``--idle-seconds``, as a share of
+   one core (measured ``--settle-seconds`` after they start, at least ``1 + followers / 200``
+   seconds, when all of them wait: they start four at a time; lengthen it on a loaded machine).
+   Then one actum is written to each followed chronicum and the time until every follower has
+   it is reported.
 
 Nothing here is asserted: it prints, and writes ``--json``. Point it at a throw-away schema,
 database or file: it leaves what it wrote.
@@ -28,8 +31,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -173,6 +178,62 @@ def _server_connections(url: str) -> int | None:
     return None if row is None else int(row[0])
 
 
+def _process_connections(url: str) -> int | None:
+    """This process's established TCP connections to the server of ``url`` (``None``: no server,
+    or no ``/proc`` to read them from).
+
+    Reads the socket inodes of ``/proc/self/fd`` and the connections of ``/proc/net/tcp`` and
+    ``tcp6``, keeping the established ones (state ``01``) whose remote port is the URL's.
+    """
+    if url.startswith(("memory:", "sqlite")):
+        return None
+    parts = urlsplit(url.replace("+srv", ""))
+    default_ports = {"postgresql": 5432, "postgres": 5432, "mysql": 3306, "mariadb": 3306, "mongodb": 27017}
+    port = parts.port or default_ports.get(parts.scheme.partition("+")[0])
+    if port is None or not os.path.isdir("/proc/self/fd"):
+        return None
+    inodes = set()
+    for descriptor in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{descriptor}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table, encoding="ascii") as rows:
+            next(rows)  # the header
+            for row in rows:
+                fields = row.split()
+                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if fields[3] == "01" and remote_port == port and fields[9] in inodes:
+                    count += 1
+    return count
+
+
+class _Peak:
+    """The most connections of this process seen while it samples them (every 10 ms, in a thread)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self.most: int | None = _process_connections(url)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> _Peak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self._stop.set()
+        self._thread.join(GUARD_SECONDS)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.01):
+            now = _process_connections(self._url)
+            if now is not None:
+                self.most = max(self.most or 0, now)
+
+
 async def _many(
     url: str, options: dict[str, str], followers: int, chronica: int, idle: float, settle: float = 1.0
 ) -> dict[str, Any]:
@@ -184,6 +245,7 @@ async def _many(
             await chronicarius.record_actum(OWNER, _message(chronicum_id, "start")) for chronicum_id in ids
         ]
         before = await asyncio.to_thread(_server_connections, url)
+        process_before = _process_connections(url)
         arrived = 0
         everyone = asyncio.Event()
 
@@ -196,33 +258,41 @@ async def _many(
                     everyone.set()
                 return
 
-        tasks = [asyncio.create_task(follow(index)) for index in range(followers)]
-        await asyncio.sleep(settle)  # every follower reaches its wait
+        with _Peak(url) as starting:
+            tasks = [asyncio.create_task(follow(index)) for index in range(followers)]
+            # every follower reaches its wait (they start four at a time)
+            await asyncio.sleep(max(settle, 1.0 + followers / 200))
         cpu, wall = time.process_time(), time.monotonic()
         await asyncio.sleep(idle)
         idle_cpu = (time.process_time() - cpu) / (time.monotonic() - wall)
         during = await asyncio.to_thread(_server_connections, url)
-        started = time.monotonic()
-        shared = getattr(store, "sync_store", None) if url.startswith("memory:") else None
-        writer = Chronicarius(
-            shared if shared is not None else await asyncio.to_thread(open_store, url, **options)
-        )
-        try:
-            for chronicum_id in ids:
-                await asyncio.to_thread(writer.record_actum, OWNER, _message(chronicum_id, "news"))
-            written = time.monotonic()
-            async with asyncio.timeout(GUARD_SECONDS):
-                await everyone.wait()
-        finally:
-            if shared is None:
-                await asyncio.to_thread(writer.store.close)
-        delivered = time.monotonic()
+        process_idle = _process_connections(url)
+        with _Peak(url) as delivering:
+            started = time.monotonic()
+            shared = getattr(store, "sync_store", None) if url.startswith("memory:") else None
+            writer = Chronicarius(
+                shared if shared is not None else await asyncio.to_thread(open_store, url, **options)
+            )
+            try:
+                for chronicum_id in ids:
+                    await asyncio.to_thread(writer.record_actum, OWNER, _message(chronicum_id, "news"))
+                written = time.monotonic()
+                async with asyncio.timeout(GUARD_SECONDS):
+                    await everyone.wait()
+            finally:
+                if shared is None:
+                    await asyncio.to_thread(writer.store.close)
+            delivered = time.monotonic()
         await asyncio.gather(*tasks)
     return {
         "followers": followers,
         "chronica": chronica,
         "connections_before": before,
         "connections_while_following": during,
+        "process_connections_before": process_before,
+        "process_connections_most_while_starting": starting.most,
+        "process_connections_idle": process_idle,
+        "process_connections_most_while_delivering": delivering.most,
         "idle_cpu_share": round(idle_cpu, 4),
         "write_all_seconds": round(written - started, 3),
         "all_delivered_after_last_write_ms": round((delivered - written) * 1000, 1),

@@ -13,7 +13,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Itera
 from typing import Any, ClassVar, Generic, TypeVar
 
 from chronica_core.capabilities import store_capabilities
-from chronica_core.follow import DEFAULT_POLL_INTERVAL, FOLLOW_PAUSE, Following, follow_step
+from chronica_core.follow import (
+    DEFAULT_POLL_INTERVAL,
+    FOLLOW_PAUSE,
+    Following,
+    follow_reads,
+    follow_step,
+)
 from chronica_core.ids import new_actum_id
 from chronica_core.listing import DEFAULT_LIST_LIMIT
 from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage, Chronicum
@@ -60,6 +66,7 @@ class _Keeper(Generic[StoreFlavour]):
             owner_cache_size=owner_cache_size,
             limited=callable(getattr(store, "max_content_bytes", None)),
         )
+        self._follow_reads = follow_reads(store)
 
 
 class Chronicarius(_Keeper[Store]):
@@ -318,7 +325,7 @@ class Chronicarius(_Keeper[Store]):
                 with ``after`` set to the last actum yielded resumes without a gap.
         """
         plan = self._rules.follow(owner_id, chronicum_id, after, actum_kinds, actor_kinds, poll_interval)
-        return self._following(run_plan(plan, self._perform), timeout)
+        return self._following(run_plan(plan, self._perform_following), timeout)
 
     def _following(self, following: Following, timeout: float | None) -> Generator[Actum, None, None]:
         while True:
@@ -328,11 +335,15 @@ class Chronicarius(_Keeper[Store]):
             yield from acta
 
     def _perform_following(self, call: StoreCall) -> Any:
+        """Perform a follower's call: a pause or a wait as it is, a read in one of the store's turns."""
         method, arguments = call
         if method == FOLLOW_PAUSE:
             time.sleep(arguments[0])
             return None
-        return getattr(self.store, method)(*arguments)
+        if method == "wait_for_acta":
+            return self.store.wait_for_acta(*arguments)  # type: ignore[attr-defined]
+        with self._follow_reads.turn():
+            return getattr(self.store, method)(*arguments)
 
     def _perform(self, call: StoreCall) -> Any:
         method, arguments = call
@@ -417,14 +428,18 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
             An :class:`AsyncFollower` (an ``AsyncIterator[Actum]``).
         """
         plan = self._rules.follow(owner_id, chronicum_id, after, actum_kinds, actor_kinds, poll_interval)
-        return AsyncFollower(plan, self._perform, self._perform_following)
+        return AsyncFollower(plan, self._perform_following, self._perform_following)
 
     async def _perform_following(self, call: StoreCall) -> Any:
+        """See :meth:`Chronicarius._perform_following`; the turns are the running loop's."""
         method, arguments = call
         if method == FOLLOW_PAUSE:
             await asyncio.sleep(arguments[0])
             return None
-        return await getattr(self.store, method)(*arguments)
+        if method == "wait_for_acta":
+            return await self.store.wait_for_acta(*arguments)  # type: ignore[attr-defined]
+        async with self._follow_reads.loop_turn():
+            return await getattr(self.store, method)(*arguments)
 
     async def _perform(self, call: StoreCall) -> Any:
         method, arguments = call

@@ -31,7 +31,7 @@ from typing import Any, NoReturn, TextIO
 from urllib.parse import unquote
 
 from chronica_core._version import __version__
-from chronica_core.capabilities import ALL_CAPABILITIES, ERASURE, IDEMPOTENCY, store_capabilities
+from chronica_core.capabilities import ALL_CAPABILITIES, ERASURE, FOLLOW, IDEMPOTENCY, store_capabilities
 from chronica_core.chronicarius import Chronicarius
 from chronica_core.errors import (
     BackendConflict,
@@ -375,22 +375,41 @@ def backend_capabilities(backend: Backend) -> list[str]:
     return known + [name for name in dict.fromkeys(declared) if name not in ALL_CAPABILITIES]
 
 
+POLLING_THROUGH_ACTA = "polling through acta"
+"""What ``chronica backends`` says of how a backend without the ``follow`` capability follows."""
+
+OWN_WAKE_UPS = "the store's own wake-ups (follow capability)"
+"""What it says of a backend with the ``follow`` capability that does not say how it follows."""
+
+
+def backend_follows(backend: Backend) -> str:
+    """How ``backend``'s followers learn of new acta, as ``chronica backends`` shows it.
+
+    What it declares as ``follows``, else :data:`POLLING_THROUGH_ACTA` (no ``follow``
+    capability) or :data:`OWN_WAKE_UPS` (with it).
+    """
+    if backend.follows:
+        return backend.follows
+    return OWN_WAKE_UPS if FOLLOW in backend.capabilities else POLLING_THROUGH_ACTA
+
+
 def _backends(arguments: argparse.Namespace, output: _Output) -> int:
     installed, broken = list_backends()
-    rows = [("backend", "schemes", "async", "capabilities", "plugin")] + [
+    rows = [("backend", "schemes", "async", "capabilities", "plugin", "follows")] + [
         (
             item.backend.name,
             ", ".join(f"{scheme}://" for scheme in item.backend.schemes),
             "yes" if item.backend.open_async is not None else "no",
             ", ".join(backend_capabilities(item.backend)) or "none",
             item.plugin,
+            backend_follows(item.backend),
         )
         for item in installed
     ]
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    widths = [max(len(row[column]) for row in rows) for column in range(5)]
     for row in rows:
         output.line(
-            "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[4]])
+            "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[5]])
         )
     for plugin in broken:
         source = f" from {plugin.distribution}" if plugin.distribution else ""
@@ -500,8 +519,8 @@ _DESCRIPTIONS = {
     "demo": "Play the dinner story (owner 'ardian', chronicum 'dinner-friday') on the store: record "
     "it with idempotency keys (a rerun adds nothing), print it and the booking agent's context window, "
     "show that another owner is refused, and that a retried reply is stored once.",
-    "backends": "List the installed backends (schemes, asyncio store, capabilities, plugin) and any "
-    "plugin that failed to load, with its error.",
+    "backends": "List the installed backends (schemes, asyncio store, capabilities, plugin, and how "
+    "their followers learn of new acta) and any plugin that failed to load, with its error.",
     "migrate": "Create the store's tables (collections, indexes), or bring them to the current "
     "schema version; safe to repeat, and from many processes at once.",
     "record": "Record one actum into a chronicum of the owner (the first write creates the "

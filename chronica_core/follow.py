@@ -12,11 +12,21 @@ from the same position). When nothing is new, the step waits:
 - on any other store, by polling: it pauses ``poll_interval`` seconds, then reads the newest
   :data:`FOLLOW_PAGE` acta with ``acta`` and keeps those after its position (doubling the window
   while the position is not in it). An idle follower then costs one such read per interval.
+
+However many followers a store has, at most :data:`FOLLOW_READS` of them read at once (per event
+loop for an asyncio store; see :class:`FollowReads`): when a hundred followers wake together, or
+start together, the others wait their turn instead of each taking a connection of their own, so
+the store's pool does not grow for them. Waiting (``wait_for_acta``, a pause) holds no turn.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Final
 
@@ -29,9 +39,12 @@ __all__ = [
     "DEFAULT_POLL_INTERVAL",
     "FOLLOW_PAGE",
     "FOLLOW_PAUSE",
+    "FOLLOW_READS",
     "NEWEST",
+    "FollowReads",
     "Following",
     "acta_after_by_windows",
+    "follow_reads",
     "follow_step",
     "newest_actum_id",
 ]
@@ -47,6 +60,9 @@ FOLLOW_PAUSE: Final = "chronica.pause"
 the Chronicarius with ``time.sleep`` or ``asyncio.sleep``, never by the store (no store method
 can have this name)."""
 
+FOLLOW_READS: Final = 4
+"""How many followers of one store read at once at most (per event loop for an asyncio store)."""
+
 NEWEST: Final = ActaQuery(last_n=1)
 """The window of a chronicum's newest actum (what a store's ``wait_for_acta`` may check first)."""
 
@@ -54,6 +70,78 @@ NEWEST: Final = ActaQuery(last_n=1)
 def newest_actum_id(window: list[Actum]) -> str | None:
     """The id of the newest actum of a :data:`NEWEST` window (``None`` for an empty chronicum)."""
     return window[-1].id if window else None
+
+
+class FollowReads:
+    """Turns to read for the followers of one store: at most ``limit`` of them read at once.
+
+    The blocking flavour takes a turn from one semaphore shared by every thread; the asyncio
+    flavour from one semaphore per event loop (an asyncio semaphore belongs to the loop it is
+    used in), so a store serving several loops lets ``limit`` followers of each loop read at
+    once. ``Chronicarius.follow`` takes a turn for each of its reads (the starting position and
+    every ``acta_after`` or ``acta``); a store's ``wait_for_acta`` that reads before it waits
+    (the chronicum's newest actum) takes one for that read too, through :func:`follow_reads`.
+    A turn is held only for the read, never while waiting for a write.
+
+    Args:
+        limit: how many followers may read at once, at least 1 (default :data:`FOLLOW_READS`).
+
+    Raises:
+        ValueError: ``limit`` is less than 1.
+    """
+
+    def __init__(self, limit: int = FOLLOW_READS) -> None:
+        if limit < 1:
+            raise ValueError(f"limit: at least 1 follower must be able to read, not {limit!r}")
+        self.limit: Final = limit
+        self._threads = threading.BoundedSemaphore(limit)
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Hold one of the blocking flavour's turns for the ``with`` block (waiting for one first)."""
+        with self._threads:
+            yield
+
+    @asynccontextmanager
+    async def loop_turn(self) -> AsyncIterator[None]:
+        """Hold one of the running event loop's turns for the ``async with`` block.
+
+        Cancelled while waiting for a turn, it takes none; cancelled while holding one, it gives
+        it back.
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            semaphore = self._loops.get(loop)
+            if semaphore is None:
+                semaphore = self._loops[loop] = asyncio.Semaphore(self.limit)
+        async with semaphore:
+            yield
+
+
+_READS_BY_STORE: Final[weakref.WeakKeyDictionary[object, FollowReads]] = weakref.WeakKeyDictionary()
+_READS_LOCK: Final = threading.Lock()
+
+
+def follow_reads(store: object) -> FollowReads:
+    """Return the :class:`FollowReads` of ``store`` (sync or asyncio), made on first use.
+
+    Every ``Chronicarius`` over one store shares it, and so does the store's own
+    ``wait_for_acta``; it lives as long as the store does. For a store that cannot be weakly
+    referenced or hashed (a class with ``__slots__`` but no ``__weakref__``, a dataclass with
+    ``eq``) each call returns new turns: each ``Chronicarius`` then bounds its own followers.
+    """
+    with _READS_LOCK:
+        try:
+            reads = _READS_BY_STORE.get(store)
+            if reads is None:
+                reads = _READS_BY_STORE[store] = FollowReads()
+        except TypeError:  # not weakly referable, or not hashable
+            return FollowReads()
+        return reads
 
 
 @dataclass(slots=True)

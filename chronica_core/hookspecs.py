@@ -12,8 +12,8 @@ and ``my_package/plugin.py`` holds::
     @hookimpl
     def chronica_backends() -> list[Backend]:
         return [Backend(name="mystore", schemes=("mystore",), idempotent=True,
-                        capabilities=("batch", "listing"), open=open_my_store,
-                        install="my-distribution")]
+                        capabilities=("batch", "listing", "follow"), open=open_my_store,
+                        install="my-distribution", follows="a trigger's wake-ups")]
 
 Keep the plugin module light: import the driver inside ``open`` so that a missing driver is
 reported as ``BackendUnavailable`` instead of hiding the backend.
@@ -60,6 +60,11 @@ class Backend:
             ``"listing"``, ``"erasure"``; see :mod:`chronica_core.capabilities`). The conformance
             suite runs, and never skips, the cases of each one declared; ``chronica backends``
             shows them.
+        follows: how its stores' followers learn of new acta, in a few words shown by
+            ``chronica backends`` (``"LISTEN/NOTIFY"``, ``"change streams on a replica set, else
+            polling (chosen at connect)"``). Empty: ``chronica backends`` says ``"polling through
+            acta"`` for a backend without the ``follow`` capability (what ``Chronicarius.follow``
+            does there), and ``"the store's own wake-ups (follow capability)"`` for one with it.
     """
 
     name: str
@@ -71,6 +76,7 @@ class Backend:
     needs_server: bool = True
     example_url: str = ""
     capabilities: tuple[str, ...] = ()
+    follows: str = ""
 
 
 class BackendSpec:

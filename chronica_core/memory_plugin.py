@@ -23,5 +23,6 @@ def chronica_backends() -> list[Backend]:
             needs_server=False,
             example_url="memory://",
             capabilities=(BATCH, LISTING, ERASURE, FOLLOW),
+            follows="in-process wake-ups",
         )
     ]

@@ -314,8 +314,9 @@ def test_backends_lists_installed_and_broken_plugins() -> None:
     assert result.returncode == 0
     lines = result.stdout.splitlines()
     header = lines[0]
-    assert header.split() == ["backend", "schemes", "async", "capabilities", "plugin"]
-    columns = [header.index(name) for name in ("backend", "schemes", "async", "capabilities", "plugin")]
+    names = ("backend", "schemes", "async", "capabilities", "plugin", "follows")
+    assert header.split() == list(names)
+    columns = [header.index(name) for name in names]
     rows = {
         cells[0]: cells
         for line in lines[1:]
@@ -330,10 +331,57 @@ def test_backends_lists_installed_and_broken_plugins() -> None:
         "yes",
         "idempotency, batch, listing, erasure, follow",
         "memory",
+        "in-process wake-ups",
     ]
-    assert rows["notebook"] == ["notebook", "notebook://", "no", "idempotency", "notebook"]
+    assert rows["notebook"] == [
+        "notebook",
+        "notebook://",
+        "no",
+        "idempotency",
+        "notebook",
+        "polling through acta",
+    ]
     assert "BROKEN plugin 'broken-example'" in result.stdout
     assert "chronica_frobnicator_driver" in result.stdout
+
+
+class FollowingPlugin:
+    """Third-party backends: two with the follow capability (one says how it follows), one without."""
+
+    @hookimpl
+    def chronica_backends(self) -> list[Backend]:
+        return [
+            Backend(
+                name="triggered",
+                schemes=("triggered",),
+                idempotent=False,
+                open=lambda url, **options: MemoryStore(),
+                capabilities=("follow",),
+                follows="a trigger's wake-ups",
+            ),
+            Backend(
+                name="quiet",
+                schemes=("quiet",),
+                idempotent=False,
+                open=lambda url, **options: MemoryStore(),
+                capabilities=("follow",),
+            ),
+            Backend(
+                name="plain", schemes=("plain",), idempotent=False, open=lambda url, **options: MemoryStore()
+            ),
+        ]
+
+
+def test_backends_shows_how_a_third_party_backend_follows(capsys: pytest.CaptureFixture[str]) -> None:
+    registry().register(FollowingPlugin(), "following-for-a-test")
+    try:
+        assert main(["backends"]) == 0
+    finally:
+        registry().plugin_manager.unregister(name="following-for-a-test")
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["triggered"].endswith("  a trigger's wake-ups")
+    assert lines["quiet"].endswith("  the store's own wake-ups (follow capability)")
+    assert lines["plain"].endswith("  polling through acta")
 
 
 def test_migrate_on_a_store_without_schema_says_so() -> None:

@@ -19,6 +19,7 @@ from chronica_core import (
     InvalidQuery,
     MemoryStore,
 )
+from chronica_core.follow import FOLLOW_READS, FollowReads
 
 GUARD_SECONDS = 30.0
 
@@ -104,3 +105,162 @@ def test_an_asyncio_follower_never_spins_on_a_store_that_wakes_at_once() -> None
     thread.join(GUARD_SECONDS)
     assert not thread.is_alive(), "the follower spun without yielding to its event loop"
     assert outcome == ["timed out, as nothing came"]
+
+
+# --- how many followers read at once --------------------------------------------------------------
+# Each follower's read takes one of the store's turns (FOLLOW_READS of them), so a hundred followers
+# woken together take a handful of the store's connections, not a hundred. The stores below hold
+# every read until released and count how many are held at once.
+
+
+class HeldReads(MemoryStore):
+    """The memory store, holding each ``acta_after`` until released (or until more than the
+    bound are held, so a store without the bound never waits) and counting how many are held."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.condition = threading.Condition()
+        self.active = 0
+        self.most = 0
+        self.released = False
+
+    def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        with self.condition:
+            self.active += 1
+            self.most = max(self.most, self.active)
+            self.condition.notify_all()
+            self.condition.wait_for(lambda: self.released or self.active > FOLLOW_READS, GUARD_SECONDS)
+        try:
+            return super().acta_after(chronicum_id, after, limit)
+        finally:
+            with self.condition:
+                self.active -= 1
+                self.condition.notify_all()
+
+
+def test_blocking_followers_of_one_store_read_at_most_follow_reads_at_once() -> None:
+    store = HeldReads()
+    chronicarius = Chronicarius(store)
+    first = chronicarius.record_actum("ardian", _message("lunch", "hello"))
+    second = chronicarius.record_actum("ardian", _message("lunch", "a table for four?"))
+    seen: list[list[str]] = []
+
+    def follower() -> None:
+        got = chronicarius.follow("ardian", "lunch", after=first.id, timeout=GUARD_SECONDS)
+        seen.append([next(got).id])
+        got.close()
+
+    threads = [threading.Thread(target=follower) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    with store.condition:
+        assert store.condition.wait_for(lambda: store.active >= FOLLOW_READS, GUARD_SECONDS)
+        store.condition.wait_for(lambda: store.active > FOLLOW_READS, 0.2)  # room for a fifth to enter
+        held = store.active
+        store.released = True
+        store.condition.notify_all()
+    for thread in threads:
+        thread.join(GUARD_SECONDS)
+    assert held == FOLLOW_READS
+    assert store.most == FOLLOW_READS
+    assert seen == [[second.id]] * 20
+
+
+class HeldAsyncReads(AsyncMemoryStore):
+    """The asyncio memory store, holding each ``acta_after`` until ``release`` is set, counting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.active = 0
+        self.most = 0
+
+    async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        self.active += 1
+        self.most = max(self.most, self.active)
+        try:
+            await self.release.wait()
+            return await super().acta_after(chronicum_id, after, limit)
+        finally:
+            self.active -= 1
+
+
+async def _settle() -> None:
+    """Let every task run until it waits on something that is not the loop itself."""
+    for _ in range(200):
+        await asyncio.sleep(0)
+
+
+def test_asyncio_followers_of_one_store_read_at_most_follow_reads_at_once_per_loop() -> None:
+    async def scenario() -> None:
+        store = HeldAsyncReads()
+        chronicarius = AsyncChronicarius(store)
+        first = await chronicarius.record_actum("ardian", _message("lunch", "hello"))
+        second = await chronicarius.record_actum("ardian", _message("lunch", "a table for four?"))
+        followers = [chronicarius.follow("ardian", "lunch", after=first.id) for _ in range(20)]
+        for follower in followers:
+            await follower.start()
+        reads = [asyncio.create_task(anext(follower)) for follower in followers]
+        await _settle()
+        assert store.active == FOLLOW_READS
+        store.release.set()
+        assert [actum.id for actum in await asyncio.gather(*reads)] == [second.id] * 20
+        assert store.most == FOLLOW_READS
+
+    asyncio.run(scenario())
+
+
+def test_cancelled_asyncio_followers_give_their_turns_back() -> None:
+    async def scenario() -> None:
+        store = HeldAsyncReads()
+        chronicarius = AsyncChronicarius(store)
+        first = await chronicarius.record_actum("ardian", _message("lunch", "hello"))
+        followers = [chronicarius.follow("ardian", "lunch", after=first.id) for _ in range(10)]
+        for follower in followers:
+            await follower.start()
+        reads = [asyncio.create_task(anext(follower)) for follower in followers]
+        await _settle()
+        assert store.active == FOLLOW_READS  # four reading, six waiting for a turn
+        for read in reads:
+            read.cancel()
+        await asyncio.gather(*reads, return_exceptions=True)
+        assert store.active == 0
+        again = [chronicarius.follow("ardian", "lunch", after=first.id) for _ in range(FOLLOW_READS)]
+        for follower in again:
+            await follower.start()
+        more = [asyncio.create_task(anext(follower)) for follower in again]
+        await _settle()
+        assert store.active == FOLLOW_READS  # every turn was given back
+        for read in more:
+            read.cancel()
+        await asyncio.gather(*more, return_exceptions=True)
+
+    asyncio.run(scenario())
+
+
+def test_one_store_bounds_the_followers_of_one_event_loop_after_another() -> None:
+    # an asyncio semaphore belongs to the loop that first waited on it: one shared by every loop
+    # would refuse the second asyncio.run()'s followers ("bound to a different event loop")
+    store = HeldAsyncReads()
+    chronicarius = AsyncChronicarius(store)
+
+    async def crowd() -> list[str]:
+        store.release = asyncio.Event()
+        first = await chronicarius.record_actum("ardian", _message("lunch", "hello"))
+        second = await chronicarius.record_actum("ardian", _message("lunch", "a table for four?"))
+        followers = [chronicarius.follow("ardian", "lunch", after=first.id) for _ in range(FOLLOW_READS + 2)]
+        reads = [asyncio.create_task(anext(follower)) for follower in followers]
+        await _settle()
+        held = store.active
+        store.release.set()
+        got = [actum.id for actum in await asyncio.gather(*reads)]
+        assert got == [second.id] * len(followers)
+        return [str(held)]
+
+    assert asyncio.run(crowd()) == [str(FOLLOW_READS)]
+    assert asyncio.run(crowd()) == [str(FOLLOW_READS)]
+
+
+def test_follow_reads_refuses_a_limit_below_one() -> None:
+    with pytest.raises(ValueError, match="limit"):
+        FollowReads(0)

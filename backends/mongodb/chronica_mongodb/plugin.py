@@ -36,10 +36,11 @@ def chronica_backends() -> list[Backend]:
             name="mongodb",
             schemes=("mongodb", "mongodb+srv"),
             idempotent=True,
-            capabilities=("batch", "listing", "erasure"),
+            capabilities=("batch", "listing", "erasure", "follow"),
             open=open_store,
             open_async=open_async_store,
             install="chronica-mongodb",
             needs_server=True,
+            follows="change streams on a replica set, else polling (chosen at connect)",
         )
     ]

@@ -8,11 +8,14 @@ run those plans through each store's ``_run``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import difflib
 import functools
 import inspect
 import logging
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC
@@ -25,14 +28,25 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
 from pymongo.synchronous.database import Database
 
-from chronica_core.errors import InvalidOption, StoreError
+from chronica_core.errors import ChronicumNotFound, InvalidOption, StoreError
+from chronica_core.follow import NEWEST, acta_after_by_windows, follow_reads, newest_actum_id
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.loops import PerLoop
+from chronica_core.model import ActaQuery, Actum
 from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import masked_url, redact, redact_error
 from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
+from chronica_mongodb.follow import (
+    POLL_SECONDS,
+    UNDECIDED,
+    Watcher,
+    deadline_of,
+    remaining_until,
+    wait_seconds,
+    waker_for_running_loop,
+)
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -80,6 +94,8 @@ a URL with no server behind it took 31 s to fail. A replica set electing a new p
 10-12 s at the server's default ``electionTimeoutMillis``) may want more: give it."""
 
 _BACKEND = "mongodb"
+_CREATING = threading.Lock()
+"""Held while a store creates its watcher, so that racing first waits make one."""
 _log = logging.getLogger("chronica.mongodb")
 _DATABASE_NAME_FORBIDDEN = frozenset(' ./\\"$\x00')  # as pymongo and the server refuse them
 _DATABASE_NAME_MAX_BYTES = 63  # MongoDB: "less than 64 bytes"
@@ -311,9 +327,59 @@ class MongoStore(PlannedStore):
         self.client: MongoClient[dict[str, Any]] = client or _client(MongoClient, url, client_options)
         self.database: Database[dict[str, Any]] = _database(self.client, name)
         self.plans = MongoCore(limit)
+        self._database_name = name
+        self._watcher: Watcher | None = None
         self._unchecked = not migrate  # checked before the first operation (no I/O here)
         if migrate:
             self.migrate()
+
+    @property
+    def follow_mechanism(self) -> str:
+        """How this store's followers wait: ``"change streams"``, ``"polling"`` or ``"undecided"``.
+
+        ``"undecided"`` until the watcher has asked the server, after the first follower's wait
+        (see :mod:`chronica_mongodb.follow`).
+        """
+        return UNDECIDED if self._watcher is None else self._watcher.mechanism
+
+    def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        """See :meth:`chronica_core.FollowStore.acta_after`: the newest acta, a window at a time."""
+        page = run_plan(acta_after_by_windows(chronicum_id, after), self._perform_acta)
+        return None if page is None else page[:limit]
+
+    def _perform_acta(self, call: tuple[str, tuple[object, ...]]) -> list[Actum]:
+        """Perform an ``("acta", (chronicum_id, query))`` call of a follow plan."""
+        chronicum_id, query = call[1]
+        assert isinstance(chronicum_id, str) and isinstance(query, ActaQuery)
+        return self.acta(chronicum_id, query)
+
+    def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
+        """See :meth:`chronica_core.FollowStore.wait_for_acta`: the change stream, else polling."""
+        watcher = self._follow_watcher()
+        woken = threading.Event()
+        watcher.watch(chronicum_id, woken.set)
+        deadline = deadline_of(timeout)
+        try:
+            while True:
+                try:
+                    with follow_reads(self).turn():
+                        newest = self.acta(chronicum_id, NEWEST)
+                except ChronicumNotFound:
+                    return
+                if newest_actum_id(newest) != after:
+                    return
+                wait = wait_seconds(watcher, remaining_until(deadline))
+                if woken.wait(wait) or watcher.streaming or wait < POLL_SECONDS:
+                    return
+        finally:
+            watcher.unwatch(chronicum_id, woken.set)
+
+    def _follow_watcher(self) -> Watcher:
+        with _CREATING:
+            if self._watcher is None:
+                self._refuse_if_closed(None, "mongodb: store")
+                self._watcher = Watcher(lambda: self.client, self._database_name, owns_client=False)
+            return self._watcher
 
     def migrate(self) -> None:
         """Create the indexes if missing (safe to repeat, and from many processes at once)."""
@@ -325,6 +391,8 @@ class MongoStore(PlannedStore):
         Later operations raise ``StoreError("mongodb: store", "the store is closed")``.
         """
         self._mark_closed()
+        if self._watcher is not None:
+            self._watcher.close()
         if self._owns_client:
             self.client.close()
             _log.debug("closed the MongoClient for %s", masked_url(self._secrets_of))
@@ -399,6 +467,8 @@ class AsyncMongoStore(AsyncPlannedStore):
         options); a store built from a URL makes one more per event loop, and never uses this one."""
         self.database: AsyncDatabase[dict[str, Any]] = _database(self.client, name)
         self._new_client = functools.partial(_client, AsyncMongoClient, url, client_options)
+        self._watch_client = functools.partial(_client, MongoClient, url, dict(client_options))
+        self._watcher: Watcher | None = None
         self._database_name = name
         self.plans = MongoCore(limit)
         self._auto_migrate = migrate
@@ -417,6 +487,55 @@ class AsyncMongoStore(AsyncPlannedStore):
         await run_plan_async(self.plans.migrate(), functools.partial(_perform, database))
         self._opened = True
 
+    @property
+    def follow_mechanism(self) -> str:
+        """See :attr:`MongoStore.follow_mechanism`."""
+        return UNDECIDED if self._watcher is None else self._watcher.mechanism
+
+    async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
+        """See :meth:`MongoStore.acta_after`."""
+        page = await run_plan_async(acta_after_by_windows(chronicum_id, after), self._perform_acta)
+        return None if page is None else page[:limit]
+
+    async def _perform_acta(self, call: tuple[str, tuple[object, ...]]) -> list[Actum]:
+        """Perform an ``("acta", (chronicum_id, query))`` call of a follow plan."""
+        chronicum_id, query = call[1]
+        assert isinstance(chronicum_id, str) and isinstance(query, ActaQuery)
+        return await self.acta(chronicum_id, query)
+
+    async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
+        """See :meth:`MongoStore.wait_for_acta`; cancelling it leaves nothing of the follower's."""
+        self._check_open()
+        watcher = self._follow_watcher()
+        woken = asyncio.Event()
+        waker = waker_for_running_loop(woken)
+        watcher.watch(chronicum_id, waker)
+        deadline = deadline_of(timeout)
+        try:
+            while True:
+                try:
+                    async with follow_reads(self).loop_turn():
+                        newest = await self.acta(chronicum_id, NEWEST)
+                except ChronicumNotFound:
+                    return
+                if newest_actum_id(newest) != after:
+                    return
+                wait = wait_seconds(watcher, remaining_until(deadline))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await woken.wait()
+                if woken.is_set() or watcher.streaming or wait < POLL_SECONDS:
+                    return
+        finally:
+            watcher.unwatch(chronicum_id, waker)
+
+    def _follow_watcher(self) -> Watcher:
+        with _CREATING:
+            if self._watcher is None:
+                client = self._watch_client if self._owns_client else None
+                self._watcher = Watcher(client, self._database_name, owns_client=True)
+            return self._watcher
+
     async def close(self) -> None:
         """Close the clients the store made, one per event loop (a client given to it stays open).
 
@@ -426,6 +545,8 @@ class AsyncMongoStore(AsyncPlannedStore):
         sockets closed when Python frees them. Raises nothing.
         """
         self._mark_closed()
+        if self._watcher is not None:
+            self._watcher.close()
         await self._clients.close()
         if self._owns_client:
             await self.client.close()  # never used: nothing to wait for

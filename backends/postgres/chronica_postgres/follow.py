@@ -8,13 +8,15 @@ A store listens on one connection of its own, opened on the first wait (the bloc
 daemon thread; the asyncio store: in one task per event loop, named ``chronica-shared-...``),
 and wakes the followers of the chronicum a notification names. A follower registers before it
 checks the chronicum's newest actum, so a write committed between its last read and its wait is
-never missed. When the listening connection is lost, every follower is woken (each reads again
-from its own position, so nothing is skipped), and the listener reconnects after
-:data:`RECONNECT_PAUSE_SECONDS`; a wait also ends after :data:`MAX_WAIT_SECONDS` at the latest,
-which bounds the delay for a notification lost with a connection. A store opened on a pool
-whose connection string it cannot read (a callable ``conninfo``), or with ``notify=False`` (its
-writes notify nobody, so it expects no notification either), does not listen: its followers read
-again every :data:`UNWATCHED_WAIT_SECONDS`.
+never missed. That check is a read: it takes a turn among the store's followers
+(:func:`chronica_core.follow.follow_reads`), as their other reads do, so a crowd of followers
+woken together uses a handful of the pool's connections. When the listening connection is lost,
+every follower is woken (each reads again from its own position, so nothing is skipped), and the
+listener reconnects after :data:`RECONNECT_PAUSE_SECONDS`; a wait also ends after
+:data:`MAX_WAIT_SECONDS` at the latest, which bounds the delay for a notification lost with a
+connection. A store opened on a pool whose connection string it cannot read (a callable
+``conninfo``), or with ``notify=False`` (its writes notify nobody, so it expects no notification
+either), does not listen: its followers read again every :data:`UNWATCHED_WAIT_SECONDS`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import psycopg
 from psycopg import sql
 
 from chronica_core import ActaQuery, Actum, ChronicumNotFound
+from chronica_core.follow import follow_reads
 from chronica_core.plans import Plan
 from chronica_postgres.plans import Options, Plans
 
@@ -250,7 +253,8 @@ class PostgresFollowing:
         event = listener.watch(chronicum_id)
         try:
             try:
-                newest = self._run_if_open(newest_plan(self.plans, chronicum_id))
+                with follow_reads(self).turn():  # a turn among the followers' reads
+                    newest = self._run_if_open(newest_plan(self.plans, chronicum_id))
             except ChronicumNotFound:
                 return
             if newest_actum_id(newest) != after:
@@ -301,7 +305,8 @@ class AsyncPostgresFollowing:
         event = listener.watch(chronicum_id)
         try:
             try:
-                newest = await self._run_if_open(newest_plan(self.plans, chronicum_id))
+                async with follow_reads(self).loop_turn():
+                    newest = await self._run_if_open(newest_plan(self.plans, chronicum_id))
             except ChronicumNotFound:
                 return
             if newest_actum_id(newest) != after:

@@ -73,5 +73,6 @@ def chronica_backends() -> list[Backend]:
             open_async=open_async_store,
             install=INSTALL,
             needs_server=True,
+            follows="LISTEN/NOTIFY",
         )
     ]
