@@ -57,7 +57,7 @@ from sqlalchemy.pool import NullPool, SingletonThreadPool
 from sqlalchemy.sql.elements import ColumnElement
 
 from chronica_core import ActaQuery, Actum, ChronicumNotFound
-from chronica_core.follow import NEWEST, acta_after_by_windows, newest_actum_id
+from chronica_core.follow import NEWEST, acta_after_by_windows, follow_reads, newest_actum_id
 from chronica_core.plans import run_plan, run_plan_async
 
 __all__ = [
@@ -352,7 +352,8 @@ class SQLAlchemyFollowing:
         watcher.watch(chronicum_id, waker)
         try:
             try:
-                newest = self.acta(chronicum_id, NEWEST)
+                with follow_reads(self).turn():  # a turn among the followers' reads
+                    newest = self.acta(chronicum_id, NEWEST)
             except ChronicumNotFound:
                 return
             if newest_actum_id(newest) != after:
@@ -415,7 +416,8 @@ class AsyncFollowing:
         watcher.watch(chronicum_id, waker)
         try:
             try:
-                newest = await self.acta(chronicum_id, NEWEST)
+                async with follow_reads(self).loop_turn():  # a turn among the followers' reads
+                    newest = await self.acta(chronicum_id, NEWEST)
             except ChronicumNotFound:
                 return
             if newest_actum_id(newest) != after:

@@ -87,6 +87,7 @@ def chronica_backends() -> list[Backend]:
             install=_INSTALL,
             needs_server=False,
             example_url="sqlite://",
+            follows="a watcher thread asks PRAGMA data_version every 20 ms",
         ),
         Backend(
             name="sqlalchemy",
@@ -97,5 +98,6 @@ def chronica_backends() -> list[Backend]:
             open_async=_open_async,
             install=f"{_INSTALL}[all]",
             needs_server=True,
+            follows="PostgreSQL on psycopg: LISTEN/NOTIFY; MariaDB/MySQL: newest-position polling every 50 ms",
         ),
     ]
