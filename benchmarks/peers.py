@@ -7,7 +7,9 @@ both are filled (the peer through bulk SQL into its own tables, with increasing 
 its API would take hours) and timed in the same interleaved rounds: the peer's own "last 20" call
 against ``Chronicarius.get_acta(owner, id, last_n=20)``, its own append against
 ``Chronicarius.record_actum``, then 40 writers on distinct sessions, and for langchain-postgres 40
-writers on one shared session. Every ratio is Chronica / peer: below 1 Chronica is faster. Nothing
+writers on one shared session. A latency ratio is Chronica's median / the peer's (below 1: Chronica
+is faster); a writers ratio is Chronica's acta/s / the peer's items/s (above 1: Chronica is
+faster). The issue's SQLite targets against ``SQLiteSession`` are printed with ok/MISSED. Nothing
 here calls a model or the network; every schema and file it makes is dropped at the end. See
 ``benchmarks/README.md``.
 """
@@ -26,6 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -47,8 +50,8 @@ from benchmarks.run import (
     time_interleaved,
 )
 from chronica_core import (
-    Actum,
     ActorKind,
+    Actum,
     AsyncChronicarius,
     AsyncStore,
     Chronicarius,
@@ -123,7 +126,9 @@ class Place:
     def sqlalchemy_url(self, *, asynchronous: bool) -> str:
         """The peer's SQLAlchemy URL for this database (aiosqlite or psycopg's asyncio when asked)."""
         if self.database == "sqlite":
-            return f"sqlite+aiosqlite:///{self.sqlite_path}" if asynchronous else f"sqlite:///{self.sqlite_path}"
+            return (
+                f"sqlite+aiosqlite:///{self.sqlite_path}" if asynchronous else f"sqlite:///{self.sqlite_path}"
+            )
         return self.postgres_url.replace("postgresql://", "postgresql+psycopg://", 1)
 
     def connect_arguments(self) -> dict[str, Any]:
@@ -282,7 +287,11 @@ class SQLAlchemySessionPeer(Peer):
         messages = table("agent_messages", column("session_id"), column("message_data"), column("created_at"))
         moments = fill_moments(size)
         rows = [
-            {"session_id": session_id, "message_data": json.dumps(agents_item(index)), "created_at": moments[index]}
+            {
+                "session_id": session_id,
+                "message_data": json.dumps(agents_item(index)),
+                "created_at": moments[index],
+            }
             for index in range(size)
         ]
         async with self.engine.begin() as connection:
@@ -369,7 +378,9 @@ class LangchainPostgresPeer(Peer):
             return PostgresChatMessageHistory(LANGCHAIN_TABLE, session_id, sync_connection=connection)
         history_object = self.histories.get(session_id)
         if history_object is None:
-            history_object = PostgresChatMessageHistory(LANGCHAIN_TABLE, session_id, sync_connection=self.connection)
+            history_object = PostgresChatMessageHistory(
+                LANGCHAIN_TABLE, session_id, sync_connection=self.connection
+            )
             self.histories[session_id] = history_object
         return history_object
 
@@ -414,9 +425,14 @@ class LangchainPostgresPeer(Peer):
             )
             self.pool.wait()
 
-    async def close(self) -> None:
+    def close_pool(self) -> None:
+        """Close the writers' pool (the server's connections are shared: hold them only while needed)."""
         if self.pool is not None:
             self.pool.close()
+            self.pool = None
+
+    async def close(self) -> None:
+        self.close_pool()
         if self.connection is not None:
             self.connection.close()
 
@@ -448,7 +464,9 @@ class SQLChatPeer(Peer):
         )
 
     def _history(self, session_id: str) -> Any:
-        from langchain_community.chat_message_histories import SQLChatMessageHistory
+        with warnings.catch_warnings():  # langchain-community says it is being sunset, on import
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from langchain_community.chat_message_histories import SQLChatMessageHistory
 
         with self.lock:
             history_object = self.histories.get(session_id)
@@ -576,9 +594,13 @@ class ADKDatabasePeer(ADKPeer):
         rows = []
         for index in range(size):
             timestamp = moments[index].replace(tzinfo=UTC).timestamp()
-            event = prototypes[index % len(prototypes)].model_copy(update={"id": uuid.uuid4().hex, "timestamp": timestamp})
+            event = prototypes[index % len(prototypes)].model_copy(
+                update={"id": uuid.uuid4().hex, "timestamp": timestamp}
+            )
             stored = StorageEvent.from_event(session, event)
-            rows.append({column.key: getattr(stored, column.key) for column in StorageEvent.__table__.columns})
+            rows.append(
+                {column.key: getattr(stored, column.key) for column in StorageEvent.__table__.columns}
+            )
         engine = self.service.db_engine
         async with engine.begin() as connection:
             await connection.execute(insert(StorageEvent), rows)
@@ -768,6 +790,40 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     )
 
 
+SQLITE_TARGETS = (
+    ("last 20", "chronica", 1.2),
+    ("writers", "chronica threads", 1.0),
+    ("writers", "chronica tasks", 0.8),
+)
+"""The project's SQLite targets against ``SQLiteSession`` (the peer that queues its writers
+in-process): Chronica's last 20 at most 1.2x its ``get_items(limit=20)`` at every size; 40 writer
+threads at least 1.0x and 40 tasks at least 0.8x its 40 tasks' throughput."""
+
+
+def verdicts(reports: Sequence[PeerReport]) -> list[str]:
+    """One ``ok`` / ``MISSED`` line per target of :data:`SQLITE_TARGETS` that the run measured."""
+    lines = []
+    for report in reports:
+        if report.peer != SQLiteSessionPeer.key:
+            continue
+        for operation, writer, limit in SQLITE_TARGETS:
+            if operation == "last 20":
+                for row in report.latency:
+                    if row.operation == operation:
+                        verdict = "ok" if row.ratio <= limit else "MISSED"
+                        target = f"SQLite last 20 at {row.history:,} <= {limit}x SQLiteSession"
+                        lines.append(f"{verdict:6}  {target}: {row.ratio:.2f}x")
+                continue
+            ours = [row for row in report.writers if row.writer == writer and not row.shared]
+            theirs = [row for row in report.writers if row.writer.startswith("peer") and not row.shared]
+            if ours and theirs:
+                ratio = ours[0].per_second / theirs[0].per_second
+                verdict = "ok" if ratio >= limit else "MISSED"
+                target = f"SQLite {ours[0].writers} {writer} >= {limit}x SQLiteSession's tasks"
+                lines.append(f"{verdict:6}  {target}: {ratio:.2f}x")
+    return lines
+
+
 def format_reports(reports: Sequence[PeerReport]) -> str:
     """The latency and writers tables of every report, as printed at the end of a run."""
     latency = [
@@ -809,11 +865,15 @@ def format_reports(reports: Sequence[PeerReport]) -> str:
                 )
     parts = []
     if latency:
-        header = ["peer", "operation", "history", "chronica ms", "async ms", "peer ms", "ratio", "async ratio", "calls"]
+        header = ["peer", "operation", "history", "chronica ms", "async ms", "peer ms", "ratio"]
+        header += ["async ratio", "calls"]
         parts.append(table(header, latency))
     if writers:
         header = ["peer", "sessions", "chronica", "acta/s", "peer", "items/s", "ratio"]
         parts.append(table(header, writers))
+    targets = verdicts(reports)
+    if targets:
+        parts.append("\n".join(targets))
     return "\n\n".join(parts)
 
 
@@ -859,7 +919,9 @@ class Pairing:
         runner: the event loop every asyncio call of the run goes through.
     """
 
-    def __init__(self, peer_class: type[Peer], place: Place, settings: Settings, runner: asyncio.Runner) -> None:
+    def __init__(
+        self, peer_class: type[Peer], place: Place, settings: Settings, runner: asyncio.Runner
+    ) -> None:
         self.peer = peer_class(place)
         self.place = place
         self.settings = settings
@@ -975,11 +1037,15 @@ class Pairing:
                     blocking[f"{size} peer"] = _peer_appender(peer, session_id)
         print(f"  {peer.key}: timing {operation}", file=sys.stderr, flush=True)
         timings = self.runner.run(
-            time_interleaved(blocking, self.settings.warmup, self.settings.repeat, awaited, self.settings.max_seconds)
+            time_interleaved(
+                blocking, self.settings.warmup, self.settings.repeat, awaited, self.settings.max_seconds
+            )
         )
         count = min(timing.count for timing in timings.values())
         if count < self.settings.repeat:
-            self.note(f"{operation}: {count} timed calls per column, not {self.settings.repeat} (--max-seconds)")
+            self.note(
+                f"{operation}: {count} timed calls per column, not {self.settings.repeat} (--max-seconds)"
+            )
         for size in (filled.size for filled in chronica):
             self.report.latency.append(
                 LatencyRow(
@@ -998,10 +1064,14 @@ class Pairing:
         expected = min(LAST_N, size)
         got = len(self.chronicarius.get_acta(OWNER, chronicum_id, last_n=LAST_N))
         peer_got = (
-            self.runner.run(self.peer.aread(session_id)) if self.peer.asynchronous else self.peer.read(session_id)
+            self.runner.run(self.peer.aread(session_id))
+            if self.peer.asynchronous
+            else self.peer.read(session_id)
         )
         if got != expected or peer_got != expected:
-            self.note(f"history {size}: last 20 read {got} acta and {peer_got} peer items, expected {expected}")
+            self.note(
+                f"history {size}: last 20 read {got} acta and {peer_got} peer items, expected {expected}"
+            )
 
     # -- many writers ----------------------------------------------------------------------
 
@@ -1009,7 +1079,6 @@ class Pairing:
         """Chronica's writer threads and tasks against the peer's writers, rounds interleaved."""
         assert self.chronicarius is not None
         count, writes = self.settings.writers, self.settings.writes
-        warmup = 2
         label = "one shared session" if shared else "a session each"
         print(f"  {self.peer.key}: {count} writers x {writes} writes, {label}", file=sys.stderr, flush=True)
         contenders: dict[str, Callable[[], float]] = {"chronica threads": self._chronica_threads(shared)}
@@ -1026,6 +1095,8 @@ class Pairing:
             for name in names[shift:] + names[:shift]:
                 seconds = contenders[name]()
                 rates[name].append(count * writes / seconds)
+        if isinstance(self.peer, LangchainPostgresPeer):
+            self.peer.close_pool()
         for name, values in rates.items():
             self.report.writers.append(
                 WritersRow(self.peer.key, shared, name, count, statistics.median(values), values)
@@ -1135,7 +1206,9 @@ def _chronica_reader(chronicarius: Chronicarius, chronicum_id: str) -> Callable[
     return lambda _: chronicarius.get_acta(OWNER, chronicum_id, last_n=LAST_N)
 
 
-def _async_chronica_reader(chronicarius: AsyncChronicarius, chronicum_id: str) -> Callable[[int], Awaitable[object]]:
+def _async_chronica_reader(
+    chronicarius: AsyncChronicarius, chronicum_id: str
+) -> Callable[[int], Awaitable[object]]:
     return lambda _: chronicarius.get_acta(OWNER, chronicum_id, last_n=LAST_N)
 
 
@@ -1208,7 +1281,9 @@ class Places:
         from psycopg import sql
 
         with psycopg.connect(self.settings.postgres_url, autocommit=True) as connection:
-            connection.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+            connection.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
+            )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1221,7 +1296,9 @@ def _positive_counts(text: str, option: str) -> list[int]:
     except ValueError:
         values = []
     if not values or any(value <= 0 for value in values):
-        raise argparse.ArgumentTypeError(f"{option} wants positive whole numbers separated by commas, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"{option} wants positive whole numbers separated by commas, got {text!r}"
+        )
     return values
 
 
@@ -1256,9 +1333,13 @@ def parse_arguments(argv: Sequence[str] | None) -> Settings:
         default=25.0,
         help="time budget of each timed phase per peer (never below 10 rounds)",
     )
-    parser.add_argument("--writers", type=int, default=40, help="writer threads or tasks (0: no writers phase)")
+    parser.add_argument(
+        "--writers", type=int, default=40, help="writer threads or tasks (0: no writers phase)"
+    )
     parser.add_argument("--writes", type=int, default=25, help="timed writes per writer and round")
-    parser.add_argument("--writer-rounds", type=int, default=3, help="interleaved rounds of the writers phase")
+    parser.add_argument(
+        "--writer-rounds", type=int, default=3, help="interleaved rounds of the writers phase"
+    )
     parser.add_argument("--no-shared", action="store_true", help="skip writers on one shared session")
     parser.add_argument("--postgres-url", default=os.environ.get("CHRONICA_TEST_POSTGRES_URL", POSTGRES_URL))
     parser.add_argument("--pool-size", type=int, default=20, help="server connections each side may hold")
