@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -69,7 +71,8 @@ def test_phases_pick_what_runs(tmp_path: Path) -> None:
     assert "--phases wants some of history,concurrent,batch,listing, got 'history,erase'" in refused.stderr
 
 
-def test_peers_reads_its_options_without_the_peers_installed() -> None:
+def test_peers_reads_its_options_without_the_peers_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))  # the benchmarks are not installed: run from the repository
     from benchmarks import peers
 
     settings = peers.parse_arguments(
@@ -111,7 +114,8 @@ def test_peers_refuses_an_unknown_peer_or_size_naming_the_option() -> None:
         assert message in refused.stderr
 
 
-def test_peers_report_prints_ratios_and_the_sqlite_targets() -> None:
+def test_peers_report_prints_ratios_and_the_sqlite_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
     from benchmarks import peers
     from benchmarks.run import Timing
 
