@@ -9,7 +9,7 @@ against ``Chronicarius.get_acta(owner, id, last_n=20)``, its own append against
 ``Chronicarius.record_actum``, then 40 writers on distinct sessions, and for langchain-postgres 40
 writers on one shared session. A latency ratio is Chronica's median / the peer's (below 1: Chronica
 is faster); a writers ratio is Chronica's acta/s / the peer's items/s (above 1: Chronica is
-faster). The issue's SQLite targets against ``SQLiteSession`` are printed with ok/MISSED. Nothing
+faster). The project's SQLite targets against ``SQLiteSession`` are printed with ok/MISSED. Nothing
 here calls a model or the network; every schema and file it makes is dropped at the end. See
 ``benchmarks/README.md``.
 """
@@ -727,8 +727,9 @@ class WritersRow:
         shared: all writers on one session (else one session each).
         writer: ``"chronica threads"``, ``"chronica tasks"``, ``"peer threads"`` or ``"peer tasks"``.
         writers: how many threads or tasks.
-        per_second: median over the rounds of writes / seconds.
-        rounds: each round's writes per second.
+        per_second: median over the rounds that finished of writes / seconds (0.0: none did).
+        rounds: each finished round's writes per second.
+        failures: why each other round failed (a writer's first error).
     """
 
     peer: str
@@ -737,6 +738,7 @@ class WritersRow:
     writers: int
     per_second: float
     rounds: list[float]
+    failures: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -814,14 +816,28 @@ def verdicts(reports: Sequence[PeerReport]) -> list[str]:
                         target = f"SQLite last 20 at {row.history:,} <= {limit}x SQLiteSession"
                         lines.append(f"{verdict:6}  {target}: {row.ratio:.2f}x")
                 continue
-            ours = [row for row in report.writers if row.writer == writer and not row.shared]
-            theirs = [row for row in report.writers if row.writer.startswith("peer") and not row.shared]
+            ours = [row for row in report.writers if row.writer == writer and not row.shared and row.rounds]
+            theirs = [
+                row
+                for row in report.writers
+                if row.writer.startswith("peer") and not row.shared and row.rounds
+            ]
             if ours and theirs:
                 ratio = ours[0].per_second / theirs[0].per_second
                 verdict = "ok" if ratio >= limit else "MISSED"
                 target = f"SQLite {ours[0].writers} {writer} >= {limit}x SQLiteSession's tasks"
                 lines.append(f"{verdict:6}  {target}: {ratio:.2f}x")
     return lines
+
+
+def _rate(row: WritersRow) -> str:
+    """Writes per second, with how many rounds failed (a writer's error ends its round)."""
+    if not row.failures:
+        return f"{row.per_second:,.0f}"
+    rounds = len(row.rounds) + len(row.failures)
+    if not row.rounds:
+        return f"failed ({len(row.failures)} of {rounds} rounds)"
+    return f"{row.per_second:,.0f} ({len(row.failures)} of {rounds} rounds failed)"
 
 
 def format_reports(reports: Sequence[PeerReport]) -> str:
@@ -857,10 +873,12 @@ def format_reports(reports: Sequence[PeerReport]) -> str:
                         report.peer,
                         "one shared" if shared else "one each",
                         f"{row.writers} {row.writer}",
-                        f"{row.per_second:,.0f}",
+                        _rate(row),
                         f"{peer_row.writers} {peer_row.writer}",
-                        f"{peer_row.per_second:,.0f}",
-                        f"{row.per_second / peer_row.per_second:.2f}",
+                        _rate(peer_row),
+                        f"{row.per_second / peer_row.per_second:.2f}"
+                        if row.rounds and peer_row.rounds
+                        else "-",
                     ]
                 )
     parts = []
@@ -973,6 +991,7 @@ class Pairing:
                 self.runner.run(self.async_store.close())
             self.store.close()
         self.report.seconds = round(time.perf_counter() - began, 1)
+        print(f"  {self.peer.key}: done in {self.report.seconds:.0f} s", file=sys.stderr, flush=True)
         return self.report
 
     # -- filling ---------------------------------------------------------------------------
@@ -1089,17 +1108,32 @@ class Pairing:
         if isinstance(self.peer, LangchainPostgresPeer):
             self.peer.open_pool()
         rates: dict[str, list[float]] = {name: [] for name in contenders}
+        failures: dict[str, list[str]] = {name: [] for name in contenders}
         names = list(contenders)
         for round_number in range(self.settings.writer_rounds):
             shift = round_number % len(names)
             for name in names[shift:] + names[:shift]:
-                seconds = contenders[name]()
+                try:
+                    seconds = contenders[name]()
+                except RuntimeError as error:  # a writer failed: the round says why, the others go on
+                    cause = error.__cause__ if error.__cause__ is not None else error
+                    failures[name].append(f"{type(cause).__name__}: {cause}".splitlines()[0])
+                    self.note(f"{count} {name}, {label}, round {round_number + 1}: {failures[name][-1]}")
+                    continue
                 rates[name].append(count * writes / seconds)
         if isinstance(self.peer, LangchainPostgresPeer):
             self.peer.close_pool()
         for name, values in rates.items():
             self.report.writers.append(
-                WritersRow(self.peer.key, shared, name, count, statistics.median(values), values)
+                WritersRow(
+                    self.peer.key,
+                    shared,
+                    name,
+                    count,
+                    statistics.median(values) if values else 0.0,
+                    values,
+                    failures[name],
+                )
             )
 
     def _chronica_threads(self, shared: bool) -> Callable[[], float]:
@@ -1330,13 +1364,13 @@ def parse_arguments(argv: Sequence[str] | None) -> Settings:
     parser.add_argument(
         "--max-seconds",
         type=float,
-        default=25.0,
+        default=15.0,
         help="time budget of each timed phase per peer (never below 10 rounds)",
     )
     parser.add_argument(
         "--writers", type=int, default=40, help="writer threads or tasks (0: no writers phase)"
     )
-    parser.add_argument("--writes", type=int, default=25, help="timed writes per writer and round")
+    parser.add_argument("--writes", type=int, default=10, help="timed writes per writer and round")
     parser.add_argument(
         "--writer-rounds", type=int, default=3, help="interleaved rounds of the writers phase"
     )
