@@ -153,3 +153,36 @@ def test_peers_report_prints_ratios_and_the_sqlite_targets(monkeypatch: pytest.M
     [document] = json.loads(json.dumps([report.as_json()]))
     assert document["latency"][0]["ratio"] == 1.25
     assert document["latency"][1]["async_ratio"] is None
+
+
+def test_peers_report_shows_a_writers_round_that_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks import peers
+
+    locked = "OperationalError: (sqlite3.OperationalError) database is locked"
+    report = peers.PeerReport(
+        peer="adk-database-sqlite",
+        title="ADK DatabaseSessionService",
+        database="sqlite",
+        chronica_url="sqlite:///x.db",
+        last_twenty="get_session(...)",
+        asynchronous=True,
+        machine="2 CPUs",
+        started_at="2026-12-01T23:00:00+00:00",
+        writers=[
+            peers.WritersRow(
+                "adk-database-sqlite", False, "chronica threads", 40, 300.0, [300.0, 310.0, 290.0]
+            ),
+            peers.WritersRow(
+                "adk-database-sqlite", False, "chronica tasks", 40, 200.0, [200.0, 190.0], [locked]
+            ),
+            peers.WritersRow("adk-database-sqlite", False, "peer tasks", 40, 0.0, [], [locked] * 3),
+        ],
+    )
+    lines = [line.split() for line in peers.format_reports([report]).splitlines()]
+    failed = ["40", "peer", "tasks", "failed", "(3", "of", "3", "rounds)", "-"]
+    assert ["adk-database-sqlite", "one", "each", "40", "chronica", "threads", "300", *failed] in lines
+    partly = ["200", "(1", "of", "3", "rounds", "failed)"]
+    assert ["adk-database-sqlite", "one", "each", "40", "chronica", "tasks", *partly, *failed] in lines
+    [document] = json.loads(json.dumps([report.as_json()]))
+    assert document["writers"][2]["failures"] == [locked] * 3
