@@ -68,6 +68,12 @@ POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 SIZES = (100, 10_000, 100_000)
 """History sizes (acta per chronicum, items per peer session) timed by default (``--sizes``)."""
 
+POOL_SIZE = 10
+"""Connections each pool may open on a server by default (``--pool-size``): Chronica's blocking
+store, its asyncio store and the peer each get one pool, so a PostgreSQL pairing holds up to three
+times this many (plus one) while its writers run. Chronica's own default is 20; on a server shared
+by many (100 connections for everybody) three pools of 20 ran it out of connections."""
+
 APP_NAME = "chronica-peers"
 """The ADK app name every ADK session is created under."""
 
@@ -121,7 +127,7 @@ class Place:
     sqlite_path: str = ""
     postgres_url: str = ""
     schema: str = ""
-    pool_size: int = 20
+    pool_size: int = 10
 
     def sqlalchemy_url(self, *, asynchronous: bool) -> str:
         """The peer's SQLAlchemy URL for this database (aiosqlite or psycopg's asyncio when asked)."""
@@ -1376,7 +1382,12 @@ def parse_arguments(argv: Sequence[str] | None) -> Settings:
     )
     parser.add_argument("--no-shared", action="store_true", help="skip writers on one shared session")
     parser.add_argument("--postgres-url", default=os.environ.get("CHRONICA_TEST_POSTGRES_URL", POSTGRES_URL))
-    parser.add_argument("--pool-size", type=int, default=20, help="server connections each side may hold")
+    parser.add_argument(
+        "--pool-size",
+        type=int,
+        default=POOL_SIZE,
+        help="server connections each pool may hold (Chronica's blocking and asyncio stores, the peer)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the reports as JSON to FILE")
     arguments = parser.parse_args(argv)
     peers = [name.strip() for name in arguments.peers.split(",") if name.strip()]

@@ -94,7 +94,7 @@ def test_peers_reads_its_options_without_the_peers_installed(monkeypatch: pytest
     every = peers.parse_arguments([])
     assert every.peers == list(peers.PEERS)
     assert every.sizes == [100, 10_000, 100_000]
-    assert (every.writers, every.pool_size, every.shared_writers) == (40, 20, True)
+    assert (every.writers, every.pool_size, every.shared_writers) == (40, 10, True)
 
 
 def test_peers_refuses_an_unknown_peer_or_size_naming_the_option() -> None:
