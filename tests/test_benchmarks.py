@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -67,3 +69,120 @@ def test_phases_pick_what_runs(tmp_path: Path) -> None:
     )
     assert refused.returncode == 2
     assert "--phases wants some of history,concurrent,batch,listing, got 'history,erase'" in refused.stderr
+
+
+def test_peers_reads_its_options_without_the_peers_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))  # the benchmarks are not installed: run from the repository
+    from benchmarks import peers
+
+    settings = peers.parse_arguments(
+        [
+            "--peers",
+            "adk-memory,sqlite-session",
+            "--sizes",
+            "10000,100",
+            "--writers",
+            "0",
+            "--json",
+            "out.json",
+        ]
+    )
+    assert settings.peers == ["adk-memory", "sqlite-session"]
+    assert settings.sizes == [100, 10_000]
+    assert settings.writers == 0
+    assert settings.json_file == "out.json"
+    every = peers.parse_arguments([])
+    assert every.peers == list(peers.PEERS)
+    assert every.sizes == [100, 10_000, 100_000]
+    assert (every.writers, every.pool_size, every.shared_writers) == (40, 10, True)
+
+
+def test_peers_refuses_an_unknown_peer_or_size_naming_the_option() -> None:
+    for arguments, message in [
+        (["--peers", "sqlite-session,redis"], "--peers wants some of sqlite-session,"),
+        (["--sizes", "100,0"], "--sizes wants positive whole numbers separated by commas, got '100,0'"),
+        (["--sizes", "ten"], "--sizes wants positive whole numbers separated by commas, got 'ten'"),
+    ]:
+        refused = subprocess.run(
+            [sys.executable, "-m", "benchmarks.peers", *arguments],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert refused.returncode == 2, refused.stderr
+        assert message in refused.stderr
+
+
+def test_peers_report_prints_ratios_and_the_sqlite_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks import peers
+    from benchmarks.run import Timing
+
+    def timing(milliseconds: float) -> Timing:
+        return Timing(milliseconds * 1e6, milliseconds * 1.5e6, 50)
+
+    report = peers.PeerReport(
+        peer="sqlite-session",
+        title="OpenAI Agents SQLiteSession",
+        database="sqlite",
+        chronica_url="sqlite:///x.db",
+        last_twenty="get_items(limit=20)",
+        asynchronous=True,
+        machine="2 CPUs",
+        started_at="2026-12-01T23:00:00+00:00",
+        latency=[
+            peers.LatencyRow("sqlite-session", "last 20", 100, timing(0.5), timing(1.0), timing(0.4)),
+            peers.LatencyRow("sqlite-session", "append", 100, timing(1.0), None, timing(2.0)),
+        ],
+        writers=[
+            peers.WritersRow("sqlite-session", False, "chronica threads", 40, 900.0, [900.0]),
+            peers.WritersRow("sqlite-session", False, "chronica tasks", 40, 850.0, [800.0, 850.0, 900.0]),
+            peers.WritersRow("sqlite-session", False, "peer tasks", 40, 1000.0, [1000.0]),
+        ],
+    )
+    text = peers.format_reports([report])
+    lines = [line.split() for line in text.splitlines()]
+    assert ["sqlite-session", "last", "20", "100", "0.500", "1.00", "0.400", "1.25", "2.50", "50"] in lines
+    assert ["sqlite-session", "append", "100", "1.00", "-", "2.00", "0.50", "-", "50"] in lines
+    threads = ["sqlite-session", "one", "each", "40", "chronica", "threads", "900"]
+    assert [*threads, "40", "peer", "tasks", "1,000", "0.90"] in lines
+    assert "MISSED  SQLite last 20 at 100 <= 1.2x SQLiteSession: 1.25x" in text
+    assert "MISSED  SQLite 40 chronica threads >= 1.0x SQLiteSession's tasks: 0.90x" in text
+    assert "ok      SQLite 40 chronica tasks >= 0.8x SQLiteSession's tasks: 0.85x" in text
+    [document] = json.loads(json.dumps([report.as_json()]))
+    assert document["latency"][0]["ratio"] == 1.25
+    assert document["latency"][1]["async_ratio"] is None
+
+
+def test_peers_report_shows_a_writers_round_that_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks import peers
+
+    locked = "OperationalError: (sqlite3.OperationalError) database is locked"
+    report = peers.PeerReport(
+        peer="adk-database-sqlite",
+        title="ADK DatabaseSessionService",
+        database="sqlite",
+        chronica_url="sqlite:///x.db",
+        last_twenty="get_session(...)",
+        asynchronous=True,
+        machine="2 CPUs",
+        started_at="2026-12-01T23:00:00+00:00",
+        writers=[
+            peers.WritersRow(
+                "adk-database-sqlite", False, "chronica threads", 40, 300.0, [300.0, 310.0, 290.0]
+            ),
+            peers.WritersRow(
+                "adk-database-sqlite", False, "chronica tasks", 40, 200.0, [200.0, 190.0], [locked]
+            ),
+            peers.WritersRow("adk-database-sqlite", False, "peer tasks", 40, 0.0, [], [locked] * 3),
+        ],
+    )
+    lines = [line.split() for line in peers.format_reports([report]).splitlines()]
+    failed = ["40", "peer", "tasks", "failed", "(3", "of", "3", "rounds)", "-"]
+    assert ["adk-database-sqlite", "one", "each", "40", "chronica", "threads", "300", *failed] in lines
+    partly = ["200", "(1", "of", "3", "rounds", "failed)"]
+    assert ["adk-database-sqlite", "one", "each", "40", "chronica", "tasks", *partly, *failed] in lines
+    [document] = json.loads(json.dumps([report.as_json()]))
+    assert document["writers"][2]["failures"] == [locked] * 3
