@@ -98,6 +98,6 @@ def chronica_backends() -> list[Backend]:
             open_async=_open_async,
             install=f"{_INSTALL}[all]",
             needs_server=True,
-            follows="PostgreSQL on psycopg: LISTEN/NOTIFY; MariaDB/MySQL: polling newest positions every 50 ms",
+            follows="PostgreSQL on psycopg: LISTEN/NOTIFY; MariaDB/MySQL: newest positions every 50 ms",
         ),
     ]
