@@ -542,6 +542,21 @@ class Plans:
             return []
         return [_actum(row[2:]) for row in rows]
 
+    def follow(self, chronicum_id: str, ahead: float, renew_below: float) -> Plan[Operation, bool]:
+        """Mark the chronicum followed for ``ahead`` seconds, unless it is for ``renew_below`` or more.
+
+        One autocommitted statement; once it has run, appends to the chronicum notify the channel
+        for at least ``renew_below`` seconds. Returns whether the marker was written (``False``
+        also for a missing or erased chronicum, whose appends find nothing to notify). Raises
+        ``StoreError``.
+        """
+        _refuse_nul(chronicum_id)
+        statement = Statement(self.statements.follow, (ahead, chronicum_id, renew_below))
+        rows = yield from self._read(statement, "mark chronicum followed", chronicum_id)
+        if rows:
+            check_row("postgres: mark chronicum followed", "chronicum id", chronicum_id, rows[0][0])
+        return bool(rows)
+
     def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Operation, list[Actum]]:
         """Append ``acta`` (at least one, all of one chronicum) in one statement, or return the keyed write.
 
