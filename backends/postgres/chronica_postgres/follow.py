@@ -120,7 +120,8 @@ class Markings:
     def needed(self, chronicum_id: str) -> bool:
         """Whether the chronicum must be marked again before a wait of up to :data:`MAX_WAIT_SECONDS`."""
         holds_until = self._holds_until.get(chronicum_id)
-        return holds_until is None or holds_until - time.monotonic() < MAX_WAIT_SECONDS + _MARKING_MARGIN_SECONDS
+        wanted = MAX_WAIT_SECONDS + _MARKING_MARGIN_SECONDS
+        return holds_until is None or holds_until - time.monotonic() < wanted
 
     def plan(self, plans: Plans, chronicum_id: str) -> tuple[float, Plan[Any, bool]]:
         """The moment the marking statement is sent (now) and the plan marking the chronicum."""

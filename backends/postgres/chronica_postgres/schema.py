@@ -490,9 +490,9 @@ class Statements:
             channel=erasure_channel,
         )
         # Parameters: the seconds ahead to mark the chronicum followed, its id, and the seconds of
-        # marking left below which it is renewed. Marks the live chronicum followed for that long unless it already is
-        # for longer than the second figure (so that followers seldom take the row lock writers
-        # need). Rows: the chronicum's id when it was renewed.
+        # marking left below which it is renewed. Marks the live chronicum followed for that long
+        # unless it already is for longer than the second figure (so that followers seldom take
+        # the row lock writers need). Rows: the chronicum's id when it was renewed.
         self.follow = self._compose(
             quoted,
             f"""

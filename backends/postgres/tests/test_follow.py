@@ -259,9 +259,9 @@ def _expire(postgres_url: str, schema: str, chronicum_id: str) -> None:
     """Make the chronicum's marking end a second ago, as if nobody had followed it for minutes."""
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute(
-            psycopg.sql.SQL("UPDATE {}.chronica SET followed_until = now() - interval '1 s' WHERE id = %s").format(
-                psycopg.sql.Identifier(schema)
-            ),
+            psycopg.sql.SQL(
+                "UPDATE {}.chronica SET followed_until = now() - interval '1 s' WHERE id = %s"
+            ).format(psycopg.sql.Identifier(schema)),
             (chronicum_id,),
         )
 
