@@ -123,12 +123,12 @@ class Markings:
         wanted = MAX_WAIT_SECONDS + _MARKING_MARGIN_SECONDS
         return holds_until is None or holds_until - time.monotonic() < wanted
 
-    def plan(self, plans: Plans, chronicum_id: str) -> tuple[float, Plan[Any, bool]]:
+    def plan(self, plans: Plans, chronicum_id: str) -> tuple[float, Plan[Any, bool | None]]:
         """The moment the marking statement is sent (now) and the plan marking the chronicum."""
         return time.monotonic(), plans.follow(chronicum_id, FOLLOWED_SECONDS, RENEWED_BELOW_SECONDS)
 
     def marked(self, chronicum_id: str, sent_at: float) -> None:
-        """Remember that the marking statement sent at ``sent_at`` has committed."""
+        """Remember that the marking statement sent at ``sent_at`` found the chronicum and committed."""
         if len(self._holds_until) >= _REMEMBERED_MOST:
             now = time.monotonic()
             for expired in [key for key, until in self._holds_until.items() if until <= now]:
@@ -315,8 +315,8 @@ class PostgresFollowing:
             try:
                 if self._secrets_of and self._markings.needed(chronicum_id):  # else nobody listens
                     sent_at, marking = self._markings.plan(self.plans, chronicum_id)
-                    self._run_if_open(marking)
-                    self._markings.marked(chronicum_id, sent_at)
+                    if self._run_if_open(marking) is not None:  # None: no such chronicum (yet)
+                        self._markings.marked(chronicum_id, sent_at)
                 newest = self._run_if_open(newest_plan(self.plans, chronicum_id))
             except ChronicumNotFound:
                 return
@@ -371,8 +371,8 @@ class AsyncPostgresFollowing:
             try:
                 if self._secrets_of and self._markings.needed(chronicum_id):  # else nobody listens
                     sent_at, marking = self._markings.plan(self.plans, chronicum_id)
-                    await self._run_if_open(marking)
-                    self._markings.marked(chronicum_id, sent_at)
+                    if await self._run_if_open(marking) is not None:  # None: no such chronicum (yet)
+                        self._markings.marked(chronicum_id, sent_at)
                 newest = await self._run_if_open(newest_plan(self.plans, chronicum_id))
             except ChronicumNotFound:
                 return

@@ -489,18 +489,22 @@ class Statements:
             """,
             channel=erasure_channel,
         )
-        # Parameters: the seconds ahead to mark the chronicum followed, its id, and the seconds of
-        # marking left below which it is renewed. Marks the live chronicum followed for that long
-        # unless it already is for longer than the second figure (so that followers seldom take
-        # the row lock writers need). Rows: the chronicum's id when it was renewed.
+        # Parameters: the seconds ahead to mark the chronicum followed, its id, the seconds of
+        # marking left below which it is renewed, its id again. Marks the live chronicum followed
+        # for that long unless it already is for longer than the second figure (so that followers
+        # seldom take the row lock writers need). One row (its id, whether it was renewed) when
+        # the chronicum is live; none when it is missing or erased.
         self.follow = self._compose(
             quoted,
             f"""
-            UPDATE {{schema}}.chronica
-            SET followed_until = now() + make_interval(secs => %s)
-            WHERE id = %s AND {_LIVE}
-                AND (followed_until IS NULL OR followed_until < now() + make_interval(secs => %s))
-            RETURNING id
+            WITH renewed AS (
+                UPDATE {{schema}}.chronica
+                SET followed_until = now() + make_interval(secs => %s)
+                WHERE id = %s AND {_LIVE}
+                    AND (followed_until IS NULL OR followed_until < now() + make_interval(secs => %s))
+                RETURNING id
+            )
+            SELECT id, EXISTS (SELECT FROM renewed) FROM {{schema}}.chronica WHERE id = %s AND {_LIVE}
             """,
         )
         # Parameters: owner id. Rows: the ids of the owner's live chronica.

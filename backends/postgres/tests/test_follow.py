@@ -341,7 +341,21 @@ def test_a_marking_with_a_minute_left_is_kept_and_one_nearly_out_is_renewed(
     assert store._run_if_open(plans.follow(chronicum_id, 120.0, 60.0)) is True
     assert store._run_if_open(plans.follow(chronicum_id, 120.0, 60.0)) is False  # 120 s left: kept
     assert store._run_if_open(plans.follow(chronicum_id, 120.0, 121.0)) is True  # under 121 s: renewed
-    assert store._run_if_open(plans.follow("missing-chronicum", 120.0, 60.0)) is False
+    assert store._run_if_open(plans.follow("missing-chronicum", 120.0, 60.0)) is None
+
+
+def test_a_follower_that_waited_for_a_missing_chronicum_marks_it_once_it_exists(
+    postgres_url: str, fresh_schema: str, make_store: Callable[..., PostgresStore]
+) -> None:
+    """A marking that found no chronicum is not remembered: the next wait marks the new one."""
+    chronicum_id = f"later-{uuid.uuid4().hex}"
+    follower = make_store(schema=fresh_schema)
+    follower.wait_for_acta(chronicum_id, None, 0.0)  # missing: returns at once, marking nothing
+    Chronicarius(make_store(schema=fresh_schema)).record_actum("ardian", _message(chronicum_id, "created"))
+    assert _followed_for(postgres_url, fresh_schema, chronicum_id) is None
+    _mark_by_waiting(follower, chronicum_id)
+    followed_for = _followed_for(postgres_url, fresh_schema, chronicum_id)
+    assert followed_for is not None and 100.0 < followed_for <= 120.0
 
 
 def test_an_asyncio_follower_marks_its_chronicum_followed(postgres_url: str, fresh_schema: str) -> None:
