@@ -1,8 +1,16 @@
 """Following on PostgreSQL: ``LISTEN``/``NOTIFY``, one listening connection shared by every follower.
 
-Every append (``record``, ``record_idempotent``, ``record_many``) and every erasure notifies the
-schema's channel (:func:`chronica_postgres.schema.follow_channel`) with the chronicum id, from
-inside its own statement: the notification is delivered when, and only if, the write commits.
+Every append (``record``, ``record_idempotent``, ``record_many``) to a followed chronicum, and
+every erasure, notifies the schema's channel (:func:`chronica_postgres.schema.follow_channel`)
+with the chronicum id, from inside its own statement: the notification is delivered when, and
+only if, the write commits. An append to a chronicum nobody follows notifies nobody (PostgreSQL
+lets only one notifying transaction commit at a time, so a notification nobody awaits would cost
+every writer). Before a follower reads the chronicum's newest actum and waits, its store marks the
+chronicum followed in the ``chronica`` table (``followed_until``, committed) for
+:data:`FOLLOWED_SECONDS`, unless it already is for :data:`RENEWED_BELOW_SECONDS` or more; a store
+remembers, per chronicum, how long its last marking holds, and marks again only when less than
+:data:`MAX_WAIT_SECONDS` and a margin are left (about every half minute while followed). See
+:mod:`chronica_postgres.schema` for why no append is missed.
 
 A store listens on one connection of its own, opened on the first wait (the blocking store: in a
 daemon thread; the asyncio store: in one task per event loop, named ``chronica-shared-...``),
@@ -36,10 +44,31 @@ from chronica_core.follow import follow_reads
 from chronica_core.plans import Plan
 from chronica_postgres.plans import Options, Plans
 
-__all__ = ["MAX_WAIT_SECONDS", "RECONNECT_PAUSE_SECONDS", "AsyncListener", "Listener"]
+__all__ = [
+    "FOLLOWED_SECONDS",
+    "MAX_WAIT_SECONDS",
+    "RECONNECT_PAUSE_SECONDS",
+    "RENEWED_BELOW_SECONDS",
+    "AsyncListener",
+    "Listener",
+    "Markings",
+]
 
 MAX_WAIT_SECONDS: Final = 30.0
 """The longest one wait lasts before the follower reads again, notification or not."""
+
+FOLLOWED_SECONDS: Final = 120.0
+"""How far ahead, in seconds, a follower marks its chronicum followed (appends then notify)."""
+
+RENEWED_BELOW_SECONDS: Final = 60.0
+"""A follower renews the marking only when fewer seconds than this are left of it, so that the
+followers of one chronicum write its row about once a minute, not on every wait."""
+
+_MARKING_MARGIN_SECONDS: Final = 5.0
+"""Marking left beyond :data:`MAX_WAIT_SECONDS` that a store wants before a wait, else it marks."""
+
+_REMEMBERED_MOST: Final = 4096
+"""How many chronica a store remembers the marking of before it forgets those that ran out."""
 
 RECONNECT_PAUSE_SECONDS: Final = 0.5
 """How long the listener waits before it connects again after losing its connection."""
@@ -78,6 +107,36 @@ def _unwatched_seconds(timeout: float | None) -> float:
 def _unwatched_wait(timeout: float | None) -> None:
     """Block a blocking store's follower for :func:`_unwatched_seconds`: a polled store's pause."""
     time.sleep(_unwatched_seconds(timeout))
+
+
+class Markings:
+    """What one store knows of the chronica it marked followed: until when each marking holds.
+
+    Times are of :func:`time.monotonic`, in seconds. A marking the store wrote, or found already
+    holding :data:`RENEWED_BELOW_SECONDS` or more, holds at least that long after the statement
+    was sent (the server's ``now()`` is later), whatever the server's clock says.
+    """
+
+    def __init__(self) -> None:
+        self._holds_until: dict[str, float] = {}
+
+    def needed(self, chronicum_id: str) -> bool:
+        """Whether the chronicum must be marked again before a wait of up to :data:`MAX_WAIT_SECONDS`."""
+        holds_until = self._holds_until.get(chronicum_id)
+        wanted = MAX_WAIT_SECONDS + _MARKING_MARGIN_SECONDS
+        return holds_until is None or holds_until - time.monotonic() < wanted
+
+    def plan(self, plans: Plans, chronicum_id: str) -> tuple[float, Plan[Any, bool | None]]:
+        """The moment the marking statement is sent (now) and the plan marking the chronicum."""
+        return time.monotonic(), plans.follow(chronicum_id, FOLLOWED_SECONDS, RENEWED_BELOW_SECONDS)
+
+    def marked(self, chronicum_id: str, sent_at: float) -> None:
+        """Remember that the marking statement sent at ``sent_at`` found the chronicum and committed."""
+        if len(self._holds_until) >= _REMEMBERED_MOST:
+            now = time.monotonic()
+            for expired in [key for key, until in self._holds_until.items() if until <= now]:
+                self._holds_until.pop(expired, None)
+        self._holds_until[chronicum_id] = sent_at + RENEWED_BELOW_SECONDS
 
 
 def _listen_statement(channel: str) -> sql.Composed:
@@ -231,6 +290,7 @@ class PostgresFollowing:
     options: Options
     _secrets_of: str
     _listener: Listener | None = None
+    _markings: Markings
 
     if TYPE_CHECKING:  # PlannedStore's, which the store inherits after this mixin
 
@@ -243,6 +303,9 @@ class PostgresFollowing:
     def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """Wait for a notification naming the chronicum (see the module), after reading its newest actum.
 
+        First the chronicum is marked followed (when this store's last marking would not outlast
+        the wait), so that appends to it notify.
+
         With ``notify=False`` nothing is listened to: the wait lasts :data:`UNWATCHED_WAIT_SECONDS`
         (or ``timeout`` seconds when shorter), then the follower reads again.
         """
@@ -254,6 +317,10 @@ class PostgresFollowing:
         try:
             try:
                 with follow_reads(self).turn():  # a turn among the followers' reads
+                    if self._secrets_of and self._markings.needed(chronicum_id):  # else nobody listens
+                        sent_at, marking = self._markings.plan(self.plans, chronicum_id)
+                        if self._run_if_open(marking) is not None:  # None: no such chronicum (yet)
+                            self._markings.marked(chronicum_id, sent_at)
                     newest = self._run_if_open(newest_plan(self.plans, chronicum_id))
             except ChronicumNotFound:
                 return
@@ -284,6 +351,7 @@ class AsyncPostgresFollowing:
     options: Options
     _secrets_of: str
     _listeners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncListener] | None = None
+    _markings: Markings
 
     if TYPE_CHECKING:  # AsyncPlannedStore's, which the store inherits after this mixin
 
@@ -305,7 +373,11 @@ class AsyncPostgresFollowing:
         event = listener.watch(chronicum_id)
         try:
             try:
-                async with follow_reads(self).loop_turn():
+                async with follow_reads(self).loop_turn():  # a turn among the followers' reads
+                    if self._secrets_of and self._markings.needed(chronicum_id):  # else nobody listens
+                        sent_at, marking = self._markings.plan(self.plans, chronicum_id)
+                        if await self._run_if_open(marking) is not None:  # None: no such chronicum (yet)
+                            self._markings.marked(chronicum_id, sent_at)
                     newest = await self._run_if_open(newest_plan(self.plans, chronicum_id))
             except ChronicumNotFound:
                 return

@@ -542,6 +542,23 @@ class Plans:
             return []
         return [_actum(row[2:]) for row in rows]
 
+    def follow(self, chronicum_id: str, ahead: float, renew_below: float) -> Plan[Operation, bool | None]:
+        """Mark the chronicum followed for ``ahead`` seconds, unless it is for ``renew_below`` or more.
+
+        One autocommitted statement; once it has run, appends to the live chronicum notify the
+        channel for at least ``renew_below`` seconds. Returns whether the marking was written
+        (``False``: it was kept), or ``None`` for a missing or erased chronicum, which holds no
+        marking. Raises ``StoreError``.
+        """
+        if "\x00" in chronicum_id:
+            return None  # no stored id holds NUL
+        statement = Statement(self.statements.follow, (ahead, chronicum_id, renew_below, chronicum_id))
+        rows = yield from self._read(statement, "mark chronicum followed", chronicum_id)
+        if not rows:
+            return None
+        check_row("postgres: mark chronicum followed", "chronicum id", chronicum_id, rows[0][0])
+        return bool(rows[0][1])
+
     def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Operation, list[Actum]]:
         """Append ``acta`` (at least one, all of one chronicum) in one statement, or return the keyed write.
 

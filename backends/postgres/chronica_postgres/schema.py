@@ -3,8 +3,9 @@
 Layout (in the schema given by the ``schema`` option, ``public`` by default):
 
 - ``chronica``: ``id`` (primary key), ``owner_id``, ``started_at``, ``last_actum_at``,
-  ``last_seq``, the ``seq`` of the chronicum's newest actum (0 while it has none), and
-  ``erased_owner_digest``: set only on the marker an erased chronicum leaves (see
+  ``last_seq``, the ``seq`` of the chronicum's newest actum (0 while it has none),
+  ``followed_until``, until when some follower waits for its acta (NULL: never followed; see
+  "Following" below), and ``erased_owner_digest``: set only on the marker an erased chronicum leaves (see
   :mod:`chronica_core.erasure`), which holds nothing else of it: ``owner_id`` and
   ``last_actum_at`` NULL, ``started_at`` the epoch, ``last_seq`` 0 (a check constraint says so).
   Every statement but ``create`` (whose primary key keeps the id taken) and ``reopen`` skips
@@ -41,6 +42,16 @@ A batch (``record_many``) takes ``n`` consecutive ``seq`` under that lock, all w
 a second statement, whose snapshot sees every actum committed before the lock was granted) deletes
 the acta and turns the row into the marker. A write racing with it lands wholly before (and is
 erased) or finds the marker.
+
+Following: an append notifies the schema's channel (:func:`follow_channel`) only while the
+chronicum's ``followed_until`` is later than the append's ``now()``: nobody listening, no
+notification, so writers skip PostgreSQL's commit-time lock on notifying transactions. A
+follower sets ``followed_until`` (:attr:`Statements.follow`, committed) before it reads the
+chronicum's newest actum and waits. Either a write took the chronicum's row lock before that
+update (which then waited for the write's commit, so the follower's read sees the write), or
+after it: its ``UPDATE`` then reads the newest version of the row (read committed re-evaluates an
+updated row; ``now()`` is the writer's transaction start, earlier still) and notifies. The
+erasure notifies always.
 
 Every statement returns the chronicum id of its rows (and ``record`` the actum id), so that the
 store can check that a row answers the statement it sent.
@@ -196,6 +207,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             WHERE erased_owner_digest IS NULL;
         """,
     ),
+    Migration(
+        3,
+        "followed_until: appends notify only the chronica being followed",
+        """
+        ALTER TABLE {schema}.chronica ADD COLUMN followed_until timestamptz;
+        """,
+    ),
 )
 """Every migration, oldest first."""
 
@@ -257,9 +275,9 @@ class Statements:
 
     Args:
         schema: the schema holding the tables (quoted as an identifier; any name works).
-        notify: whether appends and erasures notify :attr:`channel` (``pg_notify`` in the
-            ``RETURNING`` of the chronicum's row); without it they are the same statements less
-            that call.
+        notify: whether appends notify :attr:`channel` while their chronicum is followed, and
+            erasures always (``pg_notify`` in the ``RETURNING`` of the chronicum's row); without it
+            they are the same statements less that call.
     """
 
     def __init__(self, schema: str, *, notify: bool = True) -> None:
@@ -267,7 +285,9 @@ class Statements:
         self.notify = notify
         quoted = sql.Identifier(schema).as_string(None)
         self.channel = follow_channel(schema)
-        channel = f", pg_notify({sql.Literal(self.channel).as_string(None)}, id)" if notify else ""
+        notify_call = f"pg_notify({sql.Literal(self.channel).as_string(None)}, id)"
+        channel = f", CASE WHEN followed_until > now() THEN {notify_call} END" if notify else ""
+        erasure_channel = f", {notify_call}" if notify else ""
         # One row: the version, and whether chronica-sqlalchemy's version table is there too.
         self.read_version = self._compose(
             quoted,
@@ -467,7 +487,25 @@ class Statements:
             )
             SELECT id, (SELECT count(*) FROM erased) FROM marked
             """,
-            channel=channel,
+            channel=erasure_channel,
+        )
+        # Parameters: the seconds ahead to mark the chronicum followed, its id, the seconds of
+        # marking left below which it is renewed, its id again. Marks the live chronicum followed
+        # for that long unless it already is for longer than the second figure (so that followers
+        # seldom take the row lock writers need). One row (its id, whether it was renewed) when
+        # the chronicum is live; none when it is missing or erased.
+        self.follow = self._compose(
+            quoted,
+            f"""
+            WITH renewed AS (
+                UPDATE {{schema}}.chronica
+                SET followed_until = now() + make_interval(secs => %s)
+                WHERE id = %s AND {_LIVE}
+                    AND (followed_until IS NULL OR followed_until < now() + make_interval(secs => %s))
+                RETURNING id
+            )
+            SELECT id, EXISTS (SELECT FROM renewed) FROM {{schema}}.chronica WHERE id = %s AND {_LIVE}
+            """,
         )
         # Parameters: owner id. Rows: the ids of the owner's live chronica.
         self.owned = self._compose(

@@ -26,7 +26,7 @@ from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import masked_url, redact_error
 from chronica_core.urls import split_query_options, split_schema
 from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
-from chronica_postgres.follow import AsyncPostgresFollowing, PostgresFollowing
+from chronica_postgres.follow import AsyncPostgresFollowing, Markings, PostgresFollowing
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
 from chronica_postgres.schema import Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
@@ -128,6 +128,7 @@ class PostgresStore(PostgresFollowing, PlannedStore):
     def __init__(self, url: str = "", *, pool: ConnectionPool | None = None, **options: Any) -> None:
         url, self.options, self.plans = _configured(url, pool, options)
         self._secrets_of = _connection_text(url, pool)
+        self._markings = Markings()
         self._owns_pool = pool is None
         self._idle = IdleConnections(self.options.check_idle_after)
         if pool is None:
@@ -338,6 +339,7 @@ class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
     def __init__(self, url: str = "", *, pool: AsyncConnectionPool | None = None, **options: Any) -> None:
         self._url, self.options, self.plans = _configured(url, pool, options)
         self._secrets_of = _connection_text(self._url, pool)
+        self._markings = Markings()
         self._given_pool = pool
         self._idle = IdleConnections(self.options.check_idle_after)
         self._ready = False

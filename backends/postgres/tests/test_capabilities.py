@@ -282,6 +282,11 @@ def test_a_version_one_schema_migrates_keeping_its_acta_and_gains_the_capabiliti
         assert seqs(admin, chronicum_id) == list(range(1, 4 + BATCH))
         assert store.record_many(batch(chronicum_id, "again"), "new-key") == added
         assert store.list_chronica("ardian", 10, None) == [store.get(chronicum_id)]
+        # version 3: the old chronicum was never followed; a follower's marking now lands on it
+        assert admin.execute(
+            "SELECT followed_until FROM chronica WHERE id = %s", (chronicum_id,)
+        ).fetchone() == (None,)
+        assert store._run_if_open(store.plans.follow(chronicum_id, 120.0, 60.0)) is True
         assert store.erase(chronicum_id, owner_digest("ardian")) == 3 + BATCH
         assert admin.execute("SELECT count(*) FROM acta").fetchone() == (0,)
         with pytest.raises(ChronicumNotFound):

@@ -16,11 +16,12 @@ import uuid
 from collections.abc import Callable
 
 import psycopg
+import psycopg.sql
 import pytest
 from chronica_postgres import AsyncPostgresStore, PostgresStore
 from chronica_postgres.schema import follow_channel
 
-from chronica_core import ActorKind, Actum, ActumKind, AsyncChronicarius, Chronicarius
+from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, AsyncChronicarius, Chronicarius
 
 GUARD_SECONDS = 30.0
 """How long a test waits for the server or the followers before it fails as hung."""
@@ -179,6 +180,10 @@ def test_a_store_without_notify_notifies_nobody_and_its_followers_poll(
     owner = "ardian"
     quiet_id, loud_id = f"quiet-{uuid.uuid4().hex}", f"loud-{uuid.uuid4().hex}"
     writing = Chronicarius(silent)
+    Chronicarius(notifying).record_actum(owner, _message(loud_id, "created"))
+    _mark_by_waiting(notifying, loud_id)  # followed: its appends notify
+    writing.record_actum(owner, _message(quiet_id, "created"))
+    _mark_by_waiting(notifying, quiet_id)  # followed too: only notify=False keeps its appends silent
     with psycopg.connect(postgres_url, autocommit=True) as listening:
         listening.execute(f'LISTEN "{follow_channel(fresh_schema)}"')
         writing.record_actum(owner, _message(quiet_id, "plain"))
@@ -232,3 +237,135 @@ def test_an_asyncio_store_without_notify_follows_by_reading(postgres_url: str, f
             await store.close()
 
     assert asyncio.run(scenario()) == ["second", "third"]
+
+
+# -- only followed chronica notify ----------------------------------------------------------------
+
+
+def _followed_for(postgres_url: str, schema: str, chronicum_id: str) -> float | None:
+    """Seconds from the server's now until the chronicum's ``followed_until`` (None: never followed)."""
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        row = connection.execute(
+            psycopg.sql.SQL(
+                "SELECT extract(epoch FROM followed_until - now())::float8 FROM {}.chronica WHERE id = %s"
+            ).format(psycopg.sql.Identifier(schema)),
+            (chronicum_id,),
+        ).fetchone()
+    assert row is not None, chronicum_id
+    return None if row[0] is None else float(row[0])
+
+
+def _expire(postgres_url: str, schema: str, chronicum_id: str) -> None:
+    """Make the chronicum's marking end a second ago, as if nobody had followed it for minutes."""
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(
+            psycopg.sql.SQL(
+                "UPDATE {}.chronica SET followed_until = now() - interval '1 s' WHERE id = %s"
+            ).format(psycopg.sql.Identifier(schema)),
+            (chronicum_id,),
+        )
+
+
+def _mark_by_waiting(store: PostgresStore, chronicum_id: str) -> None:
+    """A follower's wait that ends at once: it marks the chronicum followed first, as every wait does."""
+    newest = store.acta(chronicum_id, ActaQuery(last_n=1))
+    store.wait_for_acta(chronicum_id, newest[-1].id if newest else None, 0.0)
+
+
+def test_appends_to_a_chronicum_nobody_follows_notify_nobody(
+    postgres_url: str, fresh_schema: str, make_store: Callable[..., PostgresStore]
+) -> None:
+    """Unfollowed: no append (plain, keyed, batch) notifies; followed: each does.
+
+    PostgreSQL delivers notifications in commit order, so a listener whose first notification names
+    the followed chronicum, written last, got none from the writes to the unfollowed one.
+    """
+    writer, follower = make_store(schema=fresh_schema), make_store(schema=fresh_schema)
+    owner = "ardian"
+    alone_id, followed_id = f"alone-{uuid.uuid4().hex}", f"followed-{uuid.uuid4().hex}"
+    writing = Chronicarius(writer)
+    writing.record_actum(owner, _message(alone_id, "created"))
+    writing.record_actum(owner, _message(followed_id, "created"))
+    assert _followed_for(postgres_url, fresh_schema, alone_id) is None
+    _mark_by_waiting(follower, followed_id)
+    followed_for = _followed_for(postgres_url, fresh_schema, followed_id)
+    assert followed_for is not None and 100.0 < followed_for <= 120.0
+    with psycopg.connect(postgres_url, autocommit=True) as listening:
+        listening.execute(f'LISTEN "{follow_channel(fresh_schema)}"')
+        writing.record_actum(owner, _message(alone_id, "plain"))
+        writing.record_actum(owner, _message(alone_id, "keyed"), idempotency_key="key-1")
+        writing.record_acta(owner, [_message(alone_id, "batch 1"), _message(alone_id, "batch 2")])
+        writing.record_actum(owner, _message(followed_id, "plain"))
+        writing.record_actum(owner, _message(followed_id, "keyed"), idempotency_key="key-1")
+        writing.record_acta(owner, [_message(followed_id, "batch 1"), _message(followed_id, "batch 2")])
+        got = [note.payload for note in listening.notifies(timeout=GUARD_SECONDS, stop_after=3)]
+    assert got == [followed_id] * 3
+    assert _followed_for(postgres_url, fresh_schema, alone_id) is None
+
+
+def test_an_expired_marking_is_renewed_by_the_next_waiting_follower(
+    postgres_url: str, fresh_schema: str, make_store: Callable[..., PostgresStore]
+) -> None:
+    writer = make_store(schema=fresh_schema)
+    owner = "ardian"
+    lapsed_id, followed_id = f"lapsed-{uuid.uuid4().hex}", f"followed-{uuid.uuid4().hex}"
+    writing = Chronicarius(writer)
+    writing.record_actum(owner, _message(lapsed_id, "created"))
+    writing.record_actum(owner, _message(followed_id, "created"))
+    _mark_by_waiting(make_store(schema=fresh_schema), lapsed_id)
+    _mark_by_waiting(make_store(schema=fresh_schema), followed_id)
+    _expire(postgres_url, fresh_schema, lapsed_id)
+    with psycopg.connect(postgres_url, autocommit=True) as listening:
+        listening.execute(f'LISTEN "{follow_channel(fresh_schema)}"')
+        writing.record_actum(owner, _message(lapsed_id, "after it lapsed"))
+        writing.record_actum(owner, _message(followed_id, "still followed"))
+        (first,) = listening.notifies(timeout=GUARD_SECONDS, stop_after=1)
+        assert first.payload == followed_id  # the lapsed chronicum's append notified nobody
+
+        _mark_by_waiting(make_store(schema=fresh_schema), lapsed_id)  # a store new to it: it marks
+        renewed_for = _followed_for(postgres_url, fresh_schema, lapsed_id)
+        assert renewed_for is not None and 100.0 < renewed_for <= 120.0
+        writing.record_actum(owner, _message(lapsed_id, "followed again"))
+        (second,) = listening.notifies(timeout=GUARD_SECONDS, stop_after=1)
+    assert second.payload == lapsed_id
+
+
+def test_a_marking_with_a_minute_left_is_kept_and_one_nearly_out_is_renewed(
+    postgres_url: str, fresh_schema: str, make_store: Callable[..., PostgresStore]
+) -> None:
+    """Followers write the chronicum's row only when the marking runs low, not on every wait."""
+    chronicum_id = f"kept-{uuid.uuid4().hex}"
+    Chronicarius(make_store(schema=fresh_schema)).record_actum("ardian", _message(chronicum_id, "created"))
+    store = make_store(schema=fresh_schema)
+    plans = store.plans
+    assert store._run_if_open(plans.follow(chronicum_id, 120.0, 60.0)) is True
+    assert store._run_if_open(plans.follow(chronicum_id, 120.0, 60.0)) is False  # 120 s left: kept
+    assert store._run_if_open(plans.follow(chronicum_id, 120.0, 121.0)) is True  # under 121 s: renewed
+    assert store._run_if_open(plans.follow("missing-chronicum", 120.0, 60.0)) is None
+
+
+def test_a_follower_that_waited_for_a_missing_chronicum_marks_it_once_it_exists(
+    postgres_url: str, fresh_schema: str, make_store: Callable[..., PostgresStore]
+) -> None:
+    """A marking that found no chronicum is not remembered: the next wait marks the new one."""
+    chronicum_id = f"later-{uuid.uuid4().hex}"
+    follower = make_store(schema=fresh_schema)
+    follower.wait_for_acta(chronicum_id, None, 0.0)  # missing: returns at once, marking nothing
+    Chronicarius(make_store(schema=fresh_schema)).record_actum("ardian", _message(chronicum_id, "created"))
+    assert _followed_for(postgres_url, fresh_schema, chronicum_id) is None
+    _mark_by_waiting(follower, chronicum_id)
+    followed_for = _followed_for(postgres_url, fresh_schema, chronicum_id)
+    assert followed_for is not None and 100.0 < followed_for <= 120.0
+
+
+def test_an_asyncio_follower_marks_its_chronicum_followed(postgres_url: str, fresh_schema: str) -> None:
+    chronicum_id = f"async-marked-{uuid.uuid4().hex}"
+
+    async def scenario() -> None:
+        async with AsyncPostgresStore(postgres_url, schema=fresh_schema) as store:
+            first = await AsyncChronicarius(store).record_actum("ardian", _message(chronicum_id, "first"))
+            await store.wait_for_acta(chronicum_id, first.id, 0.0)
+
+    asyncio.run(scenario())
+    followed_for = _followed_for(postgres_url, fresh_schema, chronicum_id)
+    assert followed_for is not None and 100.0 < followed_for <= 120.0

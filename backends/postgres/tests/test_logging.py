@@ -29,7 +29,7 @@ def test_a_whole_scenario_logs_what_it_did_and_never_a_password_content_or_id(
     postgres = [
         (record.levelname, record.getMessage()) for record in records if record.name == "chronica.postgres"
     ]
-    assert ("INFO", f"migrated schema {fresh_schema!r} from version 0 to 2") in postgres, postgres
+    assert ("INFO", f"migrated schema {fresh_schema!r} from version 0 to 3") in postgres, postgres
     debug = [message for level, message in postgres if level == "DEBUG"]
     opened = [line for line in debug if line.startswith("opened a pool of ")]
     assert len(opened) == 2 and all(":***@" in line for line in opened), opened
