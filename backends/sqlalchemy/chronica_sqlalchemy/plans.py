@@ -47,7 +47,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateColumn, CreateIndex, CreateSchema, CreateTable
-from sqlalchemy.sql.dml import Update
+from sqlalchemy.sql.dml import Insert, Update
 from sqlalchemy.sql.elements import BindParameter
 
 from chronica_core.errors import ActumTooLarge, ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
@@ -520,29 +520,12 @@ class Plans:
             # One round trip each, and no RETURNING: LAST_INSERT_ID(expr) hands the new `at` (in
             # microseconds since 1970) to the client as lastrowid, and the insert takes its `seq`
             # and `at` from the chronicum's row, which this transaction holds.
-            from_chronicum = insert(acta).from_select(
-                [
-                    acta.c.chronicum_id,
-                    acta.c.seq,
-                    acta.c.id,
-                    acta.c.kind,
-                    acta.c.actor_kind,
-                    acta.c.actor,
-                    acta.c.content,
-                    acta.c.at,
-                    acta.c.idempotency_key,
-                ],
-                select(
-                    chronica.c.id,
-                    chronica.c.last_seq,
-                    bindparam("id", type_=Identifier()),
-                    bindparam("kind", type_=String()),
-                    bindparam("actor_kind", type_=String()),
-                    bindparam("actor", type_=Identifier()),
-                    bindparam("content", type_=Content()),
-                    chronica.c.last_actum_at,
-                    bindparam("idempotency_key", type_=Identifier()),
-                ).where(chronica.c.id == bindparam("chronicum_id")),
+            from_chronicum = self._insert_acta_from(
+                chronica.c.id,
+                chronica.c.last_seq,
+                chronica.c.last_actum_at,
+                "id",
+                where=chronica.c.id == bindparam("chronicum_id"),
             )
             self.insert_actum_statement = from_chronicum
             # MariaDB 10.5+ echoes the inserted row's ids (known once connected); MySQL cannot.
@@ -697,6 +680,42 @@ class Plans:
             return (*columns, follow_notification(chronica, self.schema))
         return columns
 
+    def _insert_acta_from(
+        self, chronicum_id: Any, seq: Any, at: Any, actum_id_parameter: str, *, where: Any = None
+    ) -> Insert:
+        """``INSERT INTO acta ... SELECT`` of one new actum, its place from the given columns.
+
+        ``chronicum_id``, ``seq`` and ``at`` come from the given columns (the chronicum's row, or
+        what moving its counter returned), the rest from parameters (``actum_id_parameter`` names
+        the actum id's); the ``SELECT`` is restricted by ``where`` when given.
+        """
+        acta = self.tables.acta
+        row = select(
+            chronicum_id,
+            seq,
+            bindparam(actum_id_parameter, type_=Identifier()),
+            bindparam("kind", type_=String()),
+            bindparam("actor_kind", type_=String()),
+            bindparam("actor", type_=Identifier()),
+            bindparam("content", type_=Content()),
+            at,
+            bindparam("idempotency_key", type_=Identifier()),
+        )
+        if where is not None:
+            row = row.where(where)
+        columns = [
+            acta.c.chronicum_id,
+            acta.c.seq,
+            acta.c.id,
+            acta.c.kind,
+            acta.c.actor_kind,
+            acta.c.actor,
+            acta.c.content,
+            acta.c.at,
+            acta.c.idempotency_key,
+        ]
+        return insert(acta).from_select(columns, row)
+
     @staticmethod
     def record_parameters(actum: Actum, at: datetime, key: str | None = None) -> dict[str, Any]:
         """The parameters of :attr:`record_statement` for ``actum``, ``at`` the writer's clock."""
@@ -784,34 +803,9 @@ class Plans:
         """
         acta = self.tables.acta
         moved = self._advance(literal_column("1")).cte("moved")
-        return (
-            insert(acta)
-            .from_select(
-                [
-                    acta.c.chronicum_id,
-                    acta.c.seq,
-                    acta.c.id,
-                    acta.c.kind,
-                    acta.c.actor_kind,
-                    acta.c.actor,
-                    acta.c.content,
-                    acta.c.at,
-                    acta.c.idempotency_key,
-                ],
-                select(
-                    moved.c.id,
-                    moved.c.last_seq,
-                    bindparam("actum_id", type_=Identifier()),
-                    bindparam("kind", type_=String()),
-                    bindparam("actor_kind", type_=String()),
-                    bindparam("actor", type_=Identifier()),
-                    bindparam("content", type_=Content()),
-                    moved.c.last_actum_at,
-                    bindparam("idempotency_key", type_=Identifier()),
-                ),
-            )
-            .returning(acta.c.chronicum_id, acta.c.id, acta.c.at)
-        )
+        return self._insert_acta_from(
+            moved.c.id, moved.c.last_seq, moved.c.last_actum_at, "actum_id"
+        ).returning(acta.c.chronicum_id, acta.c.id, acta.c.at)
 
     # --- the store's operations -------------------------------------------------------------
 
