@@ -703,6 +703,7 @@ _FLAGS = {
     "last_n": "--last",
     "limit": "--limit",
     "cursor": "--cursor",
+    "after": "--after",
 }
 """The command-line flag that gave each field an error may name (``InvalidActum.field``, ...)."""
 
@@ -784,8 +785,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     Chronica errors are printed to standard error as ``chronica: <ErrorName>: <message>`` (with
     ``--json``, as one JSON object: ``error``, ``message``, ``exit_code``, and ``store`` for a
     chronicum not found) and mapped to the exit codes in the module docstring; nothing else is
-    caught. Messages name the flags that were typed (``--owner``, ``--last``), and "not found"
-    names the store it looked in. The store URL's secrets never reach the output: the URL is
+    caught. Messages name the flags that were typed (``--owner``, ``--last``, ``--after``), and
+    "not found" names the store it looked in. The store URL's secrets never reach the output: the URL is
     shown with :func:`~chronica_core.redaction.masked_url`, and they are redacted from an error's
     message, and from any other exception (and the exceptions chained to it) before it
     propagates. ``acta``, ``show``, ``list`` and ``erase`` on a SQLite file that does not exist

@@ -123,4 +123,7 @@ def test_follow_after_an_unknown_actum_names_after(capsys: pytest.CaptureFixture
         stdin=subprocess.DEVNULL,
     )
     assert process.returncode == 4
-    assert "InvalidQuery: invalid query: after:" in process.stderr
+    assert process.stderr == (  # the flag typed, as for --kinds, not the argument's name
+        "chronica: InvalidQuery: invalid query: --after: chronicum 'dinner' holds no actum with "
+        f"the id {'0' * 32!r}\n"
+    )
