@@ -703,10 +703,11 @@ _FLAGS = {
     "last_n": "--last",
     "limit": "--limit",
     "cursor": "--cursor",
+    "after": "--after",
 }
 """The command-line flag that gave each field an error may name (``InvalidActum.field``, ...)."""
 
-_READS = frozenset({"acta", "show", "list", "erase"})
+_READS = frozenset({"acta", "follow", "show", "list", "erase"})
 """Commands that never create a store that is not there (they find nothing in it)."""
 
 _SQLITE_FILE = re.compile(
@@ -718,8 +719,9 @@ def missing_database_file(url: str) -> Path | None:
     """The file a SQLite URL names when it does not exist (``None``: it exists, or ``url`` is no such URL).
 
     A read of such a store would create an empty database file where it runs; there is nothing in
-    it to find, so the commands that only look (``acta``, ``show``, ``list``, ``erase``) look at an
-    empty store instead and say so. In-memory and ``file:`` URI databases are left to the store.
+    it to find, so the commands that only look (``acta``, ``follow``, ``show``, ``list``, ``erase``)
+    look at an empty store instead and say so. In-memory and ``file:`` URI databases are left to
+    the store.
     """
     match = _SQLITE_FILE.fullmatch(url)
     if match is None:
@@ -784,12 +786,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     Chronica errors are printed to standard error as ``chronica: <ErrorName>: <message>`` (with
     ``--json``, as one JSON object: ``error``, ``message``, ``exit_code``, and ``store`` for a
     chronicum not found) and mapped to the exit codes in the module docstring; nothing else is
-    caught. Messages name the flags that were typed (``--owner``, ``--last``), and "not found"
-    names the store it looked in. The store URL's secrets never reach the output: the URL is
+    caught. Messages name the flags that were typed (``--owner``, ``--last``, ``--after``), and
+    "not found" names the store it looked in. The store URL's secrets never reach the output: the URL is
     shown with :func:`~chronica_core.redaction.masked_url`, and they are redacted from an error's
     message, and from any other exception (and the exceptions chained to it) before it
-    propagates. ``acta``, ``show``, ``list`` and ``erase`` on a SQLite file that does not exist
-    create none (see :func:`missing_database_file`).
+    propagates. ``acta``, ``follow``, ``show``, ``list`` and ``erase`` on a SQLite file that does
+    not exist create none (see :func:`missing_database_file`).
     """
     words = list(sys.argv[1:] if argv is None else argv)
     arguments = _parser(json_errors="--json" in words).parse_args(words)

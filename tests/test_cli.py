@@ -25,6 +25,7 @@ from chronica_core import (
     Chronicum,
     ChronicumNotFound,
     MemoryStore,
+    UnknownBackend,
     hookimpl,
 )
 from chronica_core.cli import _parser, main, missing_database_file
@@ -237,6 +238,60 @@ def test_missing_database_file_finds_a_sqlite_file_that_is_not_there(
         (tmp_path / missing).parent.mkdir(exist_ok=True)
         (tmp_path / missing).write_bytes(b"")
         assert missing_database_file(url) is None
+
+
+class FileMakingPlugin:
+    """A ``sqlite`` backend that, like SQLite, creates the file it is opened on (a memory store in it)."""
+
+    @staticmethod
+    def open(url: str, **options: object) -> MemoryStore:
+        Path(url.removeprefix("sqlite:///")).touch()
+        return MemoryStore()
+
+    @hookimpl
+    def chronica_backends(self) -> list[Backend]:
+        return [
+            Backend(
+                name="file-making", schemes=("sqlite",), idempotent=True, open=self.open, needs_server=False
+            )
+        ]
+
+
+@pytest.fixture
+def sqlite_backend() -> Iterator[None]:
+    """chronica-sqlalchemy when it is installed, else a stand-in that creates the file it opens."""
+    try:
+        registry().backend_for("sqlite://")
+    except UnknownBackend:
+        registry().register(FileMakingPlugin(), "file-making-for-a-test")
+        try:
+            yield
+        finally:
+            registry().plugin_manager.unregister(name="file-making-for-a-test")
+    else:
+        yield
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["acta", "dinner-friday", "--owner", "ardian"],
+        ["follow", "dinner-friday", "--owner", "ardian"],
+        ["follow", "dinner-friday", "--owner", "ardian", "--after", "0" * 32],
+    ],
+)
+@pytest.mark.usefixtures("sqlite_backend")
+def test_a_read_of_a_sqlite_file_that_is_not_there_creates_none(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "chronica.db"
+    url = f"sqlite:///{missing}"
+    assert main([*command, "--store", url]) == 3
+    assert capsys.readouterr().err == (
+        f"chronica: ChronicumNotFound: chronicum 'dinner-friday' not found in {url} "
+        f"(there is no file {missing}; nothing was created)\n"
+    )
+    assert sorted(tmp_path.iterdir()) == []
 
 
 def test_show_of_a_missing_chronicum_is_not_found() -> None:

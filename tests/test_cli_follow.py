@@ -31,7 +31,9 @@ def say(actor_kind, actor, content, kind=ActumKind.MESSAGE):
     return chronicarius.record_actum("ardian", Actum("dinner", kind, actor_kind, actor, content))
 first = say(ActorKind.HUMAN, "ardian", "A quiet table for four?")
 say(ActorKind.AGENT, "search", "Rumah Teduh has one.")
-cli._opened_store = lambda arguments: store  # the command follows this process's memory store
+# the command follows this process's memory store (named, so that no other default store is
+# chosen, such as a SQLite file that is not there, which a read never opens)
+cli._opened_store = lambda arguments: store
 
 def write():
     for line in sys.stdin:
@@ -39,10 +41,10 @@ def write():
         say(ActorKind.AGENT, "booking", line.strip(), kind)
 
 threading.Thread(target=write, daemon=True).start()
-sys.exit(cli.main(sys.argv[1:] + ["--after", first.id]))
+sys.exit(cli.main(sys.argv[1:] + ["--store", "memory://", "--after", first.id]))
 """
 
-UNKNOWN_AFTER_SCRIPT = SCRIPT.replace('["--after", first.id]', '["--after", "0" * 32]')
+UNKNOWN_AFTER_SCRIPT = SCRIPT.replace('"--after", first.id', '"--after", "0" * 32')
 
 GUARD_SECONDS = 30.0
 """How long the test waits for a line before it fails as hung (a guard, not a measurement)."""
@@ -123,4 +125,7 @@ def test_follow_after_an_unknown_actum_names_after(capsys: pytest.CaptureFixture
         stdin=subprocess.DEVNULL,
     )
     assert process.returncode == 4
-    assert "InvalidQuery: invalid query: after:" in process.stderr
+    assert process.stderr == (  # the flag typed, as for --kinds, not the argument's name
+        "chronica: InvalidQuery: invalid query: --after: chronicum 'dinner' holds no actum with "
+        f"the id {'0' * 32!r}\n"
+    )

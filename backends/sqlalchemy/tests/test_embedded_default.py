@@ -65,6 +65,8 @@ def test_demo_then_a_new_process_reads_the_stored_window(dialect: str, tmp_path:
     [
         ["acta", "dinner-friday", "--owner", "ardian", "--last", "3"],
         ["show", "dinner-friday", "--owner", "ardian"],
+        ["follow", "dinner-friday", "--owner", "ardian"],
+        ["follow", "dinner-friday", "--owner", "ardian", "--after", "0" * 32],
         ["list", "--owner", "ardian"],
         ["erase", "dinner-friday", "--owner", "ardian", "--yes"],
         ["erase", "--owner", "ardian", "--all", "--yes"],
