@@ -4,6 +4,7 @@ wake-ups without polling (counted calls, never timed)."""
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from typing import Any
 
@@ -20,6 +21,7 @@ from chronica_core import (
     MemoryStore,
 )
 from chronica_core.follow import FOLLOW_READS, FollowReads
+from chronica_core.rules import MAX_FOLLOW_TIMEOUT
 
 GUARD_SECONDS = 30.0
 
@@ -53,6 +55,59 @@ def test_a_poll_interval_out_of_range_is_refused_naming_it(interval: Any) -> Non
     with pytest.raises(InvalidQuery) as refused:
         chronicarius.follow("ardian", "lunch", poll_interval=interval)
     assert refused.value.field == "poll_interval"
+
+
+@pytest.mark.parametrize(
+    "timeout", [math.nan, -1, -0.5, "5", True, False, 10**30, MAX_FOLLOW_TIMEOUT + 1, -math.inf, [1]]
+)
+def test_a_timeout_out_of_range_is_refused_by_the_call_naming_it(timeout: Any) -> None:
+    """Found by trying: NaN hung for ever, inf and 10**30 overflowed, "5" failed in the generator."""
+    store = CountingStore()
+    chronicarius = Chronicarius(store)
+    chronicarius.record_actum("ardian", _message("lunch", "hello"))
+    with pytest.raises(InvalidQuery) as refused:
+        chronicarius.follow("ardian", "lunch", timeout=timeout)
+    assert refused.value.field == "timeout"
+    assert repr(timeout) in str(refused.value)
+    assert store.calls == []  # refused before anything was read or waited for
+
+
+def test_a_timeout_of_zero_reads_once_and_ends_at_once_without_news() -> None:
+    store = CountingStore()
+    chronicarius = Chronicarius(store)
+    first = chronicarius.record_actum("ardian", _message("lunch", "hello"))
+    second = chronicarius.record_actum("ardian", _message("lunch", "again"))
+    assert [actum.id for actum in chronicarius.follow("ardian", "lunch", after=first.id, timeout=0)] == [
+        second.id
+    ]
+    assert list(chronicarius.follow("ardian", "lunch", timeout=0)) == []
+    assert "wait_for_acta" not in store.calls
+
+
+@pytest.mark.parametrize("timeout", [math.inf, MAX_FOLLOW_TIMEOUT, 1])
+def test_an_infinite_or_long_timeout_waits_until_woken(timeout: float) -> None:
+    """Found by trying: inf overflowed the memory store's wait instead of meaning no limit."""
+    store = CountingStore()
+    chronicarius = Chronicarius(store)
+    first = chronicarius.record_actum("ardian", _message("lunch", "hello"))
+    follower = chronicarius.follow("ardian", "lunch", after=first.id, timeout=timeout)
+    got: list[str] = []
+    errors: list[BaseException] = []
+
+    def take() -> None:
+        try:
+            got.append(next(follower).content)
+        except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    assert store.waiting.wait(GUARD_SECONDS)
+    chronicarius.record_actum("ardian", _message("lunch", "news"))
+    thread.join(GUARD_SECONDS)
+    follower.close()
+    assert errors == []
+    assert got == ["news"]
 
 
 def test_the_blocking_generator_ends_after_its_timeout_without_news() -> None:
