@@ -306,7 +306,8 @@ class Chronicarius(_Keeper[Store]):
             actum_kinds: kinds to yield (enums or their string values); ``None`` or empty: all.
             actor_kinds: actor kinds to yield; ``None`` or empty: all.
             timeout: seconds to wait for each next actum; when none comes in that time the
-                generator ends. ``None``: wait for ever.
+                generator ends. ``None`` or ``math.inf``: wait for ever. ``0``: read what is
+                there and end at once when nothing new is. At most one day (86400); not a bool.
             poll_interval: seconds between reads on a store without the ``follow`` capability
                 (more than 0, at most 3600).
 
@@ -316,7 +317,8 @@ class Chronicarius(_Keeper[Store]):
         Raises:
             ChronicumNotFound: (from this call) the chronicum does not exist or is not the owner's,
                 the same message either way; (from the generator) it was erased while followed.
-            InvalidQuery: an unknown kind, a ``poll_interval`` out of range, or an ``after`` that
+            InvalidQuery: an unknown kind, a ``poll_interval`` or ``timeout`` out of range (or
+                not a number: NaN, a str, a bool), or an ``after`` that
                 is not an id (from this call) or not an actum of the chronicum (from the
                 generator's first step); ``.field`` names the argument.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
@@ -324,12 +326,14 @@ class Chronicarius(_Keeper[Store]):
             StoreError: the store failed; chained to the driver's exception. A new ``follow``
                 with ``after`` set to the last actum yielded resumes without a gap.
         """
-        plan = self._rules.follow(owner_id, chronicum_id, after, actum_kinds, actor_kinds, poll_interval)
-        return self._following(run_plan(plan, self._perform_following), timeout)
+        plan = self._rules.follow(
+            owner_id, chronicum_id, after, actum_kinds, actor_kinds, poll_interval, timeout
+        )
+        return self._following(run_plan(plan, self._perform_following))
 
-    def _following(self, following: Following, timeout: float | None) -> Generator[Actum, None, None]:
+    def _following(self, following: Following) -> Generator[Actum, None, None]:
         while True:
-            acta = run_plan(follow_step(following, timeout), self._perform_following)
+            acta = run_plan(follow_step(following, following.timeout), self._perform_following)
             if acta is None:
                 return
             yield from acta

@@ -157,6 +157,7 @@ class Following:
             chronicum was erased).
         capabilities: the store's capabilities (names of :mod:`chronica_core.capabilities`).
         poll_interval: seconds between reads when the store cannot wait itself.
+        timeout: seconds each step of a blocking follower waits for news (``None``: no limit).
     """
 
     chronicum_id: str
@@ -165,6 +166,7 @@ class Following:
     checked: bool
     capabilities: frozenset[str]
     poll_interval: float
+    timeout: float | None = None
 
 
 def _matches(actum: Actum, query: ActaQuery) -> bool:

@@ -299,7 +299,7 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
         except ChronicumNotFound:
             return
         with entry.lock:
-            entry.changed.wait_for(lambda: entry.has_news(after), timeout)
+            entry.changed.wait_for(lambda: self._closed or entry.has_news(after), timeout)
 
     def _watch(self, chronicum_id: str, after: str | None, waker: Callable[[], None]) -> _Entry | None:
         """Register ``waker`` for the chronicum; ``None`` (nothing registered) when there is news already."""
@@ -308,7 +308,7 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
         except ChronicumNotFound:
             return None
         with entry.lock:
-            if entry.has_news(after):
+            if self._closed or entry.has_news(after):
                 return None
             entry.wakers.add(waker)
             return entry
@@ -319,8 +319,17 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
             entry.wakers.discard(waker)
 
     def close(self) -> None:
-        """Refuse every later operation with ``StoreError`` (closing again is harmless)."""
+        """Refuse every later operation with ``StoreError`` (closing again is harmless).
+
+        Every follower waiting in :meth:`wait_for_acta` (or an asyncio face's) is woken, and its
+        next read raises ``StoreError("memory: store", "the store is closed")``.
+        """
         self._mark_closed()
+        with self._create_lock:
+            entries = list(self._entries.values())
+        for entry in entries:
+            with entry.lock:
+                entry.wake()
 
     def _entry(self, chronicum_id: str) -> _Entry:
         self._refuse_if_closed(None, _WHERE)
@@ -383,6 +392,9 @@ class AsyncMemoryStore(
             raise InvalidOption("memory", sorted(options)[0], "give it to the shared store instead")
         self._owns_store = store is None
         self.sync_store = store if store is not None else MemoryStore(url, **options)
+        self._wakers: set[Callable[[], None]] = set()
+        """The wakers of this face's waiting followers: :meth:`close` calls them."""
+        self._wakers_lock = threading.Lock()
 
     async def create(self, chronicum: Chronicum) -> None:
         """See :meth:`MemoryStore.create`."""
@@ -449,7 +461,8 @@ class AsyncMemoryStore(
         """Wait, without blocking the loop, until a write or an erasure wakes it; see ``FollowStore``.
 
         The wake-up comes through the running loop's ``call_soon_threadsafe`` (writers may be
-        other threads); on return or cancellation the waiter is removed, leaving nothing behind.
+        other threads); closing the face or its store wakes it too. On return or cancellation
+        the waiter is removed, leaving nothing behind.
         """
         self._refuse_if_closed(None, _ASYNC_WHERE)
         loop = asyncio.get_running_loop()
@@ -459,23 +472,36 @@ class AsyncMemoryStore(
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
                 loop.call_soon_threadsafe(woken.set)
 
-        entry = self.sync_store._watch(chronicum_id, after, waker)
-        if entry is None:
-            return
+        with self._wakers_lock:
+            self._wakers.add(waker)
         try:
-            async with asyncio.timeout(timeout):
-                await woken.wait()
-        except TimeoutError:
-            pass
+            if self._closed:  # closed since the check above: close may have missed this waker
+                return
+            entry = self.sync_store._watch(chronicum_id, after, waker)
+            if entry is None:
+                return
+            try:
+                async with asyncio.timeout(timeout):
+                    await woken.wait()
+            except TimeoutError:
+                pass
+            finally:
+                self.sync_store._unwatch(entry, waker)
         finally:
-            self.sync_store._unwatch(entry, waker)
+            with self._wakers_lock:
+                self._wakers.discard(waker)
 
     async def close(self) -> None:
         """Refuse every later call on this face (``StoreError``).
 
         A :class:`MemoryStore` given as ``store`` stays open: it is the caller's to close; one
-        this face made itself is closed with it.
+        this face made itself is closed with it. Every follower waiting on this face is woken,
+        and its next read raises ``StoreError("memory: async store", "the store is closed")``.
         """
         self._mark_closed()
+        with self._wakers_lock:
+            wakers = list(self._wakers)
+        for waker in wakers:
+            waker()
         if self._owns_store:
             self.sync_store.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -46,7 +47,7 @@ from chronica_core.model import (
 )
 from chronica_core.plans import Plan
 
-__all__ = ["DEFAULT_OWNER_CACHE_SIZE", "MAX_BATCH_SIZE", "Rules", "StoreCall"]
+__all__ = ["DEFAULT_OWNER_CACHE_SIZE", "MAX_BATCH_SIZE", "MAX_FOLLOW_TIMEOUT", "Rules", "StoreCall"]
 
 DEFAULT_OWNER_CACHE_SIZE = 10_000
 """How many ``chronicum id -> owner`` pairs a Chronicarius remembers (rule R10)."""
@@ -55,6 +56,9 @@ MAX_BATCH_SIZE = 1000
 """The most acta one ``record_acta`` call may record."""
 
 _NEWEST = ActaQuery(last_n=1)
+
+MAX_FOLLOW_TIMEOUT = 86_400.0
+"""The longest finite ``timeout`` a blocking follower takes, in seconds (a day); longer: ``None``."""
 
 _KINDS_NEEDING_CONTENT = frozenset({ActumKind.MESSAGE, ActumKind.THOUGHT})
 
@@ -104,6 +108,30 @@ def _encoding_problem(value: str) -> str | None:
     except UnicodeEncodeError as error:
         return f"cannot be encoded as UTF-8 ({error.reason} at index {error.start})"
     return None
+
+
+def _follow_timeout(timeout: object) -> float | None:
+    """Check a follower's ``timeout``; return it in seconds, or ``None`` for no limit.
+
+    ``None`` and ``math.inf`` mean no limit; otherwise a real number (not a bool) from 0 (read
+    once, end at once if nothing is new) to :data:`MAX_FOLLOW_TIMEOUT`.
+
+    Raises:
+        InvalidQuery: (``field="timeout"``) anything else: a bool, a str, NaN, a negative number,
+            or more than :data:`MAX_FOLLOW_TIMEOUT` but finite.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise InvalidQuery("timeout", f"seconds as a number, or None for no limit, not {timeout!r}")
+    if timeout == math.inf:
+        return None
+    if not (0 <= timeout <= MAX_FOLLOW_TIMEOUT):  # NaN fails every comparison
+        raise InvalidQuery(
+            "timeout",
+            f"seconds, from 0 to {MAX_FOLLOW_TIMEOUT:g}, or None (or inf) for no limit, not {timeout!r}",
+        )
+    return float(timeout)
 
 
 def _check_owner(owner_id: object) -> str:
@@ -387,11 +415,15 @@ class Rules:
         actum_kinds: Iterable[ActumKind | str] | None,
         actor_kinds: Iterable[ActorKind | str] | None,
         poll_interval: float,
+        timeout: float | None = None,
     ) -> Plan[StoreCall, Following]:
         """Rules R1, R5 and R6's filters for a follower: check the owner, then take the position.
 
         With ``after`` the position is that actum (checked by the first read,
         :func:`chronica_core.follow.follow_step`); without it, the chronicum's newest actum now.
+        ``timeout`` (seconds each step waits for news) is checked by :func:`_follow_timeout` and
+        kept, normalised, in the returned ``Following``; every argument is checked before the
+        store is asked anything.
         """
         _check_owner(owner_id)
         query = _query(actum_kinds, actor_kinds, 0)
@@ -405,6 +437,7 @@ class Rules:
             raise InvalidQuery(
                 "poll_interval", f"seconds, more than 0 and at most 3600, not {poll_interval!r}"
             )
+        step_timeout = _follow_timeout(timeout)
         owner = self._owners.get(chronicum_id) if isinstance(chronicum_id, str) else None
         if owner is None:
             owner = yield from self._read_owner(chronicum_id)
@@ -414,7 +447,9 @@ class Rules:
         if after is None:
             newest: list[Actum] = yield ("acta", (chronicum_id, _NEWEST))
             position, checked = (newest[-1].id if newest else None), True
-        return Following(chronicum_id, query, position, checked, self._capabilities, float(poll_interval))
+        return Following(
+            chronicum_id, query, position, checked, self._capabilities, float(poll_interval), step_timeout
+        )
 
     def get_chronicum(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, Chronicum]:
         """Rules R1 and R5: the owner's chronicum, read fresh from the store."""

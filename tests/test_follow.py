@@ -4,12 +4,14 @@ wake-ups without polling (counted calls, never timed)."""
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from typing import Any
 
 import pytest
 
 from chronica_core import (
+    ActaQuery,
     ActorKind,
     Actum,
     ActumKind,
@@ -18,8 +20,10 @@ from chronica_core import (
     Chronicarius,
     InvalidQuery,
     MemoryStore,
+    StoreError,
 )
 from chronica_core.follow import FOLLOW_READS, FollowReads
+from chronica_core.rules import MAX_FOLLOW_TIMEOUT
 
 GUARD_SECONDS = 30.0
 
@@ -53,6 +57,133 @@ def test_a_poll_interval_out_of_range_is_refused_naming_it(interval: Any) -> Non
     with pytest.raises(InvalidQuery) as refused:
         chronicarius.follow("ardian", "lunch", poll_interval=interval)
     assert refused.value.field == "poll_interval"
+
+
+@pytest.mark.parametrize(
+    "timeout", [math.nan, -1, -0.5, "5", True, False, 10**30, MAX_FOLLOW_TIMEOUT + 1, -math.inf, [1]]
+)
+def test_a_timeout_out_of_range_is_refused_by_the_call_naming_it(timeout: Any) -> None:
+    """Found by trying: NaN hung for ever, inf and 10**30 overflowed, "5" failed in the generator."""
+    store = CountingStore()
+    chronicarius = Chronicarius(store)
+    chronicarius.record_actum("ardian", _message("lunch", "hello"))
+    with pytest.raises(InvalidQuery) as refused:
+        chronicarius.follow("ardian", "lunch", timeout=timeout)
+    assert refused.value.field == "timeout"
+    assert repr(timeout) in str(refused.value)
+    assert store.calls == []  # refused before anything was read or waited for
+
+
+def test_a_timeout_of_zero_reads_once_and_ends_at_once_without_news() -> None:
+    store = CountingStore()
+    chronicarius = Chronicarius(store)
+    first = chronicarius.record_actum("ardian", _message("lunch", "hello"))
+    second = chronicarius.record_actum("ardian", _message("lunch", "again"))
+    assert [actum.id for actum in chronicarius.follow("ardian", "lunch", after=first.id, timeout=0)] == [
+        second.id
+    ]
+    assert list(chronicarius.follow("ardian", "lunch", timeout=0)) == []
+    assert "wait_for_acta" not in store.calls
+
+
+@pytest.mark.parametrize("timeout", [math.inf, MAX_FOLLOW_TIMEOUT, 1])
+def test_an_infinite_or_long_timeout_waits_until_woken(timeout: float) -> None:
+    """Found by trying: inf overflowed the memory store's wait instead of meaning no limit."""
+    store = CountingStore()
+    chronicarius = Chronicarius(store)
+    first = chronicarius.record_actum("ardian", _message("lunch", "hello"))
+    follower = chronicarius.follow("ardian", "lunch", after=first.id, timeout=timeout)
+    got: list[str] = []
+    errors: list[BaseException] = []
+
+    def take() -> None:
+        try:
+            got.append(next(follower).content)
+        except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    assert store.waiting.wait(GUARD_SECONDS)
+    chronicarius.record_actum("ardian", _message("lunch", "news"))
+    thread.join(GUARD_SECONDS)
+    follower.close()
+    assert errors == []
+    assert got == ["news"]
+
+
+def test_closing_the_memory_store_ends_a_waiting_blocking_follower() -> None:
+    """Found by trying: the follower kept waiting after ``close`` (for ever, with no timeout)."""
+    store = CountingStore()
+    chronicarius = Chronicarius(store)
+    first = chronicarius.record_actum("ardian", _message("lunch", "hello"))
+    follower = chronicarius.follow("ardian", "lunch", after=first.id)
+    outcome: list[object] = []
+
+    def take() -> None:
+        try:
+            outcome.append(next(follower))
+        except StopIteration:
+            outcome.append("ended without news")
+        except StoreError as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    assert store.waiting.wait(GUARD_SECONDS)
+    store.close()
+    thread.join(GUARD_SECONDS)
+    assert not thread.is_alive(), "the follower still waits after close"
+    assert len(outcome) == 1
+    error = outcome[0]
+    assert isinstance(error, StoreError), error
+    assert (error.where, error.detail) == ("memory: store", "the store is closed")
+
+
+class AsyncWaiting(AsyncMemoryStore):
+    """The asyncio memory store, telling when a follower waits."""
+
+    def __init__(self, store: MemoryStore | None = None) -> None:
+        super().__init__(store=store)
+        self.waiting = asyncio.Event()
+
+    async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
+        self.waiting.set()
+        await super().wait_for_acta(chronicum_id, after, timeout)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["own-store", "shared-store"])
+def test_closing_the_asyncio_memory_store_ends_a_waiting_follower(shared: bool) -> None:
+    """Found by trying: ``async for`` kept waiting after ``await store.close()``."""
+
+    async def follow() -> tuple[object, MemoryStore]:
+        sync_store = MemoryStore()
+        store = AsyncWaiting(sync_store if shared else None)
+        chronicarius = AsyncChronicarius(store)
+        first = await chronicarius.record_actum("ardian", _message("lunch", "hello"))
+
+        async def take() -> object:
+            try:
+                async for actum in chronicarius.follow("ardian", "lunch", after=first.id):
+                    return actum
+            except StoreError as error:
+                return error
+            return "ended without news"
+
+        task = asyncio.create_task(take())
+        await asyncio.wait_for(store.waiting.wait(), GUARD_SECONDS)
+        await store.close()
+        try:
+            return await asyncio.wait_for(task, GUARD_SECONDS), sync_store
+        except TimeoutError:
+            return "still waiting after close", sync_store
+
+    outcome, sync_store = asyncio.run(follow())
+    assert isinstance(outcome, StoreError), outcome
+    assert (outcome.where, outcome.detail) == ("memory: async store", "the store is closed")
+    if shared:  # the shared store is the caller's: still open, and nothing of the waiter is left
+        assert [actum.content for actum in sync_store.acta("lunch", ActaQuery())] == ["hello"]
+        assert sync_store._entries["lunch"].wakers == set()
 
 
 def test_the_blocking_generator_ends_after_its_timeout_without_news() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from chronica_conformance.base import SuiteBase, ids, make_actum, new_id, new_owner, require_capability
 from chronica_conformance.harness import Harness, rules_call, store_call
-from chronica_core import ActorKind, ActumKind, ChronicumNotFound, InvalidQuery
+from chronica_core import ActorKind, ActumKind, ChronicumNotFound, InvalidQuery, StoreError
 from chronica_core.capabilities import ERASURE, FOLLOW
 from chronica_core.follow import FOLLOW_PAGE
 
@@ -181,6 +181,14 @@ class FollowContract(SuiteBase):
             harness.follow_during(
                 owner, chronicum_id, 1, [rules_call("erase_chronicum", owner, chronicum_id)], after=start[1]
             )
+
+    def test_follow_ends_when_its_store_is_closed(self, closing_harness: Harness) -> None:
+        """Closing the store while it is followed ends the follower with ``StoreError`` at once."""
+        harness = closing_harness
+        owner, chronicum_id = new_owner(), new_id("follow-closed")
+        start = _write(harness, owner, chronicum_id, 1)
+        with pytest.raises(StoreError):
+            harness.follow_during(owner, chronicum_id, 1, [store_call("close")], after=start[0])
 
     def test_follow_stopped_leaves_nothing_behind(self, follow_harness: Harness) -> None:
         """A follower stopped while it waits leaves no thread or task of its own running."""

@@ -21,10 +21,15 @@ class TestSQLAlchemyConformance(ConformanceSuite):
         return dialect
 
     @pytest.fixture
-    def store_to_close(self, database_url: str) -> Iterator[SQLAlchemyStore]:
-        """A store of its own on the session database (the shared ``store`` must stay open)."""
-        store = SQLAlchemyStore.open(database_url, auto_migrate=False)
+    def store_to_close(self, database_url: str, store: SQLAlchemyStore) -> Iterator[SQLAlchemyStore]:
+        """A store of its own on the session database (the shared ``store`` must stay open).
+
+        It asks for ``store`` first, which migrates the session database: run alone, a closing
+        case otherwise found no tables.
+        """
+        del store  # asked for only so that its migration has run
+        own = SQLAlchemyStore.open(database_url, auto_migrate=False)
         try:
-            yield store
+            yield own
         finally:
-            store.close()
+            own.close()
