@@ -703,7 +703,12 @@ class Plans:
         )
         if where is not None:
             row = row.where(where)
-        columns = [
+        return insert(acta).from_select(self._new_actum_columns(), row)
+
+    def _new_actum_columns(self) -> list[Any]:
+        """The ``acta`` columns an ``INSERT ... SELECT`` of new acta fills, in its ``SELECT``'s order."""
+        acta = self.tables.acta
+        return [
             acta.c.chronicum_id,
             acta.c.seq,
             acta.c.id,
@@ -714,7 +719,6 @@ class Plans:
             acta.c.at,
             acta.c.idempotency_key,
         ]
-        return insert(acta).from_select(columns, row)
 
     @staticmethod
     def record_parameters(actum: Actum, at: datetime, key: str | None = None) -> dict[str, Any]:
@@ -760,18 +764,7 @@ class Plans:
         return (
             insert(acta)
             .from_select(
-                [
-                    acta.c.chronicum_id,
-                    acta.c.seq,
-                    acta.c.id,
-                    acta.c.kind,
-                    acta.c.actor_kind,
-                    acta.c.actor,
-                    acta.c.content,
-                    acta.c.at,
-                    acta.c.idempotency_key,
-                    acta.c.batch_size,
-                ],
+                [*self._new_actum_columns(), acta.c.batch_size],
                 select(
                     moved.c.id,
                     moved.c.last_seq - count + given.c.place,
