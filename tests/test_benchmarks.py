@@ -71,6 +71,39 @@ def test_phases_pick_what_runs(tmp_path: Path) -> None:
     assert "--phases wants some of history,concurrent,batch,listing, got 'history,erase'" in refused.stderr
 
 
+@pytest.mark.parametrize(("tasks_seconds", "holds"), [(1.2, True), (1.25, True), (1.3, False)])
+def test_judge_holds_tasks_to_0_8x_the_threads_throughput(
+    monkeypatch: pytest.MonkeyPatch, tasks_seconds: float, holds: bool
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks.run import ConcurrentRow, Report, judge, render
+
+    report = Report("postgresql://db", "postgres", {}, [100], 10, "3.11", "now", raw_variants=["psycopg"])
+    report.concurrent = [
+        ConcurrentRow("chronica threads", 40, 2000, 1.0, 2000.0),
+        ConcurrentRow("psycopg threads", 40, 2000, 0.9, 2000 / 0.9),
+        ConcurrentRow("chronica async tasks", 40, 2000, tasks_seconds, 2000 / tasks_seconds),
+    ]
+    [tasks] = [verdict for verdict in judge(report) if "tasks" in verdict.target]
+    assert tasks.target == "40 tasks >= 0.8x 40 threads' throughput"
+    assert tasks.value == pytest.approx(1 / tasks_seconds)
+    assert tasks.holds is holds
+    report.targets = judge(report)
+    assert f"tasks/threads throughput {1 / tasks_seconds:.2f}x" in render(report)
+
+
+def test_judge_sets_no_tasks_target_on_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks.run import ConcurrentRow, Report, judge
+
+    report = Report("memory://", "memory", {}, [100], 10, "3.11", "now")
+    report.concurrent = [
+        ConcurrentRow("chronica threads", 40, 2000, 1.0, 2000.0),
+        ConcurrentRow("chronica async tasks", 40, 2000, 3.0, 2000 / 3.0),
+    ]
+    assert not [verdict for verdict in judge(report) if "tasks" in verdict.target]
+
+
 def test_peers_reads_its_options_without_the_peers_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(ROOT))  # the benchmarks are not installed: run from the repository
     from benchmarks import peers
