@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +70,100 @@ def test_phases_pick_what_runs(tmp_path: Path) -> None:
     )
     assert refused.returncode == 2
     assert "--phases wants some of history,concurrent,batch,listing, got 'history,erase'" in refused.stderr
+
+
+@pytest.mark.parametrize(("tasks_seconds", "holds"), [(1.2, True), (1.25, True), (1.3, False)])
+def test_judge_holds_tasks_to_0_8x_the_threads_throughput(
+    monkeypatch: pytest.MonkeyPatch, tasks_seconds: float, holds: bool
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks.run import ConcurrentRow, Report, judge, render
+
+    report = Report("postgresql://db", "postgres", {}, [100], 10, "3.11", "now", raw_variants=["psycopg"])
+    report.concurrent = [
+        ConcurrentRow("chronica threads", 40, 2000, 1.0, 2000.0),
+        ConcurrentRow("psycopg threads", 40, 2000, 0.9, 2000 / 0.9),
+        ConcurrentRow("chronica async tasks", 40, 2000, tasks_seconds, 2000 / tasks_seconds),
+        ConcurrentRow("psycopg async tasks", 40, 2000, 1.125, 2000 / 1.125),
+    ]
+    [tasks] = [verdict for verdict in judge(report) if "tasks" in verdict.target]
+    assert tasks.target == "40 tasks >= 0.8x 40 threads' throughput"
+    assert tasks.value == pytest.approx(1 / tasks_seconds)
+    assert tasks.holds is holds
+    report.targets = judge(report)
+    text = render(report)
+    assert f"tasks/threads throughput {1 / tasks_seconds:.2f}x" in text
+    assert "driver floor psycopg async tasks/threads throughput 0.80x" in text  # 0.9 s / 1.125 s
+
+
+def test_raw_tasks_give_each_task_its_own_baseline_and_close_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    import asyncio
+
+    from benchmarks.run import Baselines, Settings, StoreBench
+
+    opened: list[FakeRaw] = []
+
+    class FakeAsync:
+        def __init__(self, owner: FakeRaw) -> None:
+            self.owner = owner
+            self.appended: list[tuple[str, str]] = []
+            self.closed = False
+
+        async def append(self, actum: Any) -> None:
+            assert self.owner.sync_closed, "the blocking connection is closed before the writes"
+            self.appended.append((actum.chronicum_id, actum.id))
+
+        async def close(self) -> None:
+            self.closed = True
+
+    class FakeRaw:
+        name = "fake"
+        thread_safe = False
+
+        def __init__(self, url: str, **options: str) -> None:
+            self.variants = {"fake": self}
+            self.async_variants = {"fake": FakeAsync(self)}
+            self.prepared: list[str] = []
+            self.sync_closed = False
+            opened.append(self)
+
+        def prepare(self, chronicum_id: str, owner_id: str) -> None:
+            self.prepared.append(chronicum_id)
+
+        def fill(self, chronicum_id: str, acta: Any) -> None:
+            raise AssertionError("nothing to fill")
+
+        def close(self) -> None:
+            self.sync_closed = True
+
+    settings = Settings([10], {}, repeat=1, warmup=1, writers=3, writes_per_writer=4, run_async=True)
+    bench = StoreBench("memory://", settings)
+    shared = Baselines(FakeRaw, "memory://", {})
+    seconds = asyncio.run(bench._raw_tasks(shared, "fake", "label", 2))
+    assert seconds > 0
+    tasks = opened[1:]  # opened[0] is the shared one, untouched
+    assert opened[0].prepared == [] and not opened[0].async_variants["fake"].appended
+    assert len(tasks) == 3
+    for raw in tasks:
+        [chronicum_id] = raw.prepared
+        variant = raw.async_variants["fake"]
+        assert [appended[0] for appended in variant.appended] == [chronicum_id] * 6  # 2 warm-up + 4 timed
+        assert len({appended[1] for appended in variant.appended}) == 6
+        assert raw.sync_closed and variant.closed
+    assert len({raw.prepared[0] for raw in tasks}) == 3
+
+
+def test_judge_sets_no_tasks_target_on_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks.run import ConcurrentRow, Report, judge
+
+    report = Report("memory://", "memory", {}, [100], 10, "3.11", "now")
+    report.concurrent = [
+        ConcurrentRow("chronica threads", 40, 2000, 1.0, 2000.0),
+        ConcurrentRow("chronica async tasks", 40, 2000, 3.0, 2000 / 3.0),
+    ]
+    assert not [verdict for verdict in judge(report) if "tasks" in verdict.target]
 
 
 def test_peers_reads_its_options_without_the_peers_installed(monkeypatch: pytest.MonkeyPatch) -> None:
