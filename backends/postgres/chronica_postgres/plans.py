@@ -42,6 +42,7 @@ from chronica_core.limits import (
     check_content_size,
     content_limit_option,
 )
+from chronica_core.model import build_actum
 from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row, check_rows
@@ -320,8 +321,8 @@ def _content_parameters(content: str) -> tuple[str | None, bytes | None]:
 
 
 def _stored(actum: Actum, at: datetime) -> Actum:
-    """``actum`` as recorded at ``at`` (built directly: ``dataclasses.replace`` costs twice as much)."""
-    return Actum(
+    """``actum`` as recorded at ``at`` (built directly: ``dataclasses.replace`` costs four times as much)."""
+    return build_actum(
         actum.chronicum_id, actum.kind, actum.actor_kind, actum.actor, actum.content, actum.id, _utc(at)
     )
 
@@ -341,7 +342,28 @@ def _actum(row: tuple[Any, ...]) -> Actum:
         content = bytes(content_bytes).decode()
     if at.tzinfo is not UTC:
         at = at.astimezone(UTC)
-    return Actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
+    return build_actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
+
+
+def _acta(rows: Iterable[Sequence[Any]]) -> list[Actum]:
+    """:func:`_actum` of every row, in order: one loop, no call per row but the actum's.
+
+    A context window builds twenty acta per read, a third of the client CPU a read costs: hence
+    :data:`chronica_core.model.build_actum`, and no function call per row on top of it.
+    """
+    kinds, actor_kinds, build = _KINDS, _ACTOR_KINDS, build_actum
+    return [
+        build(
+            chronicum_id,
+            kinds[kind],
+            actor_kinds[actor_kind],
+            actor,
+            bytes(content_bytes).decode() if content is None else content,
+            actum_id,
+            at if at.tzinfo is UTC else at.astimezone(UTC),
+        )
+        for chronicum_id, _, actum_id, kind, actor_kind, actor, content, content_bytes, at in rows
+    ]
 
 
 def text_array(values: Iterable[str]) -> str:
@@ -518,7 +540,7 @@ class Plans:
         check_rows("postgres: read acta", "chronicum id", chronicum_id, rows)
         if rows[0][1] is None:  # the chronicum exists; no actum matched
             return []
-        return [_actum(row) for row in rows]
+        return _acta(rows)
 
     def acta_after(
         self, chronicum_id: str, after: str | None, limit: int
@@ -540,7 +562,7 @@ class Plans:
             return None
         if rows[0][2] is None:  # nothing after the position
             return []
-        return [_actum(row[2:]) for row in rows]
+        return _acta(row[2:] for row in rows)
 
     def follow(self, chronicum_id: str, ahead: float, renew_below: float) -> Plan[Operation, bool | None]:
         """Mark the chronicum followed for ``ahead`` seconds, unless it is for ``renew_below`` or more.
@@ -591,7 +613,7 @@ class Plans:
             raise ChronicumNotFound(chronicum_id)
         check_rows(where, "chronicum id", chronicum_id, rows, column=1)
         if not rows[0][0]:  # the key was used before: its write's acta
-            return [_actum(row[1:]) for row in rows]
+            return _acta(row[1:] for row in rows)
         if len(rows) != len(acta):
             raise StoreError(where, f"the database stored {len(rows)} acta of a batch of {len(acta)}")
         stored: list[Actum] = []
@@ -698,7 +720,7 @@ class Plans:
         if not rows:  # only an erasure deletes acta
             raise ChronicumNotFound(chronicum_id) from lost_race
         check_rows(f"postgres: {operation}", "chronicum id", chronicum_id, rows)
-        return [_actum(row) for row in rows]
+        return _acta(rows)
 
     def migrate(self) -> Plan[Operation, int]:
         """Create or upgrade the schema; return its version (:data:`LATEST_VERSION`).
