@@ -60,6 +60,7 @@ from chronica_postgres.schema import (
 from chronica_postgres.timeout import OperationTimedOut
 
 __all__ = [
+    "BULKY_CONTENT_CHARS",
     "DEFAULT_MAX_IDLE",
     "DEFAULT_MAX_SIZE",
     "DISCARD_BROKEN_CONNECTIONS",
@@ -104,6 +105,11 @@ def batch_parameters(acta: Sequence[Actum], key: str | None) -> tuple[object, ..
     )
 
 
+BULKY_CONTENT_CHARS: Final = 8192
+"""Content longer than this, in characters (all of a batch's together), makes its statement
+``bulky``: a store keeps nothing of it once it ran (at most four bytes a character)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Statement:
     """Run ``sql`` with ``params`` (``None``: no parameters, several statements allowed).
@@ -112,10 +118,16 @@ class Statement:
     psycopg then reads timestamps and numbers from their binary form instead of parsing text,
     about a fifth less client CPU for a context window, and ``bytea`` arrives as its bytes instead
     of hex text. The rows are the same Python values either way.
+
+    ``bulky`` says that ``params`` carry content longer than :data:`BULKY_CONTENT_CHARS`: the
+    blocking store runs each statement on a cursor it keeps (psycopg then reuses the cursor's
+    adapters), and a cursor keeps its last parameters until its next run, so a bulky statement
+    runs on a cursor of its own, dropped after it.
     """
 
     sql: bytes
     params: tuple[Any, ...] | None = None
+    bulky: bool = False
 
     @property
     def binary(self) -> bool:
@@ -472,7 +484,11 @@ class Plans:
         """
         _refuse_nul(actum.chronicum_id)
         check_content_size(actum.content, self.max_content_bytes)
-        statement = Statement(self.statements.record, _record_parameters(actum, None))
+        statement = Statement(
+            self.statements.record,
+            _record_parameters(actum, None),
+            bulky=len(actum.content) > BULKY_CONTENT_CHARS,
+        )
         rows = yield from self._write(statement, "record actum", actum.chronicum_id)
         if not rows:
             raise ChronicumNotFound(actum.chronicum_id)
@@ -494,7 +510,9 @@ class Plans:
         _refuse_nul(chronicum_id)
         check_content_size(actum.content, self.max_content_bytes)
         statement = Statement(
-            self.statements.record_idempotent, (chronicum_id, key, *_record_parameters(actum, key))
+            self.statements.record_idempotent,
+            (chronicum_id, key, *_record_parameters(actum, key)),
+            bulky=len(actum.content) > BULKY_CONTENT_CHARS,
         )
         try:
             rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
@@ -595,7 +613,11 @@ class Plans:
         _refuse_nul(chronicum_id)
         for actum in acta:
             check_content_size(actum.content, self.max_content_bytes)
-        statement = Statement(self.statements.record_many, batch_parameters(acta, key))
+        statement = Statement(
+            self.statements.record_many,
+            batch_parameters(acta, key),
+            bulky=sum(len(actum.content) for actum in acta) > BULKY_CONTENT_CHARS,
+        )
         where = "postgres: record acta"
         try:
             if key is None:
