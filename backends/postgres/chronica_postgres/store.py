@@ -98,7 +98,7 @@ class _PooledConnection(psycopg.Connection[TupleRow]):
 
     psycopg's ``Connection.execute`` builds a new cursor for every call, with its own copy of the
     adapters and a new transformer that looks up again how to send each parameter and read each
-    column: about a quarter of psycopg's client CPU for a context window. A kept cursor run again
+    column: about a fifth of psycopg's client work per call. A kept cursor run again
     on the same statement reuses all of that (psycopg keeps a cursor's transformer while its
     query stays the same object). Each cursor is used by one operation at a time, as its
     connection is; it goes when the connection goes.
