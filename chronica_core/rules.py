@@ -44,6 +44,7 @@ from chronica_core.model import (
     ActumKind,
     ChronicaPage,
     Chronicum,
+    build_actum,
 )
 from chronica_core.plans import Plan
 
@@ -483,7 +484,9 @@ class Rules:
         problem = _encoding_problem(content)
         if problem is not None:
             raise InvalidActum("content", problem)
-        return Actum(actum.chronicum_id, kind, actor_kind, actum.actor, content, self._id_factory())
+        return build_actum(
+            actum.chronicum_id, kind, actor_kind, actum.actor, content, self._id_factory(), None
+        )
 
     def _claim(self, owner_id: str, chronicum_id: str, contents: tuple[str, ...]) -> Plan[StoreCall, str]:
         """Rule R4: return the chronicum's owner, creating it for ``owner_id`` on the first write.

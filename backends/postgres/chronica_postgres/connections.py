@@ -38,17 +38,21 @@ class IdleConnections:
 
     def __init__(self, check_after: float) -> None:
         self.check_after = check_after
-        self._idle: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()
+        # Per connection: [idle since (time.monotonic()), the limit in seconds]. A list, updated
+        # in place: each return of a connection costs one lookup, not a new weak reference.
+        self._idle: weakref.WeakKeyDictionary[Any, list[float]] = weakref.WeakKeyDictionary()
 
     def opened(self, connection: Any, server_idle_timeout: float | None) -> None:
         """Remember a new ``connection`` whose server closes it after ``server_idle_timeout`` idle seconds."""
-        self._idle[connection] = (time.monotonic(), idle_limit(self.check_after, server_idle_timeout))
+        self._idle[connection] = [time.monotonic(), idle_limit(self.check_after, server_idle_timeout)]
 
     def returned(self, connection: Any) -> None:
         """Note that ``connection`` goes back to the pool now (idle from now on)."""
         known = self._idle.get(connection)
-        limit = self.check_after if known is None else known[1]
-        self._idle[connection] = (time.monotonic(), limit)
+        if known is None:
+            self._idle[connection] = [time.monotonic(), self.check_after]
+        else:
+            known[0] = time.monotonic()
 
     def stale(self, connection: Any) -> bool:
         """Whether ``connection`` must be checked (one round trip) before it is used.

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from chronica_core import StoreError
@@ -92,6 +93,53 @@ async def _check_connection_async(url: str, options: Options) -> None:
     await connection.close()
 
 
+class _PooledConnection(psycopg.Connection[TupleRow]):
+    """A connection of a pool the blocking store opened: it keeps one cursor per statement.
+
+    psycopg's ``Connection.execute`` builds a new cursor for every call, with its own copy of the
+    adapters and a new transformer that looks up again how to send each parameter and read each
+    column: about a fifth of psycopg's client work per call. A kept cursor run again
+    on the same statement reuses all of that (psycopg keeps a cursor's transformer while its
+    query stays the same object). Each cursor is used by one operation at a time, as its
+    connection is; it goes when the connection goes.
+    """
+
+    def __init__(self, *arguments: Any, **keywords: Any) -> None:
+        super().__init__(*arguments, **keywords)
+        self.kept_cursors: dict[bytes, psycopg.Cursor[TupleRow]] = {}
+
+    def run(self, statement: Statement) -> Rows:
+        """Run ``statement`` (one with parameters, not bulky) on its kept cursor; return its rows.
+
+        The result is freed once read (a context window's may be large); what the cursor still
+        holds until its next run is the statement's parameters, which are small (not ``bulky``).
+        Raises what psycopg raises.
+        """
+        sql = statement.sql
+        cursor = self.kept_cursors.get(sql)
+        if cursor is None:
+            cursor = self.kept_cursors[sql] = self.cursor()
+        rows = cursor.execute(sql, statement.params, binary=True).fetchall()
+        result = cursor.pgresult
+        if result is not None:
+            result.clear()
+        return rows
+
+
+def _run_statement(connection: psycopg.Connection[Any], statement: Statement) -> Rows:
+    """Run ``statement`` on a borrowed ``connection`` in autocommit; return its rows.
+
+    On a connection of the store's own pool a statement with parameters runs on the cursor the
+    connection keeps for it, unless it is ``bulky``; anything else on a new cursor. Raises what
+    psycopg raises.
+    """
+    if type(connection) is _PooledConnection and statement.params is not None and not statement.bulky:
+        return connection.run(statement)
+    if not connection.autocommit:  # a pool given by the caller
+        connection.autocommit = True
+    return connection.execute(statement.sql, statement.params, binary=statement.binary).fetchall()
+
+
 class PostgresStore(PostgresFollowing, PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL.
 
@@ -133,7 +181,13 @@ class PostgresStore(PostgresFollowing, PlannedStore):
         self._idle = IdleConnections(self.options.check_idle_after)
         if pool is None:
             _check_connection(url, self.options)
-            pool = ConnectionPool(url, open=True, configure=self._configure, **self.options.pool_arguments())
+            pool = ConnectionPool(
+                url,
+                open=True,
+                configure=self._configure,
+                connection_class=_PooledConnection,
+                **self.options.pool_arguments(),
+            )
             _log.debug(
                 "opened a pool of %d to %d connections to %s", pool.min_size, pool.max_size, masked_url(url)
             )
@@ -179,9 +233,7 @@ class PostgresStore(PostgresFollowing, PlannedStore):
             # The usual operation, without the timeout's two context managers (a few µs a call).
             connection = self._borrow(None)
             try:
-                if not connection.autocommit:  # a pool given by the caller
-                    connection.autocommit = True
-                return connection.execute(operation.sql, operation.params, binary=operation.binary).fetchall()
+                return _run_statement(connection, operation)
             finally:
                 self._idle.returned(connection)
                 self._pool.putconn(connection)
@@ -196,9 +248,7 @@ class PostgresStore(PostgresFollowing, PlannedStore):
                 connection.autocommit = True
             with bounded(self.options, started, connection):
                 if isinstance(operation, Statement):
-                    return connection.execute(
-                        operation.sql, operation.params, binary=operation.binary
-                    ).fetchall()
+                    return _run_statement(connection, operation)
                 with connection.transaction():
                     for statement in operation.statements:
                         cursor = connection.execute(statement.sql, statement.params, binary=statement.binary)

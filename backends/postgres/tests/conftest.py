@@ -197,9 +197,11 @@ def psycopg_failure(kind: FailureKind) -> psycopg.Error:
 class PsycopgFaults:
     """Makes the statements of a chronica-postgres store fail (see ``DriverFaults``).
 
-    While an injection is active, ``execute`` on every connection the store borrows from its pool
-    counts as a driver call; a failing one raises psycopg's exception for the kind, and for a reset
-    or a gone server first closes the connection, as the server would have (the pool drops it).
+    While an injection is active, ``execute`` on a connection the store borrowed from its pool
+    counts as a driver call (the blocking store's: on a cursor of it, a kept one included, which
+    ``Connection.execute`` goes through too); a failing one raises psycopg's exception for the
+    kind, and for a reset or a gone server first closes the connection, as the server would have
+    (the pool drops it).
     """
 
     @contextlib.contextmanager
@@ -225,15 +227,15 @@ class PsycopgFaults:
             injection.raised_now(error)
             return error
 
-        sync_execute, async_execute = psycopg.Connection.execute, psycopg.AsyncConnection.execute
+        sync_execute, async_execute = psycopg.Cursor.execute, psycopg.AsyncConnection.execute
 
-        def execute(connection: Any, *arguments: Any, **keywords: Any) -> Any:
-            error = fail(connection)
+        def execute(cursor: Any, *arguments: Any, **keywords: Any) -> Any:
+            error = fail(cursor.connection)
             if error is not None:
                 if kind != "statement_timeout":
-                    connection.close()
+                    cursor.connection.close()
                 raise error
-            return sync_execute(connection, *arguments, **keywords)
+            return sync_execute(cursor, *arguments, **keywords)
 
         async def execute_async(connection: Any, *arguments: Any, **keywords: Any) -> Any:
             error = fail(connection)
@@ -256,7 +258,7 @@ class PsycopgFaults:
         is_async = isinstance(store, AsyncPostgresStore)
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(store, "_borrow", borrow_async if is_async else borrow)
-            patch.setattr(psycopg.Connection, "execute", execute)
+            patch.setattr(psycopg.Cursor, "execute", execute)
             patch.setattr(psycopg.AsyncConnection, "execute", execute_async)
             yield injection
 

@@ -301,7 +301,8 @@ class Counted:
 
     Each ``execute`` with parameters is one round trip (psycopg sends Parse, Bind, Execute and
     Sync together and reads the answer once); an operation that is a :class:`Statement` is one
-    ``execute``, a :class:`Transaction` several (and BEGIN, COMMIT).
+    ``execute``, a :class:`Transaction` several (and BEGIN, COMMIT). They are counted on the
+    cursor, which ``Connection.execute`` goes through too, as the blocking store's kept cursors do.
     """
 
     def __init__(self) -> None:
@@ -312,18 +313,18 @@ class Counted:
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> Counted:
     counts = Counted()
-    sync_execute, async_execute = psycopg.Connection.execute, psycopg.AsyncConnection.execute
+    sync_execute, async_execute = psycopg.Cursor.execute, psycopg.AsyncCursor.execute
 
-    def execute(connection: Any, *arguments: Any, **keywords: Any) -> Any:
+    def execute(cursor: Any, *arguments: Any, **keywords: Any) -> Any:
         counts.executes += 1
-        return sync_execute(connection, *arguments, **keywords)
+        return sync_execute(cursor, *arguments, **keywords)
 
-    async def execute_async(connection: Any, *arguments: Any, **keywords: Any) -> Any:
+    async def execute_async(cursor: Any, *arguments: Any, **keywords: Any) -> Any:
         counts.executes += 1
-        return await async_execute(connection, *arguments, **keywords)
+        return await async_execute(cursor, *arguments, **keywords)
 
-    monkeypatch.setattr(psycopg.Connection, "execute", execute)
-    monkeypatch.setattr(psycopg.AsyncConnection, "execute", execute_async)
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    monkeypatch.setattr(psycopg.AsyncCursor, "execute", execute_async)
     return counts
 
 
