@@ -3,22 +3,28 @@ transaction, with no ``ROLLBACK`` after it (see backends/sqlalchemy/README.md, R
 
 What that must not cost: a read sees every write committed before it (whichever store or pool
 wrote it), it leaves no transaction open on the server (that would hold the tables' metadata
-locks, blocking ``ALTER`` and ``DROP``), and closing the store closes the read pool's connections.
+locks, blocking ``ALTER`` and ``DROP``), the idle check and ``operation_timeout`` cover the read
+pool's connections, and closing the store closes them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from chronica_conformance.freezable_proxy import FreezableProxy
 from chronica_sqlalchemy import AsyncSQLAlchemyStore, SQLAlchemyStore
+from conftest import ServerDatabases
 from sqlalchemy import Engine
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import QueuePool
+from test_idle_connections import idle_closing, wait_until_closed
 
-from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, StoreError
 
 pytestmark = pytest.mark.dialects("mariadb")
 
@@ -123,3 +129,39 @@ def test_closing_the_store_closes_the_read_pool(shared_store: SQLAlchemyStore, d
     assert pooled(store.read_engine) == 1
     store.close()
     assert pooled(store.read_engine) == 0
+
+
+def test_a_pooled_read_connection_closed_by_the_server_is_replaced_before_use(
+    idle_closing: tuple[ServerDatabases, URL], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The idle check covers the read pool: no read meets the closed connection (none is retried)."""
+    servers, url = idle_closing
+    with SQLAlchemyStore.open(url) as store:
+        chronicum_id = new_chronicum(store)
+        assert store.acta(chronicum_id, ActaQuery()) == []
+        assert pooled(store.read_engine) == 1
+        wait_until_closed(servers, str(url.database))
+        with caplog.at_level(logging.WARNING, logger="chronica.sqlalchemy"):
+            assert store.get(chronicum_id).owner_id == "ardian"
+    assert "lost the connection" not in caplog.text
+
+
+def test_operation_timeout_bounds_a_pooled_read_connection(
+    shared_store: SQLAlchemyStore, database_url: str
+) -> None:
+    parsed = make_url(database_url)
+    with FreezableProxy(parsed.host or "127.0.0.1", parsed.port or 3306) as proxy:
+        through = parsed.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        with SQLAlchemyStore.open(through, auto_migrate=False, operation_timeout=1) as store:
+            chronicum_id = new_chronicum(store)
+            assert store.acta(chronicum_id, ActaQuery()) == []  # the read pool holds its connection
+            proxy.freeze()
+            try:
+                with pytest.raises(StoreError, match="OperationTimedOut"):
+                    store.acta(chronicum_id, ActaQuery())
+            finally:
+                proxy.thaw()
+            assert store.get(chronicum_id).owner_id == "ardian"
+
+
+__all__ = ["idle_closing"]  # a fixture this module uses, imported from test_idle_connections
