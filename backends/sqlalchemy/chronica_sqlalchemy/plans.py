@@ -206,7 +206,7 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
 
     ``reads``: an engine whose connections are in autocommit already (MariaDB/MySQL's read
     engine, see :func:`chronica_sqlalchemy.engines.reads_in_autocommit`); a plan whose first step
-    asks for autocommit takes its connection there instead, as it is.
+    asks for autocommit and does not write takes its connection there instead, as it is.
 
     Runs as plain blocking code; the asyncio store calls it through SQLAlchemy's greenlet bridge
     with its ``AsyncEngine.sync_engine``. A failure to connect is thrown into the plan like any
@@ -236,11 +236,11 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
         if not held:
             if step.write and (turn := take_turn(engine)) is not None:
                 turns.append(turn)
-            in_autocommit = step.autocommit and reads is not None
-            held.append(_connected(reads if in_autocommit and reads is not None else engine))
+            source = reads if reads is not None and step.autocommit and not step.write else engine
+            held.append(_connected(source))
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
-            if step.autocommit and not in_autocommit:
+            if step.autocommit and source is engine:
                 # psycopg's autocommit is a client-side switch (no round trip); SQLAlchemy sets
                 # the engine's isolation level back when the connection returns to the pool
                 held[0].execution_options(isolation_level=AUTOCOMMIT)
