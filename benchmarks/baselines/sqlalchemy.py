@@ -10,13 +10,15 @@ Two columns, both doing exactly the statements the store runs, on the tables the
   (``INSERT ... SELECT`` from the chronicum's row on MariaDB/MySQL), ``COMMIT``; on PostgreSQL
   the store's one statement (the ``UPDATE ... RETURNING`` in the ``WITH`` of the ``INSERT``) on a
   connection in autocommit. Context window: the one outer-joined ``SELECT`` (in autocommit on
-  PostgreSQL). Its ratio is what the plans, the row conversion and
+  PostgreSQL; on MariaDB/MySQL the ``UNION ALL`` on a read engine in autocommit, as the store's,
+  with no ``ROLLBACK`` after it). Its ratio is what the plans, the row conversion and
   ``Chronicarius`` add: the issue's target (≤ 1.2×). Its asyncio twin runs the same functions on
   an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite on SQLite, asyncmy, psycopg's
   async API).
 - the DB-API driver itself (``sqlite3``, ``pymysql`` or ``psycopg``, the last in autocommit): the
-  same SQL, hand-written, on one connection, with rows left as the driver returns them. It shows
-  what SQLAlchemy costs.
+  same SQL, hand-written, on one connection (on MariaDB/MySQL two, as the store's two pools: the
+  writes' with autocommit off, the reads' with it on), with rows left as the driver returns them.
+  It shows what SQLAlchemy costs.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from typing import Any
 
 from chronica_sqlalchemy.engines import (
     EngineOptions,
+    create_async_read_engine,
     create_async_store_engine,
+    create_read_engine,
     create_store_engine,
     sync_url,
 )
@@ -67,16 +71,19 @@ class _Core:
     def __init__(self, url: str, options: dict[str, str]) -> None:
         parsed = EngineOptions(options)
         self.engine: Engine = create_store_engine(url, parsed)
+        self.read_engine = create_read_engine(url, parsed)  # MariaDB/MySQL: reads in autocommit
         self.plans = Plans(Tables.build(parsed.schema), self.engine.dialect, parsed.schema)
 
     def append(self, actum: Actum) -> None:
         _append(self.engine, self.plans, actum)
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        return _last_messages(self.engine, self.plans, chronicum_id, n)
+        return _last_messages(self.read_engine or self.engine, self.plans, chronicum_id, n)
 
     def close(self) -> None:
         self.engine.dispose()
+        if self.read_engine is not None:
+            self.read_engine.dispose()
 
 
 def _append(engine: Engine, plans: Plans, actum: Actum) -> None:
@@ -118,24 +125,33 @@ class _AsyncCore:
     def __init__(self, url: str, options: dict[str, str], plans: Plans) -> None:
         self._url, self._options, self._plans = url, options, plans
         self._engine: AsyncEngine | None = None
+        self._read_engine: AsyncEngine | None = None  # MariaDB/MySQL: reads in autocommit
 
     def _sync_engine(self) -> Engine:
         if self._engine is None:
-            self._engine = create_async_store_engine(self._url, EngineOptions(self._options))
+            options = EngineOptions(self._options)
+            self._engine = create_async_store_engine(self._url, options)
+            self._read_engine = create_async_read_engine(self._url, options)
         return self._engine.sync_engine
+
+    def _sync_read_engine(self) -> Engine:
+        engine = self._sync_engine()
+        return engine if self._read_engine is None else self._read_engine.sync_engine
 
     async def append(self, actum: Actum) -> None:
         await greenlet_spawn(_append, self._sync_engine(), self._plans, actum)
 
     async def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
         rows: list[Any] = await greenlet_spawn(
-            _last_messages, self._sync_engine(), self._plans, chronicum_id, n
+            _last_messages, self._sync_read_engine(), self._plans, chronicum_id, n
         )
         return rows
 
     async def close(self) -> None:
         if self._engine is not None:
             await self._engine.dispose()
+        if self._read_engine is not None:
+            await self._read_engine.dispose()
 
 
 class _DBAPI:
@@ -211,7 +227,20 @@ class _DBAPI:
                 self._opened.append(connection)
         return connection
 
-    def _connect(self) -> Any:
+    @property
+    def read_connection(self) -> Any:
+        """MariaDB/MySQL: this thread's connection in autocommit for reads (as the store's read
+        pool); elsewhere :attr:`connection`."""
+        if not self.mysql:
+            return self.connection
+        connection = getattr(self._local, "read_connection", None)
+        if connection is None:
+            connection = self._local.read_connection = self._connect(autocommit=True)
+            with self._opened_lock:
+                self._opened.append(connection)
+        return connection
+
+    def _connect(self, *, autocommit: bool = False) -> Any:
         parsed, options = self._url, self._options
         if self.name == "sqlite3":
             import sqlite3
@@ -235,10 +264,11 @@ class _DBAPI:
                 password=parsed.password or "",
                 database=parsed.database,
                 charset="utf8mb4",
-                autocommit=False,
+                autocommit=autocommit,
             )
-            with connection.cursor() as cursor:
-                cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            if not autocommit:
+                with connection.cursor() as cursor:
+                    cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
             return connection
         import psycopg
 
@@ -284,15 +314,13 @@ class _DBAPI:
             cursor.close()
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        cursor = self.connection.cursor()
+        cursor = self.read_connection.cursor()  # MariaDB/MySQL: in autocommit, nothing to end
         try:
             kinds = (ActumKind.MESSAGE.value,) * 4  # the store's fixed four slots, padded
             cursor.execute(self.window, (chronicum_id, *kinds, n, chronicum_id))
             rows = [row for row in cursor.fetchall() if row[1] is not None]  # not the chronicum's row
         finally:
             cursor.close()
-        if self.mysql:
-            self.connection.commit()  # end the read transaction, as the store's connection does
         return rows
 
     def close(self) -> None:

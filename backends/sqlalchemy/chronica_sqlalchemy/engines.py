@@ -39,7 +39,7 @@ from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.redaction import redact_error
 from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
-from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
+from chronica_sqlalchemy.plans import AUTOCOMMIT, WRITE_OPTION, content_ceiling
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
@@ -53,8 +53,11 @@ __all__ = [
     "checked_content_limit",
     "checked_schema",
     "configure_sqlite",
+    "create_async_read_engine",
     "create_async_store_engine",
+    "create_read_engine",
     "create_store_engine",
+    "reads_in_autocommit",
     "runs_on_worker_threads",
     "schema_name_problem",
     "sync_url",
@@ -364,10 +367,27 @@ def _is_memory(url: URL) -> bool:
     return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
 
 
+def reads_in_autocommit(url: str | URL) -> bool:
+    """Whether a store on ``url`` reads on an engine of its own in autocommit (MariaDB/MySQL).
+
+    There a session either keeps autocommit off, so that an append's ``UPDATE`` begins its
+    transaction without a ``BEGIN`` round trip, or has it on, so that a read's ``SELECT`` is its
+    own transaction and needs no ``ROLLBACK`` round trip; switching a session between the two
+    costs a ``SET autocommit`` round trip each way. So the store keeps two pools: its engine's for
+    writes (autocommit off) and a read engine's (:func:`create_read_engine`) for the
+    single-statement reads. PostgreSQL switches to autocommit without a round trip, and SQLite
+    reads take no transaction: one engine serves both there.
+    """
+    return make_url(url).get_backend_name() in ("mysql", "mariadb")
+
+
 def _engine_arguments(
-    url: URL, options: EngineOptions, queue_pool: type[pool.Pool]
+    url: URL, options: EngineOptions, queue_pool: type[pool.Pool], *, reads: bool = False
 ) -> tuple[URL, dict[str, Any]]:
-    """Return the URL and ``create_engine`` keyword arguments for the store's engine."""
+    """Return the URL and ``create_engine`` keyword arguments for the store's engine.
+
+    ``reads``: for the read engine of MariaDB/MySQL (see :func:`reads_in_autocommit`).
+    """
     # Every plan ends its own transaction: it commits or rolls back, and a connection closed with
     # a transaction open rolls it back itself. The pool's rollback on return would only repeat
     # that after every write: one more round trip (an aiosqlite thread hop) per operation.
@@ -376,8 +396,16 @@ def _engine_arguments(
     if dialect in ("mysql", "mariadb"):
         if "charset" not in url.query:
             url = url.update_query_dict({"charset": "utf8mb4"})
-        arguments["isolation_level"] = "READ COMMITTED"
         arguments["pool_pre_ping"] = False
+        if reads:
+            # Set once per connection, as it connects. Each SELECT is then its own transaction,
+            # holding nothing once answered; SQLAlchemy's ROLLBACK when the read's connection
+            # closes is skipped while the driver's status says autocommit (PyMySQL and asyncmy
+            # read it from the server's last answer: no round trip).
+            arguments["isolation_level"] = AUTOCOMMIT
+            arguments["skip_autocommit_rollback"] = True
+        else:
+            arguments["isolation_level"] = "READ COMMITTED"
     if dialect == "sqlite" and _is_memory(url):
         # One connection, shared by turns: every thread and task sees the same in-memory database.
         arguments.update(poolclass=queue_pool, pool_size=1, max_overflow=0, pool_timeout=options.busy_timeout)
@@ -411,12 +439,41 @@ def create_async_store_engine(url: str | URL, options: EngineOptions) -> AsyncEn
     return engine
 
 
+def create_read_engine(url: str | URL, options: EngineOptions) -> Engine | None:
+    """Create the blocking read engine for ``url``, or return ``None`` where none is needed.
+
+    MariaDB/MySQL only (see :func:`reads_in_autocommit`): an engine like
+    :func:`create_store_engine`'s (the same driver, ``pool_size`` and ``max_overflow``, idle
+    check and ``operation_timeout``) whose connections are in autocommit. Connections are opened
+    as reads need them, none before. Same errors as :func:`create_store_engine`.
+    """
+    if not reads_in_autocommit(url):
+        return None
+    engine = _created(create_engine, sync_url(url), options, pool.QueuePool, reads=True)
+    _configured(engine, options)
+    return engine
+
+
+def create_async_read_engine(url: str | URL, options: EngineOptions) -> AsyncEngine | None:
+    """The asyncio twin of :func:`create_read_engine` (asyncmy, unless the URL names another)."""
+    if not reads_in_autocommit(url):
+        return None
+    engine = _created(create_async_engine, async_url(url), options, pool.AsyncAdaptedQueuePool, reads=True)
+    _configured(engine.sync_engine, options)
+    return engine
+
+
 def _created(
-    factory: Callable[..., AnyEngine], url: URL, options: EngineOptions, queue_pool: type[pool.Pool]
+    factory: Callable[..., AnyEngine],
+    url: URL,
+    options: EngineOptions,
+    queue_pool: type[pool.Pool],
+    *,
+    reads: bool = False,
 ) -> AnyEngine:
     options.check_dialect(url)
     check_query(url)
-    url, arguments = _engine_arguments(url, options, queue_pool)
+    url, arguments = _engine_arguments(url, options, queue_pool, reads=reads)
     try:
         return factory(url, **arguments)
     except ArgumentError as error:

@@ -201,8 +201,12 @@ def _sqlite_length_limit(driver_connection: Any) -> int:
         probe.close()
 
 
-def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
+def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None = None) -> Result:
     """Run ``plan`` on one connection of ``engine`` (taken at the first step, returned at the end).
+
+    ``reads``: an engine whose connections are in autocommit already (MariaDB/MySQL's read
+    engine, see :func:`chronica_sqlalchemy.engines.reads_in_autocommit`); a plan whose first step
+    asks for autocommit and does not write takes its connection there instead, as it is.
 
     Runs as plain blocking code; the asyncio store calls it through SQLAlchemy's greenlet bridge
     with its ``AsyncEngine.sync_engine``. A failure to connect is thrown into the plan like any
@@ -232,10 +236,11 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result]) -> Result:
         if not held:
             if step.write and (turn := take_turn(engine)) is not None:
                 turns.append(turn)
-            held.append(_connected(engine))
+            source = reads if reads is not None and step.autocommit and not step.write else engine
+            held.append(_connected(source))
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
-            if step.autocommit:
+            if step.autocommit and source is engine:
                 # psycopg's autocommit is a client-side switch (no round trip); SQLAlchemy sets
                 # the engine's isolation level back when the connection returns to the pool
                 held[0].execution_options(isolation_level=AUTOCOMMIT)
@@ -468,6 +473,9 @@ class Plans:
         schema: the schema (database, on MariaDB/MySQL) holding the tables, created if missing;
             ``None`` for the connection's default.
         max_content_bytes: a limit on content below the database's own (``None``: the database's).
+        reads_in_autocommit: MariaDB/MySQL: the store runs :func:`execute_plan` with a read
+            engine in autocommit, so the reads (``get``, a context window, a listing: one
+            statement each) ask for autocommit (``read_autocommit``) and take one round trip.
     """
 
     def __init__(
@@ -476,6 +484,7 @@ class Plans:
         dialect: Dialect,
         schema: str | None = None,
         max_content_bytes: int | None = None,
+        reads_in_autocommit: bool = False,
     ) -> None:
         self.tables = tables
         self.dialect = dialect
@@ -511,6 +520,7 @@ class Plans:
         # PostgreSQL: single-statement operations run in autocommit (one round trip each, no
         # BEGIN or COMMIT), and an append is one statement (see _one_statement_append).
         self.autocommit = self.dialect_name == "postgresql"
+        self.read_autocommit = self.autocommit or reads_in_autocommit
         self.record_statement: Executable | None = self._one_statement_append() if self.autocommit else None
         self._record_many_statement = self._one_statement_batch() if self.autocommit else None
         if self.counter == "returning":
@@ -926,7 +936,7 @@ class Plans:
 
     def _get(self, chronicum_id: str) -> Plan[Step, Chronicum]:
         result: CursorResult[Any] = yield _execute(
-            self._select_chronicum, {"id": chronicum_id}, autocommit=self.autocommit
+            self._select_chronicum, {"id": chronicum_id}, autocommit=self.read_autocommit
         )
         row: Any = result.first()
         if row is None:
@@ -1209,7 +1219,7 @@ class Plans:
         if after is not None:
             parameters["after_at"], parameters["after_id"] = after
         result: CursorResult[Any] = yield _execute(
-            self._listings[after is not None], parameters, autocommit=self.autocommit
+            self._listings[after is not None], parameters, autocommit=self.read_autocommit
         )
         rows: list[Any] = list(result.all())
         check_rows("sqlalchemy: list chronica", "owner id", owner_id, rows, column=1)
@@ -1307,7 +1317,7 @@ class Plans:
         if driver_window is not None:
             rows: list[Any] = yield Step(DRIVER_CALL, (DriverRead(driver_window, parameters),))
         else:
-            result: CursorResult[Any] = yield _execute(statement, parameters, autocommit=self.autocommit)
+            result: CursorResult[Any] = yield _execute(statement, parameters, autocommit=self.read_autocommit)
             rows = list(result.all())
         if not rows:
             raise ChronicumNotFound(chronicum_id)

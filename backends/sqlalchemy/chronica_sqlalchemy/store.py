@@ -20,7 +20,7 @@ import threading
 from abc import abstractmethod
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
@@ -35,10 +35,13 @@ from chronica_core.plans import Plan
 from chronica_core.redaction import masked_url
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.engines import (
+    EngineOptions,
     checked_content_limit,
     checked_schema,
     configure_sqlite,
+    create_async_read_engine,
     create_async_store_engine,
+    create_read_engine,
     create_store_engine,
     runs_on_worker_threads,
     url_and_options,
@@ -66,11 +69,29 @@ _DEFAULT_POOL_SIZE = 5
 _log = logging.getLogger("chronica.sqlalchemy")
 
 
+class _LoopEngines(NamedTuple):
+    """The engines one event loop's operations use: the store's and, on MariaDB/MySQL, the reads'."""
+
+    engine: AsyncEngine
+    reads: AsyncEngine | None
+
+
+def _async_engines(url: str, options: EngineOptions) -> _LoopEngines:
+    """A new pair of engines for ``url``, as :meth:`AsyncSQLAlchemyStore.open` makes them."""
+    engine = create_async_store_engine(url, options)
+    try:
+        return _LoopEngines(engine, create_async_read_engine(url, options))
+    except BaseException:
+        engine.sync_engine.dispose(close=False)  # nothing connected yet
+        raise
+
+
 class _Store:
     """What every store here shares: the engine's plans, and whether opening is yet to be done.
 
     Opening migrates the tables (``auto_migrate``) or checks they are this package's own
-    (``Plans.check``).
+    (``Plans.check``). ``read_engine``: MariaDB/MySQL's engine in autocommit for the reads, when
+    the store made one (see :func:`chronica_sqlalchemy.engines.reads_in_autocommit`).
     """
 
     def __init__(
@@ -80,6 +101,7 @@ class _Store:
         auto_migrate: bool,
         owns_engine: bool,
         max_content_bytes: object = None,
+        read_engine: Engine | None = None,
     ) -> None:
         schema = checked_schema(schema, engine.dialect.name)
         limit = checked_content_limit(max_content_bytes, engine.dialect.name)
@@ -87,7 +109,8 @@ class _Store:
         if engine.dialect.name == "sqlite":
             configure_sqlite(engine)
         watch_idle_connections(engine)
-        self.plans = Plans(Tables.build(schema), engine.dialect, schema, limit)
+        reads = read_engine is not None
+        self.plans = Plans(Tables.build(schema), engine.dialect, schema, limit, reads_in_autocommit=reads)
         self._auto_migrate = auto_migrate
         self._pending_open = True
         self._owns_engine = owns_engine
@@ -129,6 +152,10 @@ class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
     plans: Plans
     backend_name = "sqlalchemy"
 
+    read_engine: Engine | None
+    """MariaDB/MySQL, opened from a URL: the engine in autocommit the reads use (``None``
+    elsewhere, and on an engine you gave: that one serves every operation)."""
+
     def __init__(
         self,
         engine: Engine,
@@ -137,9 +164,11 @@ class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
         auto_migrate: bool = True,
         max_content_bytes: int | None = None,
         _owns_engine: bool = False,
+        _read_engine: Engine | None = None,
     ) -> None:
-        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine, max_content_bytes)
+        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine, max_content_bytes, _read_engine)
         self.engine = engine
+        self.read_engine = _read_engine
         if auto_migrate:
             self.migrate()
         else:
@@ -168,9 +197,16 @@ class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
         url, parsed = url_and_options(url, options)
         engine = create_store_engine(url, parsed)
         try:
-            return cls(engine, _owns_engine=True, **parsed.store_arguments())
+            read_engine = create_read_engine(url, parsed)
         except BaseException:
             engine.dispose()
+            raise
+        try:
+            return cls(engine, _owns_engine=True, _read_engine=read_engine, **parsed.store_arguments())
+        except BaseException:
+            engine.dispose()
+            if read_engine is not None:
+                read_engine.dispose()
             raise
 
     def migrate(self) -> None:
@@ -179,7 +215,7 @@ class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
         self._pending_open = False
 
     def close(self) -> None:
-        """Dispose of the engine's connections if the store created the engine.
+        """Dispose of the engine's connections (the read engine's too) if the store created them.
 
         Later operations raise ``StoreError("sqlalchemy: store", "the store is closed")``.
         """
@@ -188,9 +224,11 @@ class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
         self._close_watcher()
         if self._owns_engine:
             self.engine.dispose()
+            if self.read_engine is not None:
+                self.read_engine.dispose()
 
     def _run(self, plan: Plan[Any, Result]) -> Result:
-        return execute_plan(self.engine, plan)
+        return execute_plan(self.engine, plan, self.read_engine)
 
 
 class _AsyncStore(AsyncPlannedStore, _Store):
@@ -262,6 +300,10 @@ class AsyncSQLAlchemyStore(AsyncFollowing, _AsyncStore):
             of range (other errors come from the operations).
     """
 
+    read_engine: AsyncEngine | None
+    """MariaDB/MySQL, opened from a URL: the engine in autocommit the reads use, beside
+    :attr:`engine` (each other loop gets a pair of its own); ``None`` elsewhere."""
+
     def __init__(
         self,
         engine: AsyncEngine,
@@ -270,16 +312,21 @@ class AsyncSQLAlchemyStore(AsyncFollowing, _AsyncStore):
         auto_migrate: bool = True,
         max_content_bytes: int | None = None,
         _owns_engine: bool = False,
-        _engine_per_loop: Callable[[], AsyncEngine] | None = None,
+        _engine_per_loop: Callable[[], _LoopEngines] | None = None,
+        _read_engine: AsyncEngine | None = None,
     ) -> None:
-        _Store.__init__(self, engine.sync_engine, schema, auto_migrate, _owns_engine, max_content_bytes)
+        reads = None if _read_engine is None else _read_engine.sync_engine
+        _Store.__init__(
+            self, engine.sync_engine, schema, auto_migrate, _owns_engine, max_content_bytes, reads
+        )
         self.engine = engine
+        self.read_engine = _read_engine
         self._runs_to_the_end = engine.dialect.name == "sqlite"
         self._running: set[asyncio.Future[Any]] = set()  # operations that run to their end
         self._engine_per_loop = _engine_per_loop
         self._engine_lent = False  # whether a loop uses self.engine now (under _lending)
         self._lending = threading.Lock()
-        self._engines: PerLoop[AsyncEngine] = PerLoop(
+        self._engines: PerLoop[_LoopEngines] = PerLoop(
             self._where, self._open_engine, self._close_engine, self._drop_engine
         )
 
@@ -294,11 +341,12 @@ class AsyncSQLAlchemyStore(AsyncFollowing, _AsyncStore):
         before any engine is created; errors reaching the database come from the first operation.
         """
         url, parsed = url_and_options(url, options)
-        engine = create_async_store_engine(url, parsed)
+        engine, read_engine = _async_engines(url, parsed)
         return cls(
             engine,
             _owns_engine=True,
-            _engine_per_loop=functools.partial(create_async_store_engine, url, parsed),
+            _engine_per_loop=functools.partial(_async_engines, url, parsed),
+            _read_engine=read_engine,
             **parsed.store_arguments(),
         )
 
@@ -318,55 +366,64 @@ class AsyncSQLAlchemyStore(AsyncFollowing, _AsyncStore):
         await self._engines.close()
         if self._owns_engine:
             await self.engine.dispose()  # disposed of by its last loop already, or never used
+            if self.read_engine is not None:
+                await self.read_engine.dispose()
 
     def _watcher_engine(self) -> Engine | None:
         """A blocking engine of the watcher's own on the store's URL (see :mod:`.follow`)."""
         return blocking_watcher_engine(self.engine.url)
 
-    async def _open_engine(self) -> AsyncEngine:
-        """The running loop's engine: the store's own when no other loop uses it, else a new one.
+    async def _open_engine(self) -> _LoopEngines:
+        """The running loop's engines: the store's own when no other loop uses them, else new ones.
 
-        The store's own engine goes to one loop at a time (disposed of between them, as
-        SQLAlchemy asks of an engine used in several loops), so that loops one after another use
-        :attr:`engine` and its event listeners; a loop running meanwhile gets a new engine from the
-        URL and options. A given engine serves every loop.
+        The store's own engines (:attr:`engine`, and :attr:`read_engine` beside it) go to one
+        loop at a time (disposed of between them, as SQLAlchemy asks of an engine used in several
+        loops), so that loops one after another use them and their event listeners; a loop
+        running meanwhile gets new ones from the URL and options. A given engine serves every loop.
         """
+        own = _LoopEngines(self.engine, self.read_engine)
         if self._engine_per_loop is None:
-            return self.engine
+            return own
         with self._lending:
             if not self._engine_lent:
                 self._engine_lent = True
-                return self.engine
+                return own
         return self._engine_per_loop()
 
-    def _returned(self, engine: AsyncEngine) -> None:
-        """``engine``'s loop is done with it: the store's own may go to the next loop."""
-        if engine is self.engine:
+    def _returned(self, engines: _LoopEngines) -> None:
+        """``engines``' loop is done with them: the store's own may go to the next loop."""
+        if engines.engine is self.engine:
             with self._lending:
                 self._engine_lent = False
 
-    async def _close_engine(self, engine: AsyncEngine) -> None:
+    async def _close_engine(self, engines: _LoopEngines) -> None:
         """In its own loop: let that loop's unfinished SQLite operations end, then dispose."""
         loop = asyncio.get_running_loop()
         while running := {future for future in self._running if future.get_loop() is loop}:
             await asyncio.wait(running)  # asyncio.wait: cancelling close leaves them running
         if self._owns_engine:
-            await engine.dispose()
-        self._returned(engine)
+            await engines.engine.dispose()
+            if engines.reads is not None:
+                await engines.reads.dispose()
+        self._returned(engines)
 
-    def _drop_engine(self, engine: AsyncEngine) -> None:
-        """Its loop is not running: drop the pool without closing its connections (no awaiting)."""
+    def _drop_engine(self, engines: _LoopEngines) -> None:
+        """Its loop is not running: drop the pools without closing their connections (no awaiting)."""
         if self._owns_engine:
-            engine.sync_engine.dispose(close=False)
-        self._returned(engine)
+            engines.engine.sync_engine.dispose(close=False)
+            if engines.reads is not None:
+                engines.reads.sync_engine.dispose(close=False)
+        self._returned(engines)
 
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
         try:
-            engine = await self._engines.get()
+            engine, reads = await self._engines.get()
         except BaseException:
             plan.close()
             raise
-        performing: Coroutine[Any, Any, Result] = greenlet_spawn(execute_plan, engine.sync_engine, plan)
+        performing: Coroutine[Any, Any, Result] = greenlet_spawn(
+            execute_plan, engine.sync_engine, plan, None if reads is None else reads.sync_engine
+        )
         if not self._runs_to_the_end:
             return await performing
         running = asyncio.ensure_future(performing)
@@ -422,9 +479,11 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
         workers: int | None = None,
         max_content_bytes: int | None = None,
         _owns_engine: bool = False,
+        _read_engine: Engine | None = None,
     ) -> None:
-        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine, max_content_bytes)
+        _Store.__init__(self, engine, schema, auto_migrate, _owns_engine, max_content_bytes, _read_engine)
         self.engine = engine
+        self.read_engine = _read_engine
         if workers is None:
             workers = _default_workers(engine)
         if workers < 1:
@@ -445,7 +504,12 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
         """
         url, parsed = url_and_options(url, options)
         engine = create_store_engine(url, parsed)
-        return cls(engine, _owns_engine=True, **parsed.store_arguments())
+        try:
+            read_engine = create_read_engine(url, parsed)
+        except BaseException:
+            engine.dispose()
+            raise
+        return cls(engine, _owns_engine=True, _read_engine=read_engine, **parsed.store_arguments())
 
     async def close(self) -> None:
         """Let the operations already submitted finish, then dispose of the engine if the store made it.
@@ -465,11 +529,13 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
         self._executor.shutdown(wait=True)
         if self._owns_engine:
             self.engine.dispose()
+            if self.read_engine is not None:
+                self.read_engine.dispose()
 
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
         loop = asyncio.get_running_loop()
         try:
-            running = loop.run_in_executor(self._executor, execute_plan, self.engine, plan)
+            running = loop.run_in_executor(self._executor, execute_plan, self.engine, plan, self.read_engine)
         except RuntimeError as error:  # the executor is shut down
             plan.close()
             raise StoreError(f"{self.backend_name}: async store", "the store is closed") from error

@@ -229,7 +229,8 @@ class SQLAlchemyFaults:
 
     While an injection is active, every statement (the dialect's ``do_execute`` events, and the
     reads SQLite's driver runs itself: ``plans.sqlite_rows``), commit and rollback on the store's
-    engine counts as a driver call; a failing one raises the DBAPI
+    engines (its ``engine``, and on MariaDB its ``read_engine``) counts as a driver call
+    (a rollback SQLAlchemy skips in autocommit does not); a failing one raises the DBAPI
     driver's exception for the kind, and on a server, for a reset or a gone server, first closes
     the DBAPI connection, as the server would have.
     """
@@ -239,8 +240,12 @@ class SQLAlchemyFaults:
         self, store: Any, kind: FailureKind, *, after: int = 0, times: int | None = None
     ) -> Iterator[Injection]:
         injection = Injection(kind, after, times)
-        engine: Engine = getattr(store.engine, "sync_engine", store.engine)
-        dialect = engine.dialect
+        engines: list[Engine] = [
+            getattr(engine, "sync_engine", engine)
+            for engine in (store.engine, getattr(store, "read_engine", None))
+            if engine is not None
+        ]
+        dialect = engines[0].dialect
         server = dialect.name != "sqlite"
 
         def fail(dbapi_connection: Any) -> None:
@@ -259,37 +264,49 @@ class SQLAlchemyFaults:
         def on_execute_no_params(cursor: Any, statement: Any, context: Any) -> bool:
             return on_execute(cursor, statement, None, context)
 
-        real_commit, real_rollback = dialect.do_commit, dialect.do_rollback
         real_sqlite_rows = plans_module.sqlite_rows
 
         def sqlite_rows(driver_connection: Any, statement: str, values: list[Any]) -> list[Any]:
             fail(driver_connection)  # a read SQLite's driver runs without SQLAlchemy's execution
             return real_sqlite_rows(driver_connection, statement, values)
 
-        def commit(dbapi_connection: Any) -> None:
-            fail(dbapi_connection)
-            real_commit(dbapi_connection)
+        def commit_of(real_commit: Callable[[Any], None]) -> Callable[[Any], None]:
+            def commit(dbapi_connection: Any) -> None:
+                fail(dbapi_connection)
+                real_commit(dbapi_connection)
 
-        def rollback(dbapi_connection: Any) -> None:
-            fail(dbapi_connection)
-            real_rollback(dbapi_connection)
+            return commit
+
+        def rollback_of(engine: Engine) -> Callable[[Any], None]:
+            real_rollback, autocommit = engine.dialect.do_rollback, engine.dialect.skip_autocommit_rollback
+
+            def rollback(dbapi_connection: Any) -> None:
+                if autocommit and engine.dialect.detect_autocommit_setting(dbapi_connection):
+                    return  # skipped by SQLAlchemy, sent to no driver (see skip_autocommit_rollback)
+                fail(dbapi_connection)
+                real_rollback(dbapi_connection)
+
+            return rollback
 
         listeners: list[tuple[str, Callable[..., Any]]] = [
             ("do_execute", on_execute),
             ("do_executemany", on_execute),
             ("do_execute_no_params", on_execute_no_params),
         ]
-        for name, listener in listeners:
-            event.listen(engine, name, listener)
+        for engine in engines:
+            for name, listener in listeners:
+                event.listen(engine, name, listener)
         try:
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(dialect, "do_commit", commit)
-                patch.setattr(dialect, "do_rollback", rollback)
+                for engine in engines:
+                    patch.setattr(engine.dialect, "do_commit", commit_of(engine.dialect.do_commit))
+                    patch.setattr(engine.dialect, "do_rollback", rollback_of(engine))
                 patch.setattr(plans_module, "sqlite_rows", sqlite_rows)
                 yield injection
         finally:
-            for name, listener in listeners:
-                event.remove(engine, name, listener)
+            for engine in engines:
+                for name, listener in listeners:
+                    event.remove(engine, name, listener)
 
 
 @pytest.fixture

@@ -745,17 +745,21 @@ def test_a_context_window_is_one_statement(store: SQLAlchemyStore) -> None:
         dbapi_connection.set_trace_callback(statements.append if proxy is not None else None)
 
     # SQLite: what the driver itself runs (its reads bypass SQLAlchemy's execution), on whichever
-    # pooled connection a read takes; elsewhere every statement SQLAlchemy sends
+    # pooled connection a read takes; elsewhere every statement SQLAlchemy sends, on the store's
+    # engines (MariaDB: its read engine too)
     listeners = [("checkout", traced), ("checkin", traced)] if sqlite else [("before_cursor_execute", seen)]
-    for name, listener in listeners:
-        event.listen(store.engine, name, listener)
+    engines = [engine for engine in (store.engine, store.read_engine) if engine is not None]
+    for engine in engines:
+        for name, listener in listeners:
+            event.listen(engine, name, listener)
     try:
         window = store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=4))
         with pytest.raises(ChronicumNotFound):
             store.acta(new_id("missing"), ActaQuery(last_n=4))
     finally:
-        for name, listener in listeners:
-            event.remove(store.engine, name, listener)
+        for engine in engines:
+            for name, listener in listeners:
+                event.remove(engine, name, listener)
     assert [actum.content for actum in window] == ["18", "21", "24", "27"]
     assert len(statements) == 2, statements  # one query per window, nothing else sent
 
