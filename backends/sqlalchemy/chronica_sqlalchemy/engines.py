@@ -40,6 +40,7 @@ from chronica_core.redaction import redact_error
 from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
+from chronica_sqlalchemy.sqlite_driver import BEGIN_IMMEDIATE, begin_immediate
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
@@ -499,5 +500,10 @@ def _use_write_ahead_log(cursor: Any, busy_timeout: float) -> None:
 
 
 def _begin(connection: Connection) -> None:
+    """A writing connection begins with ``BEGIN IMMEDIATE`` (on ``pysqlite``, sent by the driver itself)."""
     if connection.get_execution_options().get(WRITE_OPTION, False):
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        driver_connection = connection.connection.driver_connection
+        if isinstance(driver_connection, sqlite3.Connection):
+            begin_immediate(driver_connection, connection.dialect)
+        else:
+            connection.exec_driver_sql(BEGIN_IMMEDIATE)

@@ -68,6 +68,7 @@ from chronica_sqlalchemy.schema import (
     is_mysql,
     listing_index,
 )
+from chronica_sqlalchemy.sqlite_driver import DriverRun, DriverStatement
 from chronica_sqlalchemy.sqlite_writers import WriterTurn, take_turn
 
 __all__ = [
@@ -136,7 +137,8 @@ class Step(NamedTuple):
     """One thing to do on the plan's connection: call its ``method`` with ``args``.
 
     Attributes:
-        method: ``"execute"``, ``"commit"`` or ``"rollback"``.
+        method: ``"execute"``, ``"begin"``, ``"commit"`` or ``"rollback"`` (the plan's
+            ``Connection``'s method of that name), or :data:`DRIVER_CALL`.
         args: the arguments, e.g. ``(statement, parameters)`` for ``execute``.
         write: whether the connection must be a writing one (only the first step's flag counts).
         autocommit: whether the connection runs each statement as its own transaction, in the
@@ -635,6 +637,7 @@ class Plans:
         self._windows: dict[tuple[bool, bool, bool], Executable] = {}
         self._driver_windows: dict[tuple[bool, bool, bool], DriverWindow | None] = {}
         self._reads_on_driver = dialect.name == "sqlite" and dialect.driver == "pysqlite"
+        self._driver_append = self._compiled_driver_append() if self._reads_on_driver else None
         parse_at = UTCDateTime().result_processor(dialect, None)
         self._parse_at: Callable[[Any], Any] = parse_at if parse_at is not None else (lambda value: value)
         self._lock_key = self._migration_lock_key()
@@ -665,6 +668,19 @@ class Plans:
         if self.counter == "returning":
             return moved.returning(*self._moved_columns())
         return moved
+
+    def _compiled_driver_append(self) -> tuple[DriverStatement, DriverStatement] | None:
+        """``record``'s two statements as SQLite's driver runs them (see :mod:`.sqlite_driver`).
+
+        The counter's ``UPDATE ... RETURNING`` and the actum's ``INSERT ... RETURNING``; ``None``
+        when either cannot be handed to the driver (SQLAlchemy then runs both).
+        """
+        advance = DriverStatement.compiled(self.advance_statement, self.dialect)
+        keys = list(actum_row(Actum("", ActumKind.MESSAGE, ActorKind.HUMAN, ""), 0, _EPOCH))
+        insert_actum = DriverStatement.compiled(self.insert_actum_statement, self.dialect, keys)
+        if advance is None or insert_actum is None:
+            return None
+        return advance, insert_actum
 
     def _moved_columns(self) -> tuple[Any, ...]:
         """What the statement moving a chronicum's counter returns: ``(id, last_seq, last_actum_at)``.
@@ -971,6 +987,8 @@ class Plans:
             elif inserted.rowcount != 1:
                 raise StoreError(where, f"the actum was not inserted into chronicum {chronicum_id!r}")
             return _EPOCH + int(moved.lastrowid) * _MICROSECOND
+        if self._driver_append is not None:
+            return (yield from self._append_on_driver(self._driver_append, actum, key, now))
         seq, at = yield from self._moved_counter(
             self.advance_statement, {"chronicum_id": chronicum_id, "at": now}, where
         )
@@ -978,6 +996,29 @@ class Plans:
         if self.counter == "returning":
             self._check_echo(inserted, actum)
         return at
+
+    def _append_on_driver(
+        self, statements: tuple[DriverStatement, DriverStatement], actum: Actum, key: str | None, now: datetime
+    ) -> Plan[Step, datetime]:
+        """:meth:`_append` on SQLite's own driver: the same two statements in the same transaction.
+
+        The transaction is begun by SQLAlchemy (``BEGIN IMMEDIATE``, in the writer's turn), so the
+        plan's ``COMMIT`` and ``ROLLBACK`` end it, and giving the connection back rolls back one
+        left open; the statements run on the driver connection (:class:`DriverRun`), their
+        errors wrapped as SQLAlchemy wraps them. Returns the actum's ``at``.
+        """
+        advance, insert_actum = statements
+        chronicum_id, where = actum.chronicum_id, "sqlalchemy: record actum"
+        yield Step("begin", (), write=True)
+        moved: list[Any] = yield Step(DRIVER_CALL, (DriverRun(advance, {"chronicum_id": chronicum_id, "at": now}),))
+        if not moved:
+            raise ChronicumNotFound(chronicum_id)
+        check_row(where, "chronicum id", chronicum_id, moved[0][0])
+        seq, at = int(moved[0][1]), self._parse_at(moved[0][2])
+        echoed: list[Any] = yield Step(DRIVER_CALL, (DriverRun(insert_actum, actum_row(actum, seq, at, key)),))
+        check_row(where, "chronicum id", chronicum_id, echoed[0][0] if echoed else None)
+        check_row(where, "actum id", actum.id, echoed[0][1] if echoed else None)
+        return cast(datetime, at)
 
     @staticmethod
     def _check_echo(inserted: CursorResult[Any], actum: Actum) -> None:
