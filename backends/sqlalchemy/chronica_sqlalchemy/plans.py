@@ -1353,6 +1353,8 @@ class Plans:
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         check_rows("sqlalchemy: get acta", "chronicum id", chronicum_id, rows)
+        if query.last_n > 0 and self.dialect_name == "sqlite":
+            rows.reverse()  # read newest first (see _sqlite_window)
         if driver_window is not None:
             return self._window_acta(rows, self._parse_at)
         return self._window_acta(rows)
@@ -1389,16 +1391,23 @@ class Plans:
         that pass the filters (the newest ``last_n`` of them by ``seq``, read backwards along the
         primary key), plus one row with a ``NULL`` ``seq`` for the chronicum itself. No row at all
         means the chronicum is missing; only the ``NULL`` row means it has no matching acta.
-        On SQLite and PostgreSQL the chronicum's row is outer-joined to the limited acta, in
-        order. MariaDB/MySQL would materialise that derived table (with its ``LONGTEXT``) in an
-        on-disk temporary table, so there the two are a ``UNION ALL`` and the rows are put in
-        order by :meth:`_window_acta`.
+        On PostgreSQL the chronicum's row is outer-joined to the limited acta, in order. On
+        SQLite the acta are outer-joined to the chronicum's row directly, the filters in the join's
+        condition, so that SQLite reads them along the primary key without a derived table to
+        materialise and sort: newest first when limited (:meth:`_acta` turns them round), else
+        oldest first. MariaDB/MySQL would materialise that derived table (with its ``LONGTEXT``)
+        in an on-disk temporary table, so there the two are a ``UNION ALL`` and the rows are put
+        in order by :meth:`_window_acta`.
         """
         shape = (by_kind, by_actor_kind, limited)
         statement = self._windows.get(shape)
         if statement is not None:
             return statement
         chronica, acta = self.tables.chronica, self.tables.acta
+        if self.dialect_name == "sqlite":
+            statement = self._sqlite_window(by_kind, by_actor_kind, limited)
+            self._windows[shape] = statement
+            return statement
         recent = select(acta.c.chronicum_id, acta.c.seq, *self._actum_columns).where(
             acta.c.chronicum_id == bindparam("chronicum_id")
         )
@@ -1423,6 +1432,28 @@ class Plans:
             )
         self._windows[shape] = statement
         return statement
+
+    def _sqlite_window(self, by_kind: bool, by_actor_kind: bool, limited: bool) -> Executable:
+        """SQLite's context-window query (see :meth:`window`): the chronicum's row, its acta joined.
+
+        ``chronica LEFT JOIN acta ON acta.chronicum_id = chronica.id AND <filters>``, ordered by
+        ``seq`` (descending and limited to ``last_n`` when ``limited``): one row with a ``NULL``
+        ``seq`` when no actum passes the filters, none when the chronicum is missing.
+        """
+        chronica, acta = self.tables.chronica, self.tables.acta
+        joined = acta.c.chronicum_id == chronica.c.id
+        if by_kind:
+            joined = and_(joined, acta.c.kind.in_(_slots("actum_kind", len(_KINDS))))
+        if by_actor_kind:
+            joined = and_(joined, acta.c.actor_kind.in_(_slots("actor_kind", len(_ACTOR_KINDS))))
+        statement = (
+            select(chronica.c.id, acta.c.seq, *self._actum_columns)
+            .select_from(chronica.outerjoin(acta, joined))
+            .where(chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None))
+        )
+        if limited:
+            return statement.order_by(acta.c.seq.desc()).limit(bindparam("last_n", type_=Integer()))
+        return statement.order_by(acta.c.seq)
 
     @staticmethod
     def _actum(chronicum_id: str, row: Any, offset: int) -> Actum:

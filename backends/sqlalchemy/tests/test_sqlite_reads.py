@@ -82,3 +82,23 @@ def test_stored_times_read_as_utc_with_or_without_a_zone_of_their_own(
     parsed = parse(stored)
     assert parsed == read
     assert parsed is None or parsed.tzinfo is UTC
+
+
+@pytest.mark.parametrize("limited", [False, True])
+@pytest.mark.parametrize("by_kind", [False, True])
+def test_sqlite_reads_a_window_along_the_primary_key_without_sorting(
+    tmp_path: Path, by_kind: bool, limited: bool
+) -> None:
+    with SQLAlchemyStore.open(f"sqlite:///{tmp_path / 'plan.db'}") as store:
+        window = DriverWindow.compiled(store.plans.window(by_kind, False, limited), store.engine.dialect)
+        assert window is not None
+        values = [
+            window.fixed.get(name, 20 if name == "last_n" else "message" if "kind" in name else "c")
+            for name in window.names
+        ]
+        with store.engine.connect() as connection:
+            driver_connection = connection.connection.driver_connection
+            assert driver_connection is not None
+            steps = [row[3] for row in driver_connection.execute(f"EXPLAIN QUERY PLAN {window.text}", values)]
+    assert not [step for step in steps if "TEMP B-TREE" in step or "MATERIALIZE" in step], steps
+    assert any("acta" in step and "INDEX sqlite_autoindex_acta_1" in step for step in steps), steps
