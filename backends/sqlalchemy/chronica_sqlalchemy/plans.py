@@ -1359,6 +1359,17 @@ class Plans:
             return self._window_acta(rows, self._parse_at)
         return self._window_acta(rows)
 
+    def reads_on_driver(self, query: ActaQuery) -> bool:
+        """Whether ``acta`` for ``query`` is one read by SQLite's own driver (:class:`DriverWindow`).
+
+        Its plan then yields :data:`DRIVER_CALL` steps only (and :data:`RECONNECT` after a lost
+        connection), none of them writing.
+        """
+        if not self._reads_on_driver:
+            return False
+        statement, _ = self.window_for("", query)
+        return self._driver_window(statement, query) is not None
+
     def _driver_window(self, statement: Executable, query: ActaQuery) -> DriverWindow | None:
         """The window statement of ``query``'s shape as SQLite's driver runs it (:class:`DriverWindow`)."""
         shape = (bool(query.actum_kinds), bool(query.actor_kinds), query.last_n > 0)

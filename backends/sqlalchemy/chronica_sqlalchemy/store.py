@@ -31,8 +31,9 @@ from sqlalchemy.util import greenlet_spawn
 from chronica_core.errors import StoreError
 from chronica_core.loops import PerLoop
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
+from chronica_core.model import ActaQuery, Actum
 from chronica_core.plans import Plan
-from chronica_core.redaction import masked_url
+from chronica_core.redaction import masked_url, redact_error
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.engines import (
     checked_content_limit,
@@ -45,8 +46,10 @@ from chronica_sqlalchemy.engines import (
     url_text,
 )
 from chronica_sqlalchemy.follow import AsyncFollowing, SQLAlchemyFollowing, blocking_watcher_engine
+from chronica_sqlalchemy.held_reads import HeldReads
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
+from chronica_sqlalchemy.sqlite_writers import database_file
 
 __all__ = [
     "AsyncSQLAlchemyStore",
@@ -435,6 +438,7 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
                 f"(SingletonThreadPool: an in-memory SQLite database per thread), got {workers}"
             )
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronica-sqlalchemy")
+        self._held_reads = HeldReads(engine) if _keeps_read_connections(engine, workers) else None
 
     @classmethod
     def open(cls, url: str | URL, **options: Any) -> AsyncThreadedSQLAlchemyStore:
@@ -463,13 +467,38 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
 
     def _close(self) -> None:
         self._executor.shutdown(wait=True)
+        if self._held_reads is not None:
+            self._held_reads.close()
         if self._owns_engine:
             self.engine.dispose()
 
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`chronica_core.Store.acta`; on SQLite, on its worker thread's kept connection.
+
+        A context window SQLite's driver reads by itself runs on the connection the worker thread
+        keeps for such reads (:mod:`chronica_sqlalchemy.held_reads`): the same plan, the same
+        errors, one thread hop. Before the store has opened (migrated) and on other engines, it
+        runs as every other operation.
+        """
+        held = self._held_reads
+        if held is None or self._pending_open or not self.plans.reads_on_driver(query):
+            return await super().acta(chronicum_id, query)
+        plan = self.plans.acta(chronicum_id, query)
+        self._check_open(plan)
+        try:
+            return await self._submit(held.run, plan)
+        except BaseException as error:
+            redact_error(error, self._secrets_of)
+            raise
+
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
+        return await self._submit(functools.partial(execute_plan, self.engine), plan)
+
+    async def _submit(self, run: Callable[[Plan[Any, Result]], Result], plan: Plan[Any, Result]) -> Result:
+        """``run(plan)`` on a worker thread; ``StoreError`` (the plan closed) once the store is closed."""
         loop = asyncio.get_running_loop()
         try:
-            running = loop.run_in_executor(self._executor, execute_plan, self.engine, plan)
+            running = loop.run_in_executor(self._executor, run, plan)
         except RuntimeError as error:  # the executor is shut down
             plan.close()
             raise StoreError(f"{self.backend_name}: async store", "the store is closed") from error
@@ -484,6 +513,20 @@ def _default_workers(engine: Engine) -> int:
     if engine.dialect.name == "sqlite":
         return min(size, _SQLITE_WORKERS) if size else _SQLITE_WORKERS
     return size or _DEFAULT_POOL_SIZE
+
+
+def _keeps_read_connections(engine: Engine, workers: int) -> bool:
+    """Whether the threaded store's workers keep a connection each for reads (see :mod:`.held_reads`).
+
+    On a SQLite file read by ``pysqlite``, when the engine's pool (a ``QueuePool``) leaves every
+    worker a second connection for its writes: no limit (size 0), or at least twice ``workers``.
+    """
+    pool = engine.pool
+    if engine.dialect.name != "sqlite" or engine.dialect.driver != "pysqlite" or not isinstance(pool, QueuePool):
+        return False
+    if database_file(engine.url) is None:
+        return False
+    return pool.size() == 0 or pool.size() >= 2 * workers
 
 
 def open_async_sqlalchemy_store(
