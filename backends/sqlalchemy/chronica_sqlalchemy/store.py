@@ -14,6 +14,7 @@ worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
@@ -30,8 +31,8 @@ from sqlalchemy.util import greenlet_spawn
 
 from chronica_core.errors import StoreError
 from chronica_core.loops import PerLoop
-from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.model import ActaQuery, Actum
+from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
 from chronica_core.redaction import masked_url, redact_error
 from chronica_sqlalchemy.connections import watch_idle_connections
@@ -495,14 +496,56 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
         return await self._submit(functools.partial(execute_plan, self.engine), plan)
 
     async def _submit(self, run: Callable[[Plan[Any, Result]], Result], plan: Plan[Any, Result]) -> Result:
-        """``run(plan)`` on a worker thread; ``StoreError`` (the plan closed) once the store is closed."""
+        """``run(plan)`` on a worker thread; ``StoreError`` (the plan closed) once the store is closed.
+
+        The worker hands the outcome straight to an asyncio future of the running loop (see
+        :func:`_answer`), not through the executor's own future chained to one.
+        """
         loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Result] = loop.create_future()
         try:
-            running = loop.run_in_executor(self._executor, run, plan)
+            self._executor.submit(_answer, loop, answer, run, plan)
         except RuntimeError as error:  # the executor is shut down
             plan.close()
             raise StoreError(f"{self.backend_name}: async store", "the store is closed") from error
-        return await running
+        return await answer
+
+
+def _answer(
+    loop: asyncio.AbstractEventLoop,
+    answer: asyncio.Future[Result],
+    run: Callable[[Plan[Any, Result]], Result],
+    plan: Plan[Any, Result],
+) -> None:
+    """On a worker thread: ``run(plan)``, its result or error set on ``answer`` in ``loop``.
+
+    An operation whose caller stopped waiting before it started (its task cancelled) is not run
+    (its plan is closed); one already running finishes. Nothing is set once ``loop`` is closed.
+    """
+    if answer.cancelled():
+        plan.close()
+        return
+    try:
+        outcome = run(plan)
+    except BaseException as error:  # noqa: BLE001 - handed to the awaiting task
+        _settle(loop, answer, None, error)
+        return
+    _settle(loop, answer, outcome, None)
+
+
+def _settle(
+    loop: asyncio.AbstractEventLoop, answer: asyncio.Future[Any], outcome: Any, error: BaseException | None
+) -> None:
+    def settle() -> None:
+        if answer.cancelled():
+            return
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(outcome)
+
+    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits for the answer
+        loop.call_soon_threadsafe(settle)
 
 
 def _default_workers(engine: Engine) -> int:
@@ -521,8 +564,8 @@ def _keeps_read_connections(engine: Engine, workers: int) -> bool:
     On a SQLite file read by ``pysqlite``, when the engine's pool (a ``QueuePool``) leaves every
     worker a second connection for its writes: no limit (size 0), or at least twice ``workers``.
     """
-    pool = engine.pool
-    if engine.dialect.name != "sqlite" or engine.dialect.driver != "pysqlite" or not isinstance(pool, QueuePool):
+    pool, dialect = engine.pool, engine.dialect
+    if dialect.name != "sqlite" or dialect.driver != "pysqlite" or not isinstance(pool, QueuePool):
         return False
     if database_file(engine.url) is None:
         return False
