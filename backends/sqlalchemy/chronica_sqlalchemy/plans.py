@@ -998,7 +998,11 @@ class Plans:
         return at
 
     def _append_on_driver(
-        self, statements: tuple[DriverStatement, DriverStatement], actum: Actum, key: str | None, now: datetime
+        self,
+        statements: tuple[DriverStatement, DriverStatement],
+        actum: Actum,
+        key: str | None,
+        now: datetime,
     ) -> Plan[Step, datetime]:
         """:meth:`_append` on SQLite's own driver: the same two statements in the same transaction.
 
@@ -1010,12 +1014,14 @@ class Plans:
         advance, insert_actum = statements
         chronicum_id, where = actum.chronicum_id, "sqlalchemy: record actum"
         yield Step("begin", (), write=True)
-        moved: list[Any] = yield Step(DRIVER_CALL, (DriverRun(advance, {"chronicum_id": chronicum_id, "at": now}),))
+        counter = DriverRun(advance, {"chronicum_id": chronicum_id, "at": now})
+        moved: list[Any] = yield Step(DRIVER_CALL, (counter,))
         if not moved:
             raise ChronicumNotFound(chronicum_id)
         check_row(where, "chronicum id", chronicum_id, moved[0][0])
         seq, at = int(moved[0][1]), self._parse_at(moved[0][2])
-        echoed: list[Any] = yield Step(DRIVER_CALL, (DriverRun(insert_actum, actum_row(actum, seq, at, key)),))
+        inserted = DriverRun(insert_actum, actum_row(actum, seq, at, key))
+        echoed: list[Any] = yield Step(DRIVER_CALL, (inserted,))
         check_row(where, "chronicum id", chronicum_id, echoed[0][0] if echoed else None)
         check_row(where, "actum id", actum.id, echoed[0][1] if echoed else None)
         return cast(datetime, at)

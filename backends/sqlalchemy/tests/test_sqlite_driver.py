@@ -97,11 +97,11 @@ def test_a_driver_statement_binds_as_sqlalchemy_would_and_refuses_fixed_values()
     moment = datetime(2026, 12, 2, 3, 4, 5, 678901, tzinfo=UTC)
     assert statement.values({"at": moment, "name": "ardian"}) == ["2026-12-02 03:04:05.678901", "ardian"]
     with sqlite3.connect(":memory:") as connection:
-        assert statement.rows(connection, {"at": moment, "name": "x"}) == [("2026-12-02 03:04:05.678901", "x")]
+        rows = statement.rows(connection, {"at": moment, "name": "x"})
+        assert rows == [("2026-12-02 03:04:05.678901", "x")]
         broken = DriverStatement("SELECT * FROM nowhere", (), (), dialect)
         with pytest.raises(DBAPIError) as failure:
             broken.rows(connection, {})
         assert isinstance(failure.value.orig, sqlite3.OperationalError)
     connection.close()
     assert DriverStatement.compiled(select(literal("fixed")), dialect) is None
-

@@ -18,6 +18,7 @@ from chronica_sqlalchemy.schema import UTCDateTime
 from sqlalchemy import create_engine, event
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import QueuePool
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, ChronicumNotFound, StoreError
 
@@ -138,7 +139,8 @@ def test_the_asyncio_read_gives_the_blocking_reads_acta_on_a_kept_connection(tmp
             return windows
         finally:
             await store.close()
-            assert store.engine.pool.checkedout() == 0  # the kept connections went back
+            pool = store.engine.pool
+            assert isinstance(pool, QueuePool) and pool.checkedout() == 0  # the kept ones went back
 
     windows = asyncio.run(scenario())
     assert windows == expected * 3
@@ -205,7 +207,9 @@ def test_an_asyncio_read_on_a_kept_connection_closed_underneath_is_made_again(tm
             held = store._held_reads
             assert held is not None
             [kept] = held._held
-            kept.driver_connection.close()
+            driver_connection = kept.driver_connection
+            assert driver_connection is not None
+            driver_connection.close()
             return [actum.content for actum in await store.acta(chronicum_id, ActaQuery(last_n=2))]
 
     try:
