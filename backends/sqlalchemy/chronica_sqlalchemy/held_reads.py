@@ -7,9 +7,9 @@ SQLAlchemy ``Connection`` and giving it back around it cost about a third of the
 each worker thread keeps one pooled connection for those reads instead (a file's reads never
 wait on its writers in WAL mode, so a kept connection holds no lock between them): the same plan
 runs on it, with the same errors, the same retry on a lost connection, and the same checks of
-the rows. A connection on which a step failed is ended, as :func:`chronica_sqlalchemy.plans.
-execute_plan` ends one, and the next read takes a new one. Writes and every other operation
-still take their connection from the pool for the operation.
+the rows. A connection on which a step failed is ended, as
+:func:`chronica_sqlalchemy.plans.execute_plan` ends one, and the next read takes a new one.
+Writes and every other operation still take their connection from the pool for the operation.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ class HeldReads:
         """Run ``plan``, a read of driver calls only, on the calling thread's kept connection.
 
         Returns the plan's result. A failure to connect is thrown into the plan as
-        ``StoreError("sqlalchemy: connect", ...)``, as :func:`~chronica_sqlalchemy.plans.
-        execute_plan` throws it.
+        ``StoreError("sqlalchemy: connect", ...)``, as
+        :func:`~chronica_sqlalchemy.plans.execute_plan` throws it.
 
         Raises:
             TypeError: the plan asked for something else than a read by the driver (a plan that
