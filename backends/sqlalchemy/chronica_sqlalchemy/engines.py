@@ -74,6 +74,7 @@ DEFAULT_BUSY_TIMEOUT_SECONDS = 30.0
 """How long a SQLite writer waits for the write lock before giving up, in seconds."""
 
 _SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+_SYNCED_AT_COMMIT = frozenset({"FULL", "EXTRA"})  # WAL: the levels that sync the log at every commit
 
 OPTION_NAMES = (
     "auto_migrate",
@@ -452,12 +453,13 @@ def configure_sqlite(
     to upgrade a read lock), and none on those that only read (the store's reads are single
     statements, atomic by themselves in WAL mode). The writers of one file in this process take
     turns in-process, each waiting at most ``busy_timeout`` seconds for its turn, instead of in
-    SQLite's busy handler (see :mod:`chronica_sqlalchemy.sqlite_writers`). Calling it twice on one
-    engine does nothing more.
+    SQLite's busy handler, and with ``synchronous`` ``FULL`` or ``EXTRA`` a blocking writer hands
+    the interpreter to the next one as it gives back its turn (see
+    :mod:`chronica_sqlalchemy.sqlite_writers`). Calling it twice on one engine does nothing more.
     """
     if event.contains(engine, "begin", _begin):
         return
-    queue_writers(engine, busy_timeout)
+    queue_writers(engine, busy_timeout, hand_over=synchronous.upper() in _SYNCED_AT_COMMIT)
 
     def connect(dbapi_connection: Any, connection_record: Any) -> None:
         dbapi_connection.isolation_level = None  # the driver issues no BEGIN of its own
