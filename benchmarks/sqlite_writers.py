@@ -18,10 +18,11 @@ an order that alternates from round to round:
 - **40 tasks**: the same on one event loop. Chronica: ``AsyncChronicarius.record_actum`` on
   ``open_async_store("sqlite:///...")`` (worker threads) and, as a second row, on
   ``sqlite+aiosqlite:///...``; ``SQLiteSession``: ``add_items([item])``.
-- **last 20**: ``--reads`` calls, interleaved call by call, reading the newest 20 of a
-  conversation holding ``--history`` items: ``AsyncChronicarius.get_acta(owner, id, last_n=20)``
-  (worker threads, as ``get_items`` runs on one), the blocking ``Chronicarius.get_acta``, and
-  ``SQLiteSession.get_items(20)``, the median call of each.
+- **last 20**: ``--reads`` calls, interleaved call by call (which of the three goes first turns
+  from call to call), reading the newest 20 of a conversation holding ``--history`` items:
+  ``AsyncChronicarius.get_acta(owner, id, last_n=20)`` (worker threads, as ``get_items`` runs on
+  one), the blocking ``Chronicarius.get_acta``, and ``SQLiteSession.get_items(20)``, the median
+  call of each.
 
 Printed: per round the throughputs (writes/s) and read medians (µs), then the median over rounds
 of each Chronica/peer ratio beside its target, with ``ok`` or ``MISSED`` (never asserted), and
@@ -241,20 +242,31 @@ def reads(side: Side, history: int, count: int) -> dict[str, float]:
         async with open_async_store(f"sqlite:///{side.chronica_file}", auto_migrate=False) as store:
             chronicarius = AsyncChronicarius(store)
             await chronicarius.get_acta(OWNER, chronicum_id, last_n=20)  # owner cached, store open
+
+            async def read_async() -> int:
+                return len(await chronicarius.get_acta(OWNER, chronicum_id, last_n=20))
+
+            async def read_peer() -> int:
+                return len(await session.get_items(20))
+
+            async def read_blocking() -> int:
+                return len(side.chronicarius.get_acta(OWNER, chronicum_id, last_n=20))
+
+            readers = [
+                ("chronica async", read_async),
+                ("SQLiteSession", read_peer),
+                ("chronica", read_blocking),
+            ]
             for index in range(count + count // 10):
                 timed = index >= count // 10
-                began = time.perf_counter()
-                window = await chronicarius.get_acta(OWNER, chronicum_id, last_n=20)
-                middle = time.perf_counter()
-                items = await session.get_items(20)
-                after = time.perf_counter()
-                side.chronicarius.get_acta(OWNER, chronicum_id, last_n=20)
-                done = time.perf_counter()
-                if timed:
-                    samples["chronica async"].append(middle - began)
-                    samples["SQLiteSession"].append(after - middle)
-                    samples["chronica"].append(done - after)
-                assert len(window) == len(items) == 20
+                shift = index % len(readers)  # each reader first, second and last in turn
+                for name, read in readers[shift:] + readers[:shift]:
+                    began = time.perf_counter()
+                    read_count = await read()
+                    elapsed = time.perf_counter() - began
+                    assert read_count == 20
+                    if timed:
+                        samples[name].append(elapsed)
 
     try:
         asyncio.run(run())

@@ -243,6 +243,7 @@ def test_peers_report_prints_ratios_and_the_sqlite_targets(monkeypatch: pytest.M
     threads = ["sqlite-session", "one", "each", "40", "chronica", "threads", "900"]
     assert [*threads, "40", "peer", "tasks", "1,000", "0.90"] in lines
     assert "MISSED  SQLite last 20 at 100 <= 1.2x SQLiteSession: 1.25x" in text
+    assert "MISSED  SQLite last 20 (asyncio) at 100 <= 1.2x SQLiteSession: 2.50x" in text
     assert "MISSED  SQLite 40 chronica threads >= 1.0x SQLiteSession's tasks: 0.90x" in text
     assert "ok      SQLite 40 chronica tasks >= 0.8x SQLiteSession's tasks: 0.85x" in text
     [document] = json.loads(json.dumps([report.as_json()]))

@@ -40,6 +40,7 @@ from chronica_core.redaction import redact_error
 from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.plans import AUTOCOMMIT, WRITE_OPTION, content_ceiling
+from chronica_sqlalchemy.sqlite_driver import BEGIN_IMMEDIATE, begin_immediate
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
@@ -76,6 +77,7 @@ DEFAULT_BUSY_TIMEOUT_SECONDS = 30.0
 """How long a SQLite writer waits for the write lock before giving up, in seconds."""
 
 _SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+_SYNCED_AT_COMMIT = frozenset({"FULL", "EXTRA"})  # WAL: the levels that sync the log at every commit
 
 OPTION_NAMES = (
     "auto_migrate",
@@ -508,12 +510,13 @@ def configure_sqlite(
     to upgrade a read lock), and none on those that only read (the store's reads are single
     statements, atomic by themselves in WAL mode). The writers of one file in this process take
     turns in-process, each waiting at most ``busy_timeout`` seconds for its turn, instead of in
-    SQLite's busy handler (see :mod:`chronica_sqlalchemy.sqlite_writers`). Calling it twice on one
-    engine does nothing more.
+    SQLite's busy handler, and with ``synchronous`` ``FULL`` or ``EXTRA`` a blocking writer hands
+    the interpreter to the next one as it gives back its turn (see
+    :mod:`chronica_sqlalchemy.sqlite_writers`). Calling it twice on one engine does nothing more.
     """
     if event.contains(engine, "begin", _begin):
         return
-    queue_writers(engine, busy_timeout)
+    queue_writers(engine, busy_timeout, hand_over=synchronous.upper() in _SYNCED_AT_COMMIT)
 
     def connect(dbapi_connection: Any, connection_record: Any) -> None:
         dbapi_connection.isolation_level = None  # the driver issues no BEGIN of its own
@@ -556,5 +559,10 @@ def _use_write_ahead_log(cursor: Any, busy_timeout: float) -> None:
 
 
 def _begin(connection: Connection) -> None:
+    """A writing connection begins with ``BEGIN IMMEDIATE`` (on ``pysqlite``, sent by the driver itself)."""
     if connection.get_execution_options().get(WRITE_OPTION, False):
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        driver_connection = connection.connection.driver_connection
+        if isinstance(driver_connection, sqlite3.Connection):
+            begin_immediate(driver_connection, connection.dialect)
+        else:
+            connection.exec_driver_sql(BEGIN_IMMEDIATE)

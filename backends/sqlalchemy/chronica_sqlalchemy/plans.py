@@ -68,6 +68,7 @@ from chronica_sqlalchemy.schema import (
     is_mysql,
     listing_index,
 )
+from chronica_sqlalchemy.sqlite_driver import DriverRun, DriverStatement
 from chronica_sqlalchemy.sqlite_writers import WriterTurn, take_turn
 
 __all__ = [
@@ -136,7 +137,8 @@ class Step(NamedTuple):
     """One thing to do on the plan's connection: call its ``method`` with ``args``.
 
     Attributes:
-        method: ``"execute"``, ``"commit"`` or ``"rollback"``.
+        method: ``"execute"``, ``"begin"``, ``"commit"`` or ``"rollback"`` (the plan's
+            ``Connection``'s method of that name), or :data:`DRIVER_CALL`.
         args: the arguments, e.g. ``(statement, parameters)`` for ``execute``.
         write: whether the connection must be a writing one (only the first step's flag counts).
         autocommit: whether the connection runs each statement as its own transaction, in the
@@ -645,6 +647,7 @@ class Plans:
         self._windows: dict[tuple[bool, bool, bool], Executable] = {}
         self._driver_windows: dict[tuple[bool, bool, bool], DriverWindow | None] = {}
         self._reads_on_driver = dialect.name == "sqlite" and dialect.driver == "pysqlite"
+        self._driver_append = self._compiled_driver_append() if self._reads_on_driver else None
         parse_at = UTCDateTime().result_processor(dialect, None)
         self._parse_at: Callable[[Any], Any] = parse_at if parse_at is not None else (lambda value: value)
         self._lock_key = self._migration_lock_key()
@@ -675,6 +678,19 @@ class Plans:
         if self.counter == "returning":
             return moved.returning(*self._moved_columns())
         return moved
+
+    def _compiled_driver_append(self) -> tuple[DriverStatement, DriverStatement] | None:
+        """``record``'s two statements as SQLite's driver runs them (see :mod:`.sqlite_driver`).
+
+        The counter's ``UPDATE ... RETURNING`` and the actum's ``INSERT ... RETURNING``; ``None``
+        when either cannot be handed to the driver (SQLAlchemy then runs both).
+        """
+        advance = DriverStatement.compiled(self.advance_statement, self.dialect)
+        keys = list(actum_row(Actum("", ActumKind.MESSAGE, ActorKind.HUMAN, ""), 0, _EPOCH))
+        insert_actum = DriverStatement.compiled(self.insert_actum_statement, self.dialect, keys)
+        if advance is None or insert_actum is None:
+            return None
+        return advance, insert_actum
 
     def _moved_columns(self) -> tuple[Any, ...]:
         """What the statement moving a chronicum's counter returns: ``(id, last_seq, last_actum_at)``.
@@ -981,6 +997,8 @@ class Plans:
             elif inserted.rowcount != 1:
                 raise StoreError(where, f"the actum was not inserted into chronicum {chronicum_id!r}")
             return _EPOCH + int(moved.lastrowid) * _MICROSECOND
+        if self._driver_append is not None:
+            return (yield from self._append_on_driver(self._driver_append, actum, key, now))
         seq, at = yield from self._moved_counter(
             self.advance_statement, {"chronicum_id": chronicum_id, "at": now}, where
         )
@@ -988,6 +1006,35 @@ class Plans:
         if self.counter == "returning":
             self._check_echo(inserted, actum)
         return at
+
+    def _append_on_driver(
+        self,
+        statements: tuple[DriverStatement, DriverStatement],
+        actum: Actum,
+        key: str | None,
+        now: datetime,
+    ) -> Plan[Step, datetime]:
+        """:meth:`_append` on SQLite's own driver: the same two statements in the same transaction.
+
+        The transaction is begun by SQLAlchemy (``BEGIN IMMEDIATE``, in the writer's turn), so the
+        plan's ``COMMIT`` and ``ROLLBACK`` end it, and giving the connection back rolls back one
+        left open; the statements run on the driver connection (:class:`DriverRun`), their
+        errors wrapped as SQLAlchemy wraps them. Returns the actum's ``at``.
+        """
+        advance, insert_actum = statements
+        chronicum_id, where = actum.chronicum_id, "sqlalchemy: record actum"
+        yield Step("begin", (), write=True)
+        counter = DriverRun(advance, {"chronicum_id": chronicum_id, "at": now})
+        moved: list[Any] = yield Step(DRIVER_CALL, (counter,))
+        if not moved:
+            raise ChronicumNotFound(chronicum_id)
+        check_row(where, "chronicum id", chronicum_id, moved[0][0])
+        seq, at = int(moved[0][1]), self._parse_at(moved[0][2])
+        inserted = DriverRun(insert_actum, actum_row(actum, seq, at, key))
+        echoed: list[Any] = yield Step(DRIVER_CALL, (inserted,))
+        check_row(where, "chronicum id", chronicum_id, echoed[0][0] if echoed else None)
+        check_row(where, "actum id", actum.id, echoed[0][1] if echoed else None)
+        return cast(datetime, at)
 
     @staticmethod
     def _check_echo(inserted: CursorResult[Any], actum: Actum) -> None:
@@ -1322,9 +1369,22 @@ class Plans:
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         check_rows("sqlalchemy: get acta", "chronicum id", chronicum_id, rows)
+        if query.last_n > 0 and self.dialect_name == "sqlite":
+            rows.reverse()  # read newest first (see _sqlite_window)
         if driver_window is not None:
             return self._window_acta(rows, self._parse_at)
         return self._window_acta(rows)
+
+    def reads_on_driver(self, query: ActaQuery) -> bool:
+        """Whether ``acta`` for ``query`` is one read by SQLite's own driver (:class:`DriverWindow`).
+
+        Its plan then yields :data:`DRIVER_CALL` steps only (and :data:`RECONNECT` after a lost
+        connection), none of them writing.
+        """
+        if not self._reads_on_driver:
+            return False
+        statement, _ = self.window_for("", query)
+        return self._driver_window(statement, query) is not None
 
     def _driver_window(self, statement: Executable, query: ActaQuery) -> DriverWindow | None:
         """The window statement of ``query``'s shape as SQLite's driver runs it (:class:`DriverWindow`)."""
@@ -1358,16 +1418,23 @@ class Plans:
         that pass the filters (the newest ``last_n`` of them by ``seq``, read backwards along the
         primary key), plus one row with a ``NULL`` ``seq`` for the chronicum itself. No row at all
         means the chronicum is missing; only the ``NULL`` row means it has no matching acta.
-        On SQLite and PostgreSQL the chronicum's row is outer-joined to the limited acta, in
-        order. MariaDB/MySQL would materialise that derived table (with its ``LONGTEXT``) in an
-        on-disk temporary table, so there the two are a ``UNION ALL`` and the rows are put in
-        order by :meth:`_window_acta`.
+        On PostgreSQL the chronicum's row is outer-joined to the limited acta, in order. On
+        SQLite the acta are outer-joined to the chronicum's row directly, the filters in the join's
+        condition, so that SQLite reads them along the primary key without a derived table to
+        materialise and sort: newest first when limited (:meth:`_acta` turns them round), else
+        oldest first. MariaDB/MySQL would materialise that derived table (with its ``LONGTEXT``)
+        in an on-disk temporary table, so there the two are a ``UNION ALL`` and the rows are put
+        in order by :meth:`_window_acta`.
         """
         shape = (by_kind, by_actor_kind, limited)
         statement = self._windows.get(shape)
         if statement is not None:
             return statement
         chronica, acta = self.tables.chronica, self.tables.acta
+        if self.dialect_name == "sqlite":
+            statement = self._sqlite_window(by_kind, by_actor_kind, limited)
+            self._windows[shape] = statement
+            return statement
         recent = select(acta.c.chronicum_id, acta.c.seq, *self._actum_columns).where(
             acta.c.chronicum_id == bindparam("chronicum_id")
         )
@@ -1392,6 +1459,28 @@ class Plans:
             )
         self._windows[shape] = statement
         return statement
+
+    def _sqlite_window(self, by_kind: bool, by_actor_kind: bool, limited: bool) -> Executable:
+        """SQLite's context-window query (see :meth:`window`): the chronicum's row, its acta joined.
+
+        ``chronica LEFT JOIN acta ON acta.chronicum_id = chronica.id AND <filters>``, ordered by
+        ``seq`` (descending and limited to ``last_n`` when ``limited``): one row with a ``NULL``
+        ``seq`` when no actum passes the filters, none when the chronicum is missing.
+        """
+        chronica, acta = self.tables.chronica, self.tables.acta
+        joined = acta.c.chronicum_id == chronica.c.id
+        if by_kind:
+            joined = and_(joined, acta.c.kind.in_(_slots("actum_kind", len(_KINDS))))
+        if by_actor_kind:
+            joined = and_(joined, acta.c.actor_kind.in_(_slots("actor_kind", len(_ACTOR_KINDS))))
+        statement = (
+            select(chronica.c.id, acta.c.seq, *self._actum_columns)
+            .select_from(chronica.outerjoin(acta, joined))
+            .where(chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None))
+        )
+        if limited:
+            return statement.order_by(acta.c.seq.desc()).limit(bindparam("last_n", type_=Integer()))
+        return statement.order_by(acta.c.seq)
 
     @staticmethod
     def _actum(chronicum_id: str, row: Any, offset: int) -> Actum:

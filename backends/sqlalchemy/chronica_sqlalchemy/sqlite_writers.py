@@ -18,6 +18,14 @@ locking and busy timeout.
   takes the file's lock, at once when it is free, else waiting on a worker thread while the loop
   goes on. A waiter whose task is cancelled leaves the queue, and a turn its worker thread took
   after the cancellation is given back at once: a cancelled writer never wedges the queue.
+- **Hand-over** (blocking writers, with ``synchronous`` ``FULL`` or ``EXTRA``): a writer that gives
+  back its turn then lets go of the interpreter lock at once (``time.sleep(0)``), so the next
+  writer, just woken, starts its transaction now instead of waiting while this thread goes on
+  with its own Python work (its result, its next write) for up to the interpreter's switch
+  interval. A write with those settings waits mostly for its ``fsync``; with 40 threads the
+  hand-over raised writes/s by about 1.3x (the median of 12 interleaved pairs of rounds, on a
+  loaded 2-CPU machine and a shared disk). Without a sync at each commit (``NORMAL``, ``OFF``) a
+  turn is short and the extra switches cost more than they save (0.7x), so none is made.
 - **Timeout**: a writer that waited ``busy_timeout`` seconds in the queue gets the error SQLite
   gives when its own wait runs out, the driver's ``OperationalError("database is locked")``,
   which the store reports as ``StoreError("sqlalchemy: <operation>", "OperationalError: database
@@ -57,7 +65,7 @@ LOCKED_MESSAGE = "database is locked"
 
 _guard = threading.Lock()
 _queues: weakref.WeakValueDictionary[str, WriterQueue] = weakref.WeakValueDictionary()
-_engines: weakref.WeakKeyDictionary[Engine, tuple[WriterQueue, float]] = weakref.WeakKeyDictionary()
+_engines: weakref.WeakKeyDictionary[Engine, tuple[WriterQueue, float, bool]] = weakref.WeakKeyDictionary()
 _waiters = ThreadPoolExecutor(thread_name_prefix="chronica-sqlite-writers")
 """Threads on which the first asyncio writer of a loop waits for a file's lock held elsewhere."""
 
@@ -85,6 +93,8 @@ class WriterTurn:
     queue: WriterQueue
     loop_lock: asyncio.Lock | None = None
     given_back: bool = False
+    hand_over: bool = False
+    """Let go of the interpreter lock once the turn is given back (blocking writers; see above)."""
 
     def give_back(self) -> None:
         """Free the file for the next writer of this process (no waiting, from any thread)."""
@@ -94,6 +104,8 @@ class WriterTurn:
         self.queue.lock.release()
         if self.loop_lock is not None:
             self.loop_lock.release()
+        elif self.hand_over:
+            time.sleep(0)  # not a wait: the next writer gets the interpreter now
 
 
 class WriterQueue:
@@ -169,12 +181,14 @@ class WriterQueue:
             self.lock.release()
 
 
-def queue_writers(engine: Engine, busy_timeout: float) -> None:
+def queue_writers(engine: Engine, busy_timeout: float, *, hand_over: bool = False) -> None:
     """Have the writers of ``engine`` (blocking, or an ``AsyncEngine.sync_engine``) take turns.
 
     They share the queue of the engine's database file with every other engine of the process on
-    that file, and wait in it for at most ``busy_timeout`` seconds. Nothing is done for an
-    in-memory database, nor for an engine that has a queue already (the first timeout stays).
+    that file, and wait in it for at most ``busy_timeout`` seconds. With ``hand_over`` a blocking
+    writer lets go of the interpreter lock as it gives back its turn (see the module's
+    docstring; for engines that sync at each commit). Nothing is done for an in-memory database,
+    nor for an engine that has a queue already (the first settings stay).
     """
     path = database_file(engine.url)
     if path is None:
@@ -185,7 +199,7 @@ def queue_writers(engine: Engine, busy_timeout: float) -> None:
         queue = _queues.get(path)
         if queue is None:
             queue = _queues[path] = WriterQueue(path)
-        _engines[engine] = (queue, busy_timeout)
+        _engines[engine] = (queue, busy_timeout, hand_over)
 
 
 def writer_queue(engine: Engine) -> WriterQueue | None:
@@ -207,8 +221,13 @@ def take_turn(engine: Engine) -> WriterTurn | None:
     found = _engines.get(engine)
     if found is None:
         return None
-    queue, timeout = found
-    turn = await_only(queue.take_async(timeout)) if engine.dialect.is_async else queue.take(timeout)
+    queue, timeout, hand_over = found
+    if engine.dialect.is_async:
+        turn = await_only(queue.take_async(timeout))
+    else:
+        turn = queue.take(timeout)
+        if turn is not None:
+            turn.hand_over = hand_over
     if turn is None:
         locked = engine.dialect.loaded_dbapi.OperationalError(LOCKED_MESSAGE)
         raise OperationalError("BEGIN IMMEDIATE", None, locked)

@@ -14,6 +14,7 @@ worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
@@ -30,9 +31,10 @@ from sqlalchemy.util import greenlet_spawn
 
 from chronica_core.errors import StoreError
 from chronica_core.loops import PerLoop
+from chronica_core.model import ActaQuery, Actum
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
-from chronica_core.redaction import masked_url
+from chronica_core.redaction import masked_url, redact_error
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.engines import (
     EngineOptions,
@@ -48,8 +50,10 @@ from chronica_sqlalchemy.engines import (
     url_text,
 )
 from chronica_sqlalchemy.follow import AsyncFollowing, SQLAlchemyFollowing, blocking_watcher_engine
+from chronica_sqlalchemy.held_reads import HeldReads
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
+from chronica_sqlalchemy.sqlite_writers import database_file
 
 __all__ = [
     "AsyncSQLAlchemyStore",
@@ -494,6 +498,7 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
                 f"(SingletonThreadPool: an in-memory SQLite database per thread), got {workers}"
             )
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronica-sqlalchemy")
+        self._held_reads = HeldReads(engine) if _keeps_read_connections(engine, workers) else None
 
     @classmethod
     def open(cls, url: str | URL, **options: Any) -> AsyncThreadedSQLAlchemyStore:
@@ -527,19 +532,86 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
 
     def _close(self) -> None:
         self._executor.shutdown(wait=True)
+        if self._held_reads is not None:
+            self._held_reads.close()
         if self._owns_engine:
             self.engine.dispose()
             if self.read_engine is not None:
                 self.read_engine.dispose()
 
-    async def _perform(self, plan: Plan[Any, Result]) -> Result:
-        loop = asyncio.get_running_loop()
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`chronica_core.Store.acta`; on SQLite, on its worker thread's kept connection.
+
+        A context window SQLite's driver reads by itself runs on the connection the worker thread
+        keeps for such reads (:mod:`chronica_sqlalchemy.held_reads`): the same plan, the same
+        errors, one thread hop. Before the store has opened (migrated) and on other engines, it
+        runs as every other operation.
+        """
+        held = self._held_reads
+        if held is None or self._pending_open or not self.plans.reads_on_driver(query):
+            return await super().acta(chronicum_id, query)
+        plan = self.plans.acta(chronicum_id, query)
+        self._check_open(plan)
         try:
-            running = loop.run_in_executor(self._executor, execute_plan, self.engine, plan, self.read_engine)
+            return await self._submit(held.run, plan)
+        except BaseException as error:
+            redact_error(error, self._secrets_of)
+            raise
+
+    async def _perform(self, plan: Plan[Any, Result]) -> Result:
+        return await self._submit(functools.partial(execute_plan, self.engine, reads=self.read_engine), plan)
+
+    async def _submit(self, run: Callable[[Plan[Any, Result]], Result], plan: Plan[Any, Result]) -> Result:
+        """``run(plan)`` on a worker thread; ``StoreError`` (the plan closed) once the store is closed.
+
+        The worker hands the outcome straight to an asyncio future of the running loop (see
+        :func:`_answer`), not through the executor's own future chained to one.
+        """
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Result] = loop.create_future()
+        try:
+            self._executor.submit(_answer, loop, answer, run, plan)
         except RuntimeError as error:  # the executor is shut down
             plan.close()
             raise StoreError(f"{self.backend_name}: async store", "the store is closed") from error
-        return await running
+        return await answer
+
+
+def _answer(
+    loop: asyncio.AbstractEventLoop,
+    answer: asyncio.Future[Result],
+    run: Callable[[Plan[Any, Result]], Result],
+    plan: Plan[Any, Result],
+) -> None:
+    """On a worker thread: ``run(plan)``, its result or error set on ``answer`` in ``loop``.
+
+    An operation whose caller stopped waiting before it started (its task cancelled) is not run
+    (its plan is closed); one already running finishes. Nothing is set once ``loop`` is closed.
+    """
+    if answer.cancelled():
+        plan.close()
+        return
+    try:
+        outcome = run(plan)
+    except BaseException as error:  # noqa: BLE001 - handed to the awaiting task
+        _settle(loop, answer, None, error)
+        return
+    _settle(loop, answer, outcome, None)
+
+
+def _settle(
+    loop: asyncio.AbstractEventLoop, answer: asyncio.Future[Any], outcome: Any, error: BaseException | None
+) -> None:
+    def settle() -> None:
+        if answer.cancelled():
+            return
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(outcome)
+
+    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits for the answer
+        loop.call_soon_threadsafe(settle)
 
 
 def _default_workers(engine: Engine) -> int:
@@ -550,6 +622,20 @@ def _default_workers(engine: Engine) -> int:
     if engine.dialect.name == "sqlite":
         return min(size, _SQLITE_WORKERS) if size else _SQLITE_WORKERS
     return size or _DEFAULT_POOL_SIZE
+
+
+def _keeps_read_connections(engine: Engine, workers: int) -> bool:
+    """Whether the threaded store's workers keep a connection each for reads (see :mod:`.held_reads`).
+
+    On a SQLite file read by ``pysqlite``, when the engine's pool (a ``QueuePool``) leaves every
+    worker a second connection for its writes: no limit (size 0), or at least twice ``workers``.
+    """
+    pool, dialect = engine.pool, engine.dialect
+    if dialect.name != "sqlite" or dialect.driver != "pysqlite" or not isinstance(pool, QueuePool):
+        return False
+    if database_file(engine.url) is None:
+        return False
+    return pool.size() == 0 or pool.size() >= 2 * workers
 
 
 def open_async_sqlalchemy_store(

@@ -34,6 +34,7 @@ from chronica_sqlalchemy import (
     open_async_sqlalchemy_store,
 )
 from chronica_sqlalchemy import plans as plans_module
+from chronica_sqlalchemy import sqlite_driver as sqlite_driver_module
 from sqlalchemy import Dialect, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -265,10 +266,15 @@ class SQLAlchemyFaults:
             return on_execute(cursor, statement, None, context)
 
         real_sqlite_rows = plans_module.sqlite_rows
+        real_driver_rows = sqlite_driver_module.driver_rows
 
         def sqlite_rows(driver_connection: Any, statement: str, values: list[Any]) -> list[Any]:
             fail(driver_connection)  # a read SQLite's driver runs without SQLAlchemy's execution
             return real_sqlite_rows(driver_connection, statement, values)
+
+        def driver_rows(driver_connection: Any, statement: str, values: list[Any]) -> list[Any]:
+            fail(driver_connection)  # a write's statement SQLite's driver runs (sqlite_driver)
+            return real_driver_rows(driver_connection, statement, values)
 
         def commit_of(real_commit: Callable[[Any], None]) -> Callable[[Any], None]:
             def commit(dbapi_connection: Any) -> None:
@@ -302,6 +308,7 @@ class SQLAlchemyFaults:
                     patch.setattr(engine.dialect, "do_commit", commit_of(engine.dialect.do_commit))
                     patch.setattr(engine.dialect, "do_rollback", rollback_of(engine))
                 patch.setattr(plans_module, "sqlite_rows", sqlite_rows)
+                patch.setattr(sqlite_driver_module, "driver_rows", driver_rows)
                 yield injection
         finally:
             for engine in engines:

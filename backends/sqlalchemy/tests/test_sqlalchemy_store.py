@@ -490,6 +490,35 @@ def test_cancelled_sqlite_writes_never_leave_the_write_lock_held(tmp_path: Path,
         blocker.close()
 
 
+def test_a_threaded_operation_cancelled_before_it_started_never_runs(tmp_path: Path) -> None:
+    path = tmp_path / "queued.db"
+    chronicum_id = new_id()
+    with open_store(f"sqlite:///{path}") as store:
+        store.create(started(chronicum_id))
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the first write waits for it on the only worker thread
+    engine = create_engine(f"sqlite:///{path}")
+
+    async def scenario() -> tuple[str, bool, list[str]]:
+        async with AsyncThreadedSQLAlchemyStore(engine, auto_migrate=False, workers=1) as store:
+            await store.get(chronicum_id)  # opened
+            first = asyncio.create_task(store.record(message(chronicum_id, "first")))
+            queued = asyncio.create_task(store.record(message(chronicum_id, "queued")))
+            await asyncio.sleep(0)  # both submitted: the first running, the second queued behind it
+            queued.cancel()
+            blocker.rollback()
+            landed = (await first).content
+            outcome = await asyncio.gather(queued, return_exceptions=True)
+            contents = [actum.content for actum in await store.acta(chronicum_id, ActaQuery())]
+            return landed, isinstance(outcome[0], asyncio.CancelledError), contents
+
+    try:
+        assert asyncio.run(scenario()) == ("first", True, ["first"])
+    finally:
+        blocker.close()
+        engine.dispose()
+
+
 def test_cancelling_close_on_aiosqlite_leaves_the_running_writes_to_land(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'closing.db'}"
     chronicum_id = new_id()

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
+import types
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +27,7 @@ from chronica_sqlalchemy import (
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
     open_async_sqlalchemy_store,
+    sqlite_writers,
 )
 from chronica_sqlalchemy.sqlite_writers import WriterQueue, database_file, writer_queue
 from sqlalchemy import Engine, event
@@ -354,3 +357,38 @@ def test_writers_of_two_processes_meet_through_sqlites_own_lock(tmp_path: Path) 
     for writer in range(10):
         assert [content for content in landed if content.split(":")[0] == str(writer)] == expected(writer)
     assert len(landed) == 50 + 10 * WRITES
+
+
+@pytest.mark.parametrize(
+    ("scheme", "synchronous", "hands_over"),
+    [
+        ("sqlite", "FULL", True),
+        ("sqlite", "extra", True),
+        ("sqlite", "NORMAL", False),
+        ("sqlite", "OFF", False),
+        ("sqlite+aiosqlite", "FULL", False),
+    ],
+)
+def test_a_blocking_writer_lets_go_of_the_interpreter_with_its_turn_when_commits_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scheme: str, synchronous: str, hands_over: bool
+) -> None:
+    yielded: list[float] = []
+    clock = types.SimpleNamespace(sleep=yielded.append, monotonic=time.monotonic)
+    monkeypatch.setattr(sqlite_writers, "time", clock)
+    url = f"{scheme}:///{tmp_path / 'hand-over.db'}"
+    chronicum_id = new_id()
+
+    async def write_async() -> None:
+        async with open_async_store(url, synchronous=synchronous) as store:
+            await store.create(started(chronicum_id))
+            await store.record(message(chronicum_id, "one"))
+
+    if scheme == "sqlite":
+        with SQLAlchemyStore.open(url, synchronous=synchronous) as store:
+            store.create(started(chronicum_id))
+            store.record(message(chronicum_id, "one"))
+            store.record(message(chronicum_id, "two"))
+    else:
+        asyncio.run(write_async())
+    turns = 1 + 3 if scheme == "sqlite" else 0  # the migration's turn, the create's, two records'
+    assert yielded == ([0] * turns if hands_over else [])

@@ -1,0 +1,107 @@
+"""SQLite writes whose statements the standard library's driver runs itself (``sqlite_driver``)."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from chronica_sqlalchemy import SQLAlchemyStore
+from chronica_sqlalchemy.schema import UTCDateTime
+from chronica_sqlalchemy.sqlite_driver import DriverStatement
+from sqlalchemy import bindparam, create_engine, event, literal, select
+from sqlalchemy.exc import DBAPIError
+
+from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, ChronicumNotFound, StoreError
+
+EVERY_ACTUM = ActaQuery()
+
+
+def new_id(label: str = "c") -> str:
+    return f"{label}-{uuid.uuid4().hex}"
+
+
+def message(chronicum_id: str, content: str) -> Actum:
+    return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", content, id=new_id("a"))
+
+
+def test_a_record_runs_its_statements_on_the_driver_in_one_transaction(tmp_path: Path) -> None:
+    path = tmp_path / "driver.db"
+    chronicum_id = new_id()
+    with SQLAlchemyStore.open(f"sqlite:///{path}") as store:
+        store.create(Chronicum(chronicum_id, "ardian", started_at=datetime.now(UTC)))
+        first = store.record(message(chronicum_id, "first"))
+        statements: list[str] = []
+        event.listen(store.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+        recorded = [store.record(message(chronicum_id, f"n{index}")) for index in range(5)]
+        assert statements == []  # none through SQLAlchemy's execution
+        assert [actum.content for actum in store.acta(chronicum_id, EVERY_ACTUM)] == [
+            "first",
+            *(f"n{index}" for index in range(5)),
+        ]
+        assert all(actum.at is not None and actum.at.tzinfo is UTC for actum in recorded)
+        stored = store.acta(chronicum_id, EVERY_ACTUM)
+        assert [actum.at for actum in stored] == [first.at, *(actum.at for actum in recorded)]
+        assert store.get(chronicum_id).last_actum_at == recorded[-1].at
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT seq FROM acta ORDER BY seq").fetchall() == [(n,) for n in range(1, 7)]
+        assert raw.execute("SELECT last_seq FROM chronica").fetchall() == [(6,)]
+    raw.close()
+
+
+def test_a_refused_record_leaves_no_write_transaction_open(tmp_path: Path) -> None:
+    path = tmp_path / "refused.db"
+    chronicum_id = new_id()
+    with SQLAlchemyStore.open(f"sqlite:///{path}") as store:
+        store.create(Chronicum(chronicum_id, "ardian", started_at=datetime.now(UTC)))
+        store.record(message(chronicum_id, "first"))
+        with pytest.raises(ChronicumNotFound):
+            store.record(message(new_id("missing"), "nowhere"))
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # at once: the pooled connection holds no write lock
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+        assert [actum.content for actum in store.acta(chronicum_id, EVERY_ACTUM)] == ["first"]
+
+
+def test_a_write_lock_held_by_another_process_is_the_store_error_sqlite_gives(tmp_path: Path) -> None:
+    path = tmp_path / "locked.db"
+    chronicum_id = new_id()
+    with SQLAlchemyStore.open(f"sqlite:///{path}") as store:
+        store.create(Chronicum(chronicum_id, "ardian", started_at=datetime.now(UTC)))
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with SQLAlchemyStore.open(f"sqlite:///{path}", busy_timeout="0", auto_migrate="false") as store:
+            with pytest.raises(StoreError) as refused:
+                store.record(message(chronicum_id, "locked out"))
+            assert refused.value.where == "sqlalchemy: record actum"
+            assert refused.value.detail == "OperationalError: database is locked"
+            assert isinstance(refused.value.__cause__, DBAPIError)
+            blocker.execute("ROLLBACK")
+            assert store.record(message(chronicum_id, "let in")).content == "let in"
+    finally:
+        blocker.close()
+
+
+def test_a_driver_statement_binds_as_sqlalchemy_would_and_refuses_fixed_values() -> None:
+    dialect = create_engine("sqlite://").dialect
+    at = bindparam("at", type_=UTCDateTime())
+    statement = DriverStatement.compiled(select(at, bindparam("name")), dialect)
+    assert statement is not None
+    assert statement.names == ("at", "name")
+    moment = datetime(2026, 12, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    assert statement.values({"at": moment, "name": "ardian"}) == ["2026-12-02 03:04:05.678901", "ardian"]
+    with sqlite3.connect(":memory:") as connection:
+        rows = statement.rows(connection, {"at": moment, "name": "x"})
+        assert rows == [("2026-12-02 03:04:05.678901", "x")]
+        broken = DriverStatement("SELECT * FROM nowhere", (), (), dialect)
+        with pytest.raises(DBAPIError) as failure:
+            broken.rows(connection, {})
+        assert isinstance(failure.value.orig, sqlite3.OperationalError)
+    connection.close()
+    assert DriverStatement.compiled(select(literal("fixed")), dialect) is None
