@@ -39,7 +39,7 @@ from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.redaction import redact_error
 from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
-from chronica_sqlalchemy.plans import WRITE_OPTION, content_ceiling
+from chronica_sqlalchemy.plans import AUTOCOMMIT, IN_AUTOCOMMIT, WRITE_OPTION, content_ceiling
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
@@ -378,6 +378,12 @@ def _engine_arguments(
             url = url.update_query_dict({"charset": "utf8mb4"})
         arguments["isolation_level"] = "READ COMMITTED"
         arguments["pool_pre_ping"] = False
+    if dialect == "postgresql":
+        # Lent in autocommit: most operations are one statement, and switching each connection to
+        # autocommit and back cost client CPU on every operation; those that need a transaction
+        # switch to it instead (see chronica_sqlalchemy.plans.IN_AUTOCOMMIT).
+        arguments["isolation_level"] = AUTOCOMMIT
+        arguments["execution_options"] = {IN_AUTOCOMMIT: True}
     if dialect == "sqlite" and _is_memory(url):
         # One connection, shared by turns: every thread and task sees the same in-memory database.
         arguments.update(poolclass=queue_pool, pool_size=1, max_overflow=0, pool_timeout=options.busy_timeout)

@@ -34,6 +34,7 @@ from chronica_sqlalchemy import (
     open_async_sqlalchemy_store,
 )
 from chronica_sqlalchemy import plans as plans_module
+from chronica_sqlalchemy import psycopg_statements
 from sqlalchemy import Dialect, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -227,8 +228,9 @@ def dbapi_failure(dialect: Dialect, kind: FailureKind) -> Exception:
 class SQLAlchemyFaults:
     """Makes the DBAPI calls of a chronica-sqlalchemy store fail (see ``DriverFaults``).
 
-    While an injection is active, every statement (the dialect's ``do_execute`` events, and the
-    reads SQLite's driver runs itself: ``plans.sqlite_rows``), commit and rollback on the store's
+    While an injection is active, every statement (the dialect's ``do_execute`` events, the
+    reads SQLite's driver runs itself: ``plans.sqlite_rows``, and the statements psycopg runs
+    itself: ``psycopg_statements.driver_rows``), commit and rollback on the store's
     engine counts as a driver call; a failing one raises the DBAPI
     driver's exception for the kind, and on a server, for a reset or a gone server, first closes
     the DBAPI connection, as the server would have.
@@ -261,10 +263,15 @@ class SQLAlchemyFaults:
 
         real_commit, real_rollback = dialect.do_commit, dialect.do_rollback
         real_sqlite_rows = plans_module.sqlite_rows
+        real_driver_rows = psycopg_statements.driver_rows
 
         def sqlite_rows(driver_connection: Any, statement: str, values: list[Any]) -> list[Any]:
             fail(driver_connection)  # a read SQLite's driver runs without SQLAlchemy's execution
             return real_sqlite_rows(driver_connection, statement, values)
+
+        def driver_rows(pooled: Any, statement: Any, values: dict[str, Any]) -> list[Any]:
+            fail(pooled.dbapi_connection)  # a statement psycopg runs without SQLAlchemy's execution
+            return real_driver_rows(pooled, statement, values)
 
         def commit(dbapi_connection: Any) -> None:
             fail(dbapi_connection)
@@ -286,6 +293,7 @@ class SQLAlchemyFaults:
                 patch.setattr(dialect, "do_commit", commit)
                 patch.setattr(dialect, "do_rollback", rollback)
                 patch.setattr(plans_module, "sqlite_rows", sqlite_rows)
+                patch.setattr(psycopg_statements, "driver_rows", driver_rows)
                 yield injection
         finally:
             for name, listener in listeners:
