@@ -974,7 +974,9 @@ class Plans:
             return chronicum_of(row)
         return Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3])
 
-    def _on_psycopg(self, statement: Executable, parameters: dict[str, Any], *, write: bool = False) -> Step | None:
+    def _on_psycopg(
+        self, statement: Executable, parameters: dict[str, Any], *, write: bool = False
+    ) -> Step | None:
         """The autocommit step running ``statement`` on psycopg itself, or ``None`` (SQLAlchemy runs it).
 
         On PostgreSQL through psycopg (blocking or asyncio), a statement that is a whole

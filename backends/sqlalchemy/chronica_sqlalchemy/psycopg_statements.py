@@ -35,7 +35,11 @@ __all__ = [
     "DriverStatement",
     "chronicum_of",
     "driver_rows",
-    "psycopg_rows", "runs_on_psycopg", "utc", "window_acta"]
+    "psycopg_rows",
+    "runs_on_psycopg",
+    "utc",
+    "window_acta",
+]
 
 _KINDS = {kind.value: kind for kind in ActumKind}
 _ACTOR_KINDS = {actor_kind.value: actor_kind for actor_kind in ActorKind}
@@ -121,8 +125,10 @@ def psycopg_rows(connection: Connection, statement: DriverStatement, parameters:
         connection._handle_dbapi_exception(error, statement.text, values, None, None)
 
 
-def driver_rows(pooled: PoolProxiedConnection, statement: DriverStatement, values: dict[str, Any]) -> list[Any]:
-    """psycopg's own call: ``statement``'s text with ``values`` on ``pooled``'s psycopg connection.
+def driver_rows(
+    pooled: PoolProxiedConnection, statement: DriverStatement, values: dict[str, Any]
+) -> list[Any]:
+    """Run psycopg's own call: ``statement``'s text with ``values`` on ``pooled``'s psycopg connection.
 
     Asks for binary rows: ``bytea`` as ``bytes``, ``timestamptz`` as an aware ``datetime`` in the
     session's time zone, numbers read without parsing text. Raises what psycopg raises.
@@ -169,4 +175,6 @@ def window_acta(rows: list[Any]) -> list[Actum]:
 def chronicum_of(row: Any) -> Chronicum:
     """The chronicum of a row ``(id, owner id, started at, last actum at)``."""
     last = row[3]
-    return Chronicum(id=row[0], owner_id=row[1], started_at=utc(row[2]), last_actum_at=None if last is None else utc(last))
+    return Chronicum(
+        id=row[0], owner_id=row[1], started_at=utc(row[2]), last_actum_at=None if last is None else utc(last)
+    )

@@ -32,9 +32,9 @@ from chronica_sqlalchemy import (
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
     open_async_sqlalchemy_store,
+    psycopg_statements,
 )
 from chronica_sqlalchemy import plans as plans_module
-from chronica_sqlalchemy import psycopg_statements
 from sqlalchemy import Dialect, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError

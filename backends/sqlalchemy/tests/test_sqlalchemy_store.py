@@ -26,9 +26,9 @@ from chronica_sqlalchemy import (
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
     open_async_sqlalchemy_store,
+    psycopg_statements,
 )
 from chronica_sqlalchemy import plans as plans_module
-from chronica_sqlalchemy import psycopg_statements
 from chronica_sqlalchemy.engines import async_url, runs_on_worker_threads, sync_url
 from chronica_sqlalchemy.follow import WATCHER_NAME
 from sqlalchemy import create_engine, event, text
