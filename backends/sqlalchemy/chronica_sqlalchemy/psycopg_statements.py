@@ -86,7 +86,7 @@ class DriverStatement:
             return None
         processors: list[tuple[str, Callable[[Any], Any]]] = []
         fixed: dict[str, Any] = {}
-        for name, bind in compiled.binds.items():
+        for bind, name in compiled.bind_names.items():  # each parameter under its name in the text
             processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
             if processor is not None:
                 processors.append((name, processor))
