@@ -228,7 +228,7 @@ def test_a_transaction_gives_its_connection_back_in_autocommit(counted_store: SQ
     with counter.counting() as appended:
         store.record(said(kept, "after"))
     with store.engine.connect() as connection:  # the pool's one connection, which the erasure used
-        driver = connection.connection.driver_connection
+        driver: Any = connection.connection.driver_connection
         assert (driver.autocommit, driver.info.transaction_status.name) == (True, "IDLE")
     assert [actum.content for actum in window] == ["hello"]
     assert (read, appended) == ([1], [1])
