@@ -39,7 +39,7 @@ from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.redaction import redact_error
 from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
-from chronica_sqlalchemy.plans import AUTOCOMMIT, WRITE_OPTION, content_ceiling
+from chronica_sqlalchemy.plans import AUTOCOMMIT, IN_AUTOCOMMIT, WRITE_OPTION, content_ceiling
 from chronica_sqlalchemy.sqlite_driver import BEGIN_IMMEDIATE, begin_immediate
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
@@ -408,6 +408,12 @@ def _engine_arguments(
             arguments["skip_autocommit_rollback"] = True
         else:
             arguments["isolation_level"] = "READ COMMITTED"
+    if dialect == "postgresql":
+        # Lent in autocommit: most operations are one statement, and switching each connection to
+        # autocommit and back cost client CPU on every operation; those that need a transaction
+        # switch to it instead (see chronica_sqlalchemy.plans.IN_AUTOCOMMIT).
+        arguments["isolation_level"] = AUTOCOMMIT
+        arguments["execution_options"] = {IN_AUTOCOMMIT: True}
     if dialect == "sqlite" and _is_memory(url):
         # One connection, shared by turns: every thread and task sees the same in-memory database.
         arguments.update(poolclass=queue_pool, pool_size=1, max_overflow=0, pool_timeout=options.busy_timeout)

@@ -57,6 +57,14 @@ from chronica_core.plans import Plan, run_plan
 from chronica_core.rows import check_row, check_rows
 from chronica_core.store import ListingPosition
 from chronica_sqlalchemy.follow import follow_channel, follow_notification
+from chronica_sqlalchemy.psycopg_statements import (
+    DriverStatement,
+    chronicum_of,
+    psycopg_rows,
+    runs_on_psycopg,
+    utc,
+    window_acta,
+)
 from chronica_sqlalchemy.schema import (
     OTHER_BACKEND_VERSIONS,
     SCHEMA_VERSION,
@@ -75,7 +83,9 @@ __all__ = [
     "AUTOCOMMIT",
     "COMMIT",
     "DRIVER_CALL",
+    "DRIVER_STATEMENT",
     "DROP_CONNECTION",
+    "IN_AUTOCOMMIT",
     "MYSQL_STATEMENT_RESERVE",
     "RECONNECT",
     "ROLLBACK",
@@ -98,6 +108,18 @@ WRITE_OPTION = "chronica_write"
 
 DRIVER_CALL = "driver call"
 """The method of a :class:`Step` whose one argument is called with the driver's own connection."""
+
+DRIVER_STATEMENT = "driver statement"
+"""The method of a :class:`Step` whose arguments are a
+:class:`chronica_sqlalchemy.psycopg_statements.DriverStatement` and its parameters: run on the
+connection's psycopg connection (:func:`~chronica_sqlalchemy.psycopg_statements.psycopg_rows`),
+its outcome the rows. Only as the first step of an autocommit plan."""
+
+IN_AUTOCOMMIT = "chronica_in_autocommit"
+"""Engine execution option: the engine's connections are in autocommit whenever the pool lends them
+(``isolation_level="AUTOCOMMIT"``, PostgreSQL engines the store creates). A plan that takes a
+transaction then switches its connection to the dialect's default isolation level, and an
+autocommit plan switches nothing; the pool sets autocommit back when the connection returns."""
 
 MYSQL_STATEMENT_RESERVE = 16 * 1024
 """Bytes of ``max_allowed_packet`` kept for the insert's own text and its other values (ids, key,
@@ -222,11 +244,15 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
     it, and the plan's result or error stands. On a SQLite file a writing connection is taken
     only in the writer's turn (:mod:`chronica_sqlalchemy.sqlite_writers`), given back with it; a
     turn not had within the busy timeout is thrown into the plan as SQLite's "database is
-    locked". Returns the plan's result.
+    locked". On an engine whose connections are lent in autocommit (:data:`IN_AUTOCOMMIT`) a
+    plan whose first step is not an autocommit one runs at the dialect's default isolation level,
+    in a transaction; elsewhere an autocommit plan's connection is switched to autocommit. Returns
+    the plan's result.
     """
     held: list[Connection] = []
     failed: list[Connection] = []
     turns: list[WriterTurn] = []  # SQLite: the file's writer turn, held while a writing connection is
+    in_autocommit = bool(engine.get_execution_options().get(IN_AUTOCOMMIT, False))
 
     def perform(step: Step) -> Any:
         if step.method in (RECONNECT.method, DROP_CONNECTION.method):
@@ -242,11 +268,15 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
             held.append(_connected(source))
             if step.write:
                 held[0].execution_options(**{WRITE_OPTION: True})
-            if step.autocommit and source is engine:
-                # psycopg's autocommit is a client-side switch (no round trip); SQLAlchemy sets
-                # the engine's isolation level back when the connection returns to the pool
-                held[0].execution_options(isolation_level=AUTOCOMMIT)
+            # psycopg's autocommit is a client-side switch (no round trip); SQLAlchemy sets
+            # the engine's isolation level back when the connection returns to the pool. A
+            # connection of the read engine is in autocommit already.
+            if source is engine and step.autocommit != in_autocommit:
+                level = AUTOCOMMIT if step.autocommit else engine.dialect.default_isolation_level
+                held[0].execution_options(isolation_level=level)
         try:
+            if step.method == DRIVER_STATEMENT:
+                return psycopg_rows(held[0], *step.args)
             if step.method == DRIVER_CALL:
                 call: Callable[[Any], Any] = step.args[0]
                 return call(held[0].connection.driver_connection)
@@ -648,6 +678,9 @@ class Plans:
         self._driver_windows: dict[tuple[bool, bool, bool], DriverWindow | None] = {}
         self._reads_on_driver = dialect.name == "sqlite" and dialect.driver == "pysqlite"
         self._driver_append = self._compiled_driver_append() if self._reads_on_driver else None
+        # PostgreSQL on psycopg: the hot statements run on psycopg itself (see _on_psycopg)
+        self._runs_on_psycopg = runs_on_psycopg(dialect)
+        self._psycopg_statements: dict[int, DriverStatement | None] = {}
         parse_at = UTCDateTime().result_processor(dialect, None)
         self._parse_at: Callable[[Any], Any] = parse_at if parse_at is not None else (lambda value: value)
         self._lock_key = self._migration_lock_key()
@@ -951,14 +984,43 @@ class Plans:
             raise
 
     def _get(self, chronicum_id: str) -> Plan[Step, Chronicum]:
-        result: CursorResult[Any] = yield _execute(
-            self._select_chronicum, {"id": chronicum_id}, autocommit=self.read_autocommit
-        )
-        row: Any = result.first()
+        parameters = {"id": chronicum_id}
+        on_psycopg = self._on_psycopg(self._select_chronicum, parameters)
+        if on_psycopg is not None:
+            rows: list[Any] = yield on_psycopg
+            row: Any = rows[0] if rows else None
+        else:
+            result: CursorResult[Any] = yield _execute(
+                self._select_chronicum, parameters, autocommit=self.read_autocommit
+            )
+            row = result.first()
         if row is None:
             raise ChronicumNotFound(chronicum_id)
         check_row("sqlalchemy: get chronicum", "chronicum id", chronicum_id, row[0])
+        if on_psycopg is not None:
+            return chronicum_of(row)
         return Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3])
+
+    def _on_psycopg(
+        self, statement: Executable, parameters: dict[str, Any], *, write: bool = False
+    ) -> Step | None:
+        """The autocommit step running ``statement`` on psycopg itself, or ``None`` (SQLAlchemy runs it).
+
+        On PostgreSQL through psycopg (blocking or asyncio), a statement that is a whole
+        operation is compiled by SQLAlchemy once (:class:`DriverStatement`) and run on the pooled
+        connection's psycopg connection (:data:`DRIVER_STATEMENT`); its rows are psycopg's,
+        ``bytea`` as bytes and moments in the session's time zone. Only for an autocommit plan's
+        first step.
+        """
+        if not self._runs_on_psycopg:
+            return None
+        key = id(statement)  # the statements are built once and kept by this object
+        if key not in self._psycopg_statements:
+            self._psycopg_statements[key] = DriverStatement.compiled(statement, self.dialect)
+        driver = self._psycopg_statements[key]
+        if driver is None:
+            return None
+        return Step(DRIVER_STATEMENT, (driver, parameters), write, autocommit=True)
 
     def _append(self, actum: Actum, key: str | None) -> Plan[Step, datetime]:
         """Give ``actum`` the chronicum's next ``seq`` and its ``at``, and insert it; return the ``at``.
@@ -971,16 +1033,23 @@ class Plans:
         chronicum_id, now = actum.chronicum_id, datetime.now(UTC)
         where = "sqlalchemy: record actum"
         if self.record_statement is not None:
-            stored: CursorResult[Any] = yield _execute(
-                self.record_statement, self.record_parameters(actum, now, key), write=True, autocommit=True
-            )
-            row: Any = stored.first()
+            parameters = self.record_parameters(actum, now, key)
+            on_psycopg = self._on_psycopg(self.record_statement, parameters, write=True)
+            row: Any
+            if on_psycopg is not None:
+                rows: list[Any] = yield on_psycopg
+                row = rows[0] if rows else None
+            else:
+                stored: CursorResult[Any] = yield _execute(
+                    self.record_statement, parameters, write=True, autocommit=True
+                )
+                row = stored.first()
             if row is None:
                 raise ChronicumNotFound(chronicum_id)
             check_row(where, "chronicum id", chronicum_id, row[0])
             check_row(where, "actum id", actum.id, row[1])
             stored_at: datetime = row[2]
-            return stored_at
+            return stored_at if on_psycopg is None else utc(stored_at)
         if self.counter == "lastrowid":
             moved: CursorResult[Any] = yield _execute(
                 self.advance_statement,
@@ -1360,6 +1429,13 @@ class Plans:
 
     def _acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
         statement, parameters = self.window_for(chronicum_id, query)
+        on_psycopg = self._on_psycopg(statement, parameters)
+        if on_psycopg is not None:
+            found: list[Any] = yield on_psycopg
+            if not found:
+                raise ChronicumNotFound(chronicum_id)
+            check_rows("sqlalchemy: get acta", "chronicum id", chronicum_id, found)
+            return window_acta(found)
         driver_window = self._driver_window(statement, query) if self._reads_on_driver else None
         if driver_window is not None:
             rows: list[Any] = yield Step(DRIVER_CALL, (DriverRead(driver_window, parameters),))

@@ -262,3 +262,20 @@ def test_the_asyncio_store_takes_the_documented_round_trips(
     assert chronicum.id in [listed.id for listed in page]
     expected = EXPECTED[dialect]
     assert counts == [[expected["append"]], [expected["read"]], [expected["read"]], [expected["read"]]]
+
+
+@pytest.mark.dialects("postgresql")
+def test_a_transaction_gives_its_connection_back_in_autocommit(counted_store: SQLAlchemyStore) -> None:
+    """The store's engine keeps its connections in autocommit; an erasure's transaction leaves none open."""
+    store, counter = counted_store, Counter(counted_store.engine)
+    erased, kept = prepared(store), prepared(store)
+    store.erase(erased, owner_digest("ardian"))
+    with counter.counting() as read:
+        window = store.acta(kept, ActaQuery(last_n=20))
+    with counter.counting() as appended:
+        store.record(said(kept, "after"))
+    with store.engine.connect() as connection:  # the pool's one connection, which the erasure used
+        driver: Any = connection.connection.driver_connection
+        assert (driver.autocommit, driver.info.transaction_status.name) == (True, "IDLE")
+    assert [actum.content for actum in window] == ["hello"]
+    assert (read, appended) == ([1], [1])
