@@ -76,7 +76,8 @@ from chronica_sqlalchemy.schema import (
     is_mysql,
     listing_index,
 )
-from chronica_sqlalchemy.sqlite_driver import DriverRun, DriverStatement
+from chronica_sqlalchemy.sqlite_driver import DriverRun
+from chronica_sqlalchemy.sqlite_driver import DriverStatement as SQLiteStatement
 from chronica_sqlalchemy.sqlite_writers import WriterTurn, take_turn
 
 __all__ = [
@@ -712,15 +713,15 @@ class Plans:
             return moved.returning(*self._moved_columns())
         return moved
 
-    def _compiled_driver_append(self) -> tuple[DriverStatement, DriverStatement] | None:
+    def _compiled_driver_append(self) -> tuple[SQLiteStatement, SQLiteStatement] | None:
         """``record``'s two statements as SQLite's driver runs them (see :mod:`.sqlite_driver`).
 
         The counter's ``UPDATE ... RETURNING`` and the actum's ``INSERT ... RETURNING``; ``None``
         when either cannot be handed to the driver (SQLAlchemy then runs both).
         """
-        advance = DriverStatement.compiled(self.advance_statement, self.dialect)
+        advance = SQLiteStatement.compiled(self.advance_statement, self.dialect)
         keys = list(actum_row(Actum("", ActumKind.MESSAGE, ActorKind.HUMAN, ""), 0, _EPOCH))
-        insert_actum = DriverStatement.compiled(self.insert_actum_statement, self.dialect, keys)
+        insert_actum = SQLiteStatement.compiled(self.insert_actum_statement, self.dialect, keys)
         if advance is None or insert_actum is None:
             return None
         return advance, insert_actum
@@ -1078,7 +1079,7 @@ class Plans:
 
     def _append_on_driver(
         self,
-        statements: tuple[DriverStatement, DriverStatement],
+        statements: tuple[SQLiteStatement, SQLiteStatement],
         actum: Actum,
         key: str | None,
         now: datetime,
