@@ -226,6 +226,24 @@ def _sqlite_length_limit(driver_connection: Any) -> int:
         probe.close()
 
 
+def lends_in_autocommit(engine: Engine) -> bool:
+    """Whether ``engine``'s pool lends its connections in autocommit.
+
+    True for the PostgreSQL engines the store creates (:data:`IN_AUTOCOMMIT`), and for an engine
+    you made in autocommit, by ``engine.execution_options(isolation_level="AUTOCOMMIT")`` or
+    ``create_engine(..., isolation_level="AUTOCOMMIT")``: a plan that needs a transaction (an
+    erasure, a batch split into several statements, a migration) then switches its connection
+    to the dialect's default isolation level, so it is one transaction there too. SQLAlchemy has
+    no public accessor for ``create_engine``'s ``isolation_level``; it keeps it on the dialect as
+    ``_on_connect_isolation_level`` (read with a default, so a SQLAlchemy without it reads as not
+    in autocommit, the behaviour of earlier versions of this store).
+    """
+    options = engine.get_execution_options()
+    if options.get(IN_AUTOCOMMIT) or options.get("isolation_level") == AUTOCOMMIT:
+        return True
+    return bool(getattr(engine.dialect, "_on_connect_isolation_level", None) == AUTOCOMMIT)
+
+
 def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None = None) -> Result:
     """Run ``plan`` on one connection of ``engine`` (taken at the first step, returned at the end).
 
@@ -253,7 +271,7 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
     held: list[Connection] = []
     failed: list[Connection] = []
     turns: list[WriterTurn] = []  # SQLite: the file's writer turn, held while a writing connection is
-    in_autocommit = bool(engine.get_execution_options().get(IN_AUTOCOMMIT, False))
+    in_autocommit = lends_in_autocommit(engine)
 
     def perform(step: Step) -> Any:
         if step.method in (RECONNECT.method, DROP_CONNECTION.method):

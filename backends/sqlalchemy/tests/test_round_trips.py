@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import pytest
 from chronica_sqlalchemy import AsyncSQLAlchemyStore, SQLAlchemyStore
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, create_engine, event
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, ChronicumNotFound
 from chronica_core.erasure import owner_digest
@@ -279,3 +279,28 @@ def test_a_transaction_gives_its_connection_back_in_autocommit(counted_store: SQ
         assert (driver.autocommit, driver.info.transaction_status.name) == (True, "IDLE")
     assert [actum.content for actum in window] == ["hello"]
     assert (read, appended) == ([1], [1])
+
+
+@pytest.mark.dialects("postgresql")
+@pytest.mark.parametrize("made_by", ["create_engine", "execution_options"])
+def test_an_engine_you_made_in_autocommit_still_erases_in_one_transaction(
+    shared_store: SQLAlchemyStore, database_url: str, made_by: str
+) -> None:
+    """An erasure on your own autocommit engine still sends its BEGIN and COMMIT (4 round trips)."""
+    if made_by == "create_engine":
+        engine = create_engine(database_url, isolation_level="AUTOCOMMIT", pool_size=1, max_overflow=0)
+        given = engine
+    else:
+        engine = create_engine(database_url, pool_size=1, max_overflow=0)
+        given = engine.execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        store = SQLAlchemyStore(given, auto_migrate=False)
+        counter = Counter(given)
+        chronicum_id, kept = prepared(store), prepared(store)
+        with counter.counting() as erased:
+            deleted = store.erase(chronicum_id, owner_digest("ardian"))
+        with counter.counting() as read:
+            window = store.acta(kept, ActaQuery(last_n=20))
+        assert (deleted, erased, read, [actum.content for actum in window]) == (1, [4], [1], ["hello"])
+    finally:
+        engine.dispose()
