@@ -156,6 +156,12 @@ class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
     plans: Plans
     backend_name = "sqlalchemy"
 
+    engine: Engine
+    """The engine the store writes (and, but on MariaDB/MySQL opened from a URL, reads) with. On a
+    store opened from a ``postgresql://`` URL its connections are lent in autocommit, so
+    ``engine.begin()`` is no transaction there: for work of your own in one, use
+    ``engine.execution_options(isolation_level="READ COMMITTED")``."""
+
     read_engine: Engine | None
     """MariaDB/MySQL, opened from a URL: the engine in autocommit the reads use (``None``
     elsewhere, and on an engine you gave: that one serves every operation)."""
