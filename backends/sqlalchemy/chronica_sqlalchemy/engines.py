@@ -39,8 +39,8 @@ from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.redaction import redact_error
 from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
+from chronica_sqlalchemy.driver_statements import BEGIN_IMMEDIATE, begin_immediate
 from chronica_sqlalchemy.plans import AUTOCOMMIT, IN_AUTOCOMMIT, WRITE_OPTION, content_ceiling
-from chronica_sqlalchemy.sqlite_driver import BEGIN_IMMEDIATE, begin_immediate
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query

@@ -2,7 +2,7 @@
 
 :class:`chronica_sqlalchemy.AsyncThreadedSQLAlchemyStore` runs every operation whole on one of
 its worker threads. A context window on ``pysqlite`` is one statement run by the driver itself
-(:class:`chronica_sqlalchemy.plans.DriverWindow`); taking a pooled connection through a
+(:class:`chronica_sqlalchemy.driver_statements.DriverStatement`); taking a pooled connection through a
 SQLAlchemy ``Connection`` and giving it back around it cost about a third of the whole read. Here
 each worker thread keeps one pooled connection for those reads instead (a file's reads never
 wait on its writers in WAL mode, so a kept connection holds no lock between them): the same plan

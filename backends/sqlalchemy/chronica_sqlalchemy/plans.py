@@ -14,7 +14,7 @@ import hashlib
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar, cast
@@ -56,15 +56,9 @@ from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicu
 from chronica_core.plans import Plan, run_plan
 from chronica_core.rows import check_row, check_rows
 from chronica_core.store import ListingPosition
+from chronica_sqlalchemy.driver_statements import DriverRun, DriverStatement, psycopg_rows
 from chronica_sqlalchemy.follow import follow_channel, follow_notification
-from chronica_sqlalchemy.psycopg_statements import (
-    DriverStatement,
-    chronicum_of,
-    psycopg_rows,
-    runs_on_psycopg,
-    utc,
-    window_acta,
-)
+from chronica_sqlalchemy.psycopg_acta import chronicum_of, runs_on_psycopg, utc, window_acta
 from chronica_sqlalchemy.schema import (
     OTHER_BACKEND_VERSIONS,
     SCHEMA_VERSION,
@@ -76,8 +70,6 @@ from chronica_sqlalchemy.schema import (
     is_mysql,
     listing_index,
 )
-from chronica_sqlalchemy.sqlite_driver import DriverRun
-from chronica_sqlalchemy.sqlite_driver import DriverStatement as SQLiteStatement
 from chronica_sqlalchemy.sqlite_writers import WriterTurn, take_turn
 
 __all__ = [
@@ -112,8 +104,8 @@ DRIVER_CALL = "driver call"
 
 DRIVER_STATEMENT = "driver statement"
 """The method of a :class:`Step` whose arguments are a
-:class:`chronica_sqlalchemy.psycopg_statements.DriverStatement` and its parameters: run on the
-connection's psycopg connection (:func:`~chronica_sqlalchemy.psycopg_statements.psycopg_rows`),
+:class:`chronica_sqlalchemy.driver_statements.DriverStatement` and its parameters: run on the
+connection's psycopg connection (:func:`~chronica_sqlalchemy.driver_statements.psycopg_rows`),
 its outcome the rows. Only as the first step of an autocommit plan."""
 
 IN_AUTOCOMMIT = "chronica_in_autocommit"
@@ -424,81 +416,6 @@ def _padded(name: str, values: list[str], count: int) -> dict[str, str]:
     return {f"{name}_{index}": values[min(index, len(values) - 1)] for index in range(count)}
 
 
-@dataclass(frozen=True)
-class DriverWindow:
-    """A context-window statement as SQLite's own driver runs it: compiled once, then plain ``sqlite3``.
-
-    SQLAlchemy's execution of a statement (its execution context, events, result object and
-    row processing) costs more than SQLite's whole answer to a last-20 read. On ``pysqlite`` the
-    window's statement, compiled by SQLAlchemy once per shape, runs on the pooled connection's
-    ``sqlite3.Connection`` instead: its text and its parameters, put in order. The connection is
-    still the pool's, taken and given back as for any plan; the rows are plain tuples, their
-    ``at`` parsed as :class:`chronica_sqlalchemy.schema.UTCDateTime` does.
-
-    Attributes:
-        text: the statement's SQL, with ``?`` placeholders.
-        names: the parameter of each placeholder, in order.
-        fixed: the values of parameters the statement fixes itself (an ``OFFSET`` of 0).
-    """
-
-    text: str
-    names: tuple[str, ...]
-    fixed: dict[str, Any]
-    dialect: Dialect
-
-    @classmethod
-    def compiled(cls, statement: Executable, dialect: Dialect) -> DriverWindow | None:
-        """Compile ``statement`` for ``dialect`` (``None``: its text is not fixed, so SQLAlchemy runs it).
-
-        A statement whose text SQLAlchemy completes at execution time (a parameter rendered into
-        it) has no fixed text to hand to the driver.
-        """
-        compiled: Any = cast(Any, statement).compile(dialect=dialect)
-        if compiled.positiontup is None or compiled.literal_execute_params or compiled.post_compile_params:
-            return None
-        fixed = {name: bind.value for name, bind in compiled.binds.items() if bind.value is not None}
-        return cls(compiled.string, tuple(compiled.positiontup), fixed, dialect)
-
-    def rows(self, parameters: dict[str, Any], driver_connection: Any) -> list[Any]:
-        """Run the statement with ``parameters`` on ``driver_connection`` (a ``sqlite3.Connection``).
-
-        Raises:
-            sqlalchemy.exc.DBAPIError: the driver's error (its subclass: ``OperationalError``
-                for "disk I/O error", say), wrapped as SQLAlchemy would wrap it, and marked as a
-                lost connection when the dialect reads it as one (a closed connection).
-        """
-        values = [parameters[name] if name in parameters else self.fixed[name] for name in self.names]
-        try:
-            return sqlite_rows(driver_connection, self.text, values)
-        except sqlite3.Error as error:
-            lost = self.dialect.is_disconnect(cast(Any, error), None, None)
-            raise DBAPIError.instance(
-                self.text, values, error, sqlite3.Error, connection_invalidated=lost
-            ) from error
-
-
-@dataclass(frozen=True)
-class DriverRead:
-    """One read of a :class:`DriverWindow` with its parameters: a driver call's one argument.
-
-    Called with the driver's connection, it returns the rows. The statement and the parameters
-    stay visible in the step (a plan's steps can be inspected and rewritten, as the conformance
-    suite's ``RedirectedPlans`` does).
-    """
-
-    window: DriverWindow
-    parameters: dict[str, Any]
-
-    def __call__(self, driver_connection: Any) -> list[Any]:
-        """The rows; raises as :meth:`DriverWindow.rows`."""
-        return self.window.rows(self.parameters, driver_connection)
-
-
-def sqlite_rows(driver_connection: sqlite3.Connection, text: str, values: list[Any]) -> list[Any]:
-    """Every row ``text`` gives with ``values`` on ``driver_connection`` (the driver's own call)."""
-    return driver_connection.execute(text, values).fetchall()
-
-
 class Plans:
     """The statements of one store, built once for its dialect and tables, and its operations as plans.
 
@@ -694,7 +611,7 @@ class Plans:
             True: listing.where(after).order_by(*order).limit(limit),
         }
         self._windows: dict[tuple[bool, bool, bool], Executable] = {}
-        self._driver_windows: dict[tuple[bool, bool, bool], DriverWindow | None] = {}
+        self._driver_windows: dict[tuple[bool, bool, bool], DriverStatement | None] = {}
         self._reads_on_driver = dialect.name == "sqlite" and dialect.driver == "pysqlite"
         self._driver_append = self._compiled_driver_append() if self._reads_on_driver else None
         # PostgreSQL on psycopg: the hot statements run on psycopg itself (see _on_psycopg)
@@ -731,15 +648,15 @@ class Plans:
             return moved.returning(*self._moved_columns())
         return moved
 
-    def _compiled_driver_append(self) -> tuple[SQLiteStatement, SQLiteStatement] | None:
-        """``record``'s two statements as SQLite's driver runs them (see :mod:`.sqlite_driver`).
+    def _compiled_driver_append(self) -> tuple[DriverStatement, DriverStatement] | None:
+        """``record``'s two statements as SQLite's driver runs them (see :mod:`.driver_statements`).
 
         The counter's ``UPDATE ... RETURNING`` and the actum's ``INSERT ... RETURNING``; ``None``
         when either cannot be handed to the driver (SQLAlchemy then runs both).
         """
-        advance = SQLiteStatement.compiled(self.advance_statement, self.dialect)
+        advance = DriverStatement.compiled(self.advance_statement, self.dialect)
         keys = list(actum_row(Actum("", ActumKind.MESSAGE, ActorKind.HUMAN, ""), 0, _EPOCH))
-        insert_actum = SQLiteStatement.compiled(self.insert_actum_statement, self.dialect, keys)
+        insert_actum = DriverStatement.compiled(self.insert_actum_statement, self.dialect, keys)
         if advance is None or insert_actum is None:
             return None
         return advance, insert_actum
@@ -1097,7 +1014,7 @@ class Plans:
 
     def _append_on_driver(
         self,
-        statements: tuple[SQLiteStatement, SQLiteStatement],
+        statements: tuple[DriverStatement, DriverStatement],
         actum: Actum,
         key: str | None,
         now: datetime,
@@ -1457,7 +1374,7 @@ class Plans:
             return window_acta(found)
         driver_window = self._driver_window(statement, query) if self._reads_on_driver else None
         if driver_window is not None:
-            rows: list[Any] = yield Step(DRIVER_CALL, (DriverRead(driver_window, parameters),))
+            rows: list[Any] = yield Step(DRIVER_CALL, (DriverRun(driver_window, parameters),))
         else:
             result: CursorResult[Any] = yield _execute(statement, parameters, autocommit=self.read_autocommit)
             rows = list(result.all())
@@ -1471,7 +1388,7 @@ class Plans:
         return self._window_acta(rows)
 
     def reads_on_driver(self, query: ActaQuery) -> bool:
-        """Whether ``acta`` for ``query`` is one read by SQLite's own driver (:class:`DriverWindow`).
+        """Whether ``acta`` for ``query`` is one read by SQLite's own driver (:class:`DriverStatement`).
 
         Its plan then yields :data:`DRIVER_CALL` steps only (and :data:`RECONNECT` after a lost
         connection), none of them writing.
@@ -1481,11 +1398,11 @@ class Plans:
         statement, _ = self.window_for("", query)
         return self._driver_window(statement, query) is not None
 
-    def _driver_window(self, statement: Executable, query: ActaQuery) -> DriverWindow | None:
-        """The window statement of ``query``'s shape as SQLite's driver runs it (:class:`DriverWindow`)."""
+    def _driver_window(self, statement: Executable, query: ActaQuery) -> DriverStatement | None:
+        """The window statement of ``query``'s shape as SQLite's driver runs it (:class:`DriverStatement`)."""
         shape = (bool(query.actum_kinds), bool(query.actor_kinds), query.last_n > 0)
         if shape not in self._driver_windows:
-            self._driver_windows[shape] = DriverWindow.compiled(statement, self.dialect)
+            self._driver_windows[shape] = DriverStatement.compiled(statement, self.dialect)
         return self._driver_windows[shape]
 
     def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Executable, dict[str, Any]]:
@@ -1587,7 +1504,7 @@ class Plans:
         """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none).
 
         ``parse_at`` turns the ``at`` column as the driver gives it into a UTC datetime, for rows
-        read without SQLAlchemy's result processing (:class:`DriverWindow`).
+        read without SQLAlchemy's result processing (:class:`DriverStatement`).
         """
         kinds, actor_kinds = _KINDS, _ACTOR_KINDS
         if self.dialect_name == "mysql":

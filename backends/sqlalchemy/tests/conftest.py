@@ -31,11 +31,9 @@ from chronica_sqlalchemy import (
     AsyncSQLAlchemyStore,
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
+    driver_statements,
     open_async_sqlalchemy_store,
-    psycopg_statements,
 )
-from chronica_sqlalchemy import plans as plans_module
-from chronica_sqlalchemy import sqlite_driver as sqlite_driver_module
 from sqlalchemy import Dialect, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -229,10 +227,10 @@ def dbapi_failure(dialect: Dialect, kind: FailureKind) -> Exception:
 class SQLAlchemyFaults:
     """Makes the DBAPI calls of a chronica-sqlalchemy store fail (see ``DriverFaults``).
 
-    While an injection is active, every statement (the dialect's ``do_execute`` events, the
-    reads SQLite's driver runs itself: ``plans.sqlite_rows``, the writes' statements it runs
-    itself: ``sqlite_driver.driver_rows``, and the statements psycopg runs itself:
-    ``psycopg_statements.driver_rows``), commit and rollback on the store's engines (its
+    While an injection is active, every statement (the dialect's ``do_execute`` events, and the
+    statements the driver runs itself: SQLite's reads and writes through
+    ``driver_statements.sqlite_call``, psycopg's through ``driver_statements.psycopg_call``),
+    commit and rollback on the store's engines (its
     ``engine``, and on MariaDB its ``read_engine``) counts as a driver call (a rollback SQLAlchemy
     skips in autocommit does not); a failing one raises the DBAPI
     driver's exception for the kind, and on a server, for a reset or a gone server, first closes
@@ -268,21 +266,16 @@ class SQLAlchemyFaults:
         def on_execute_no_params(cursor: Any, statement: Any, context: Any) -> bool:
             return on_execute(cursor, statement, None, context)
 
-        real_sqlite_rows = plans_module.sqlite_rows
-        real_sqlite_driver_rows = sqlite_driver_module.driver_rows
-        real_psycopg_driver_rows = psycopg_statements.driver_rows
+        real_sqlite_call = driver_statements.sqlite_call
+        real_psycopg_call = driver_statements.psycopg_call
 
-        def sqlite_rows(driver_connection: Any, statement: str, values: list[Any]) -> list[Any]:
-            fail(driver_connection)  # a read SQLite's driver runs without SQLAlchemy's execution
-            return real_sqlite_rows(driver_connection, statement, values)
+        def sqlite_call(driver_connection: Any, statement: Any, values: list[Any]) -> list[Any]:
+            fail(driver_connection)  # a read or a write SQLite's driver runs without SQLAlchemy's execution
+            return real_sqlite_call(driver_connection, statement, values)
 
-        def sqlite_driver_rows(driver_connection: Any, statement: str, values: list[Any]) -> list[Any]:
-            fail(driver_connection)  # a write's statement SQLite's driver runs (sqlite_driver)
-            return real_sqlite_driver_rows(driver_connection, statement, values)
-
-        def psycopg_driver_rows(pooled: Any, statement: Any, values: dict[str, Any]) -> list[Any]:
+        def psycopg_call(pooled: Any, statement: Any, values: dict[str, Any]) -> list[Any]:
             fail(pooled.dbapi_connection)  # a statement psycopg runs without SQLAlchemy's execution
-            return real_psycopg_driver_rows(pooled, statement, values)
+            return real_psycopg_call(pooled, statement, values)
 
         def commit_of(real_commit: Callable[[Any], None]) -> Callable[[Any], None]:
             def commit(dbapi_connection: Any) -> None:
@@ -315,9 +308,8 @@ class SQLAlchemyFaults:
                 for engine in engines:
                     patch.setattr(engine.dialect, "do_commit", commit_of(engine.dialect.do_commit))
                     patch.setattr(engine.dialect, "do_rollback", rollback_of(engine))
-                patch.setattr(plans_module, "sqlite_rows", sqlite_rows)
-                patch.setattr(sqlite_driver_module, "driver_rows", sqlite_driver_rows)
-                patch.setattr(psycopg_statements, "driver_rows", psycopg_driver_rows)
+                patch.setattr(driver_statements, "sqlite_call", sqlite_call)
+                patch.setattr(driver_statements, "psycopg_call", psycopg_call)
                 yield injection
         finally:
             for engine in engines:

@@ -25,8 +25,8 @@ from chronica_sqlalchemy import (
     AsyncSQLAlchemyStore,
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
+    driver_statements,
     open_async_sqlalchemy_store,
-    psycopg_statements,
 )
 from chronica_sqlalchemy import plans as plans_module
 from chronica_sqlalchemy.engines import async_url, runs_on_worker_threads, sync_url
@@ -783,13 +783,13 @@ def test_a_context_window_is_one_statement(store: SQLAlchemyStore, monkeypatch: 
     # engines (MariaDB: its read engine too), and those psycopg runs itself (PostgreSQL's hot
     # statements bypass SQLAlchemy's execution)
     listeners = [("checkout", traced), ("checkin", traced)] if sqlite else [("before_cursor_execute", seen)]
-    real_driver_rows = psycopg_statements.driver_rows
+    real_psycopg_call = driver_statements.psycopg_call
 
-    def driver_rows(pooled: Any, statement: Any, values: dict[str, Any]) -> list[Any]:
+    def psycopg_call(pooled: Any, statement: Any, values: dict[str, Any]) -> list[Any]:
         statements.append(statement.text)
-        return real_driver_rows(pooled, statement, values)
+        return real_psycopg_call(pooled, statement, values)
 
-    monkeypatch.setattr(psycopg_statements, "driver_rows", driver_rows)
+    monkeypatch.setattr(driver_statements, "psycopg_call", psycopg_call)
     engines = [engine for engine in (store.engine, store.read_engine) if engine is not None]
     for engine in engines:
         for name, listener in listeners:

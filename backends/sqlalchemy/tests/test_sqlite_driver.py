@@ -1,4 +1,4 @@
-"""SQLite writes whose statements the standard library's driver runs itself (``sqlite_driver``)."""
+"""SQLite writes whose statements the standard library's driver runs itself (``driver_statements``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from chronica_sqlalchemy import SQLAlchemyStore
-from chronica_sqlalchemy.schema import UTCDateTime
-from chronica_sqlalchemy.sqlite_driver import DriverStatement
+from chronica_sqlalchemy.driver_statements import DriverStatement, sqlite_rows
+from chronica_sqlalchemy.schema import Content, UTCDateTime
 from sqlalchemy import bindparam, create_engine, event, literal, select
 from sqlalchemy.exc import DBAPIError
 
@@ -88,20 +88,50 @@ def test_a_write_lock_held_by_another_process_is_the_store_error_sqlite_gives(tm
         blocker.close()
 
 
-def test_a_driver_statement_binds_as_sqlalchemy_would_and_refuses_fixed_values() -> None:
+def test_a_driver_statement_binds_as_sqlalchemy_would() -> None:
     dialect = create_engine("sqlite://").dialect
     at = bindparam("at", type_=UTCDateTime())
     statement = DriverStatement.compiled(select(at, bindparam("name")), dialect)
     assert statement is not None
+    assert statement.positional
     assert statement.names == ("at", "name")
     moment = datetime(2026, 12, 2, 3, 4, 5, 678901, tzinfo=UTC)
     assert statement.values({"at": moment, "name": "ardian"}) == ["2026-12-02 03:04:05.678901", "ardian"]
     with sqlite3.connect(":memory:") as connection:
-        rows = statement.rows(connection, {"at": moment, "name": "x"})
+        rows = sqlite_rows(connection, statement, {"at": moment, "name": "x"})
         assert rows == [("2026-12-02 03:04:05.678901", "x")]
         broken = DriverStatement("SELECT * FROM nowhere", (), (), dialect)
         with pytest.raises(DBAPIError) as failure:
-            broken.rows(connection, {})
+            sqlite_rows(connection, broken, {})
         assert isinstance(failure.value.orig, sqlite3.OperationalError)
+        assert failure.value.statement == "SELECT * FROM nowhere"
     connection.close()
-    assert DriverStatement.compiled(select(literal("fixed")), dialect) is None
+
+
+def test_a_driver_statement_sends_the_values_it_fixes_and_refuses_values_computed_when_it_runs() -> None:
+    dialect = create_engine("sqlite://").dialect
+    statement = DriverStatement.compiled(select(literal("fixed"), bindparam("name")), dialect)
+    assert statement is not None
+    assert statement.fixed == {"param_1": "fixed"}
+    assert statement.values({"name": "x"}) == ["fixed", "x"]
+    assert statement.values({"name": "x", "param_1": "given"}) == ["given", "x"]
+    with sqlite3.connect(":memory:") as connection:
+        assert sqlite_rows(connection, statement, {"name": "x"}) == [("fixed", "x")]
+    connection.close()
+    assert DriverStatement.compiled(select(bindparam("later", callable_=lambda: 1)), dialect) is None
+    assert DriverStatement.compiled(select(bindparam("many", expanding=True)), dialect) is None
+    assert DriverStatement.compiled(select(literal("inline", literal_execute=True)), dialect) is None
+
+
+def test_a_driver_statement_for_psycopg_is_sent_by_name() -> None:
+    dialect = create_engine("postgresql+psycopg://").dialect
+    content = bindparam("content", type_=Content())
+    statement = DriverStatement.compiled(select(content, bindparam("name"), literal("channel")), dialect)
+    assert statement is not None
+    assert not statement.positional
+    assert "%(content)s" in statement.text and "%(name)s" in statement.text
+    values = statement.values({"content": "é", "name": "x"})
+    assert isinstance(values, dict)
+    assert sorted(values) == ["content", "name", "param_1"]
+    assert (values["name"], values["param_1"]) == ("x", "channel")
+    assert values["content"].obj == "é".encode()  # psycopg's Binary, as SQLAlchemy's processor makes it

@@ -1,4 +1,4 @@
-"""SQLite's context window, run by the standard library's driver itself (``plans.DriverWindow``),
+"""SQLite's context window, run by the standard library's driver itself (``driver_statements``),
 and the asyncio store's reads on the connections its worker threads keep (``held_reads``)."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chronica_sqlalchemy import AsyncThreadedSQLAlchemyStore, SQLAlchemyStore
-from chronica_sqlalchemy import plans as plans_module
-from chronica_sqlalchemy.plans import DriverWindow
+from chronica_sqlalchemy import AsyncThreadedSQLAlchemyStore, SQLAlchemyStore, driver_statements
+from chronica_sqlalchemy.driver_statements import DriverStatement
 from chronica_sqlalchemy.schema import UTCDateTime
 from sqlalchemy import create_engine, event
 from sqlalchemy.dialects import sqlite
@@ -49,7 +48,7 @@ def test_windows_of_every_shape_run_on_the_driver_and_answer_as_sqlalchemy_would
             [("n1", ActumKind.MESSAGE), ("n3", ActumKind.MESSAGE), ("n5", ActumKind.MESSAGE)],
             [("n3", ActumKind.MESSAGE), ("n5", ActumKind.MESSAGE)],
         ]
-        assert all(isinstance(window, DriverWindow) for window in store.plans._driver_windows.values())
+        assert all(isinstance(window, DriverStatement) for window in store.plans._driver_windows.values())
         assert len(store.plans._driver_windows) == 4  # one per shape read
         [newest] = store.acta(chronicum_id, ActaQuery(last_n=1))
         assert newest.at is not None and newest.at.tzinfo is UTC
@@ -150,15 +149,15 @@ def test_a_failing_asyncio_read_is_the_blocking_reads_store_error_and_the_next_o
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = f"sqlite:///{tmp_path / 'failing.db'}"
-    real_rows = plans_module.sqlite_rows
+    real_call = driver_statements.sqlite_call
     failing = {"on": False}
 
-    def sqlite_rows(driver_connection: Any, text: str, values: list[Any]) -> list[Any]:
+    def sqlite_call(driver_connection: Any, statement: Any, values: list[Any]) -> list[Any]:
         if failing["on"]:
             raise sqlite3.OperationalError("disk I/O error")
-        return real_rows(driver_connection, text, values)
+        return real_call(driver_connection, statement, values)
 
-    monkeypatch.setattr(plans_module, "sqlite_rows", sqlite_rows)
+    monkeypatch.setattr(driver_statements, "sqlite_call", sqlite_call)
     with SQLAlchemyStore.open(url) as blocking:
         chronicum_id = _filled(blocking)
         failing["on"] = True
@@ -243,7 +242,7 @@ def test_sqlite_reads_a_window_along_the_primary_key_without_sorting(
     tmp_path: Path, by_kind: bool, limited: bool
 ) -> None:
     with SQLAlchemyStore.open(f"sqlite:///{tmp_path / 'plan.db'}") as store:
-        window = DriverWindow.compiled(store.plans.window(by_kind, False, limited), store.engine.dialect)
+        window = DriverStatement.compiled(store.plans.window(by_kind, False, limited), store.engine.dialect)
         assert window is not None
         values = [
             window.fixed.get(name, 20 if name == "last_n" else "message" if "kind" in name else "c")

@@ -1,0 +1,242 @@
+"""Statements compiled once by SQLAlchemy and run by the database driver itself.
+
+SQLAlchemy's execution of a Core statement (its compiled-cache lookup, execution context,
+events, result object and row processing) costs the client more CPU than a short statement
+costs the database. The store's hot statements (SQLite's writes and context-window reads, and
+on PostgreSQL through psycopg a context-window read, a ``get`` and a single append) are
+therefore compiled once, for the store's dialect, into a :class:`DriverStatement`: the SQL text,
+its parameters' names (in placeholder order for ``sqlite3``'s ``?``; by name for psycopg's
+``%(name)s``), each parameter's bind processor as SQLAlchemy's type gives it on the dialect,
+and the values the statement fixes itself. Each call then puts the values together and runs the
+text on the pooled connection's driver connection. The connection is still the pool's, taken
+and given back as for any plan (its ``checkout`` and ``checkin`` events run).
+
+A failure is the ``DBAPIError`` SQLAlchemy would have raised, so the plans translate it as they
+translate every other (``StoreError("sqlalchemy: <operation>", ...)``):
+
+- SQLite (:func:`sqlite_rows`): the ``sqlite3`` error is wrapped by ``DBAPIError.instance``
+  (``IntegrityError`` for a constraint, ``OperationalError`` for "database is locked"...), marked
+  as a lost connection when the dialect reads it as one.
+- psycopg (:func:`psycopg_rows`): the error is handed to the SQLAlchemy connection's own error
+  handling, ``Connection._handle_dbapi_exception(error, statement, parameters, cursor,
+  context)``, so it is wrapped, a lost connection is invalidated, and the engine's
+  ``handle_error`` events run (``operation_timeout`` replaces the error there) exactly as if
+  SQLAlchemy had run the statement. That method is private to SQLAlchemy: it has had this
+  signature throughout 2.0 and still has it in 2.1 (checked against 2.1.9); a SQLAlchemy that
+  changes it breaks this call, which the backend's PostgreSQL tests on lost connections and
+  timeouts would show.
+
+The driver's own calls are :func:`sqlite_call` and :func:`psycopg_call`, one each, so that a
+test can make them fail.
+"""
+
+from __future__ import annotations
+
+import reprlib
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import sqlalchemy.util
+from sqlalchemy import Connection, Dialect, Executable
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import PoolProxiedConnection
+
+__all__ = [
+    "BEGIN_IMMEDIATE",
+    "DriverRun",
+    "DriverStatement",
+    "begin_immediate",
+    "psycopg_call",
+    "psycopg_rows",
+    "sqlite_call",
+    "sqlite_rows",
+]
+
+BEGIN_IMMEDIATE = "BEGIN IMMEDIATE"
+"""How a SQLite writing connection begins: it waits for the write lock up front (under the busy timeout)."""
+
+_await: Callable[[Any], Any] = getattr(sqlalchemy.util, "await_", None) or sqlalchemy.util.await_only
+_shown = reprlib.Repr()
+_shown.maxstring = 60
+_shown.maxother = 60
+
+
+@dataclass(frozen=True)
+class DriverStatement:
+    """One SQLAlchemy statement as the driver runs it: its SQL text, compiled once, and how to bind it.
+
+    Attributes:
+        text: the statement's SQL for the dialect, with the dialect's placeholders (``?`` on
+            ``pysqlite``; ``%(name)s`` on psycopg, with the casts SQLAlchemy renders for it).
+        names: the parameter of each placeholder, in order (with ``?``, a parameter used twice
+            is named twice); with named placeholders, each parameter once.
+        processors: each name's bind processor (``None``: the value goes as it is), as
+            SQLAlchemy's type of that parameter gives it on the dialect (a moment to UTC text
+            on SQLite, content to UTF-8 ``bytes`` on PostgreSQL).
+        dialect: the dialect it was compiled for (it reads the driver's errors).
+        fixed: the values of parameters the statement fixes itself (an ``OFFSET`` of 0, the
+            follow channel); a value given in the call's parameters wins.
+        positional: whether the driver takes the values as a list in :attr:`names`' order
+            (``sqlite3``) rather than a dict by name (psycopg).
+    """
+
+    text: str
+    names: tuple[str, ...]
+    processors: tuple[Callable[[Any], Any] | None, ...]
+    dialect: Dialect
+    fixed: dict[str, Any] = field(default_factory=dict)
+    positional: bool = True
+
+    @classmethod
+    def compiled(
+        cls, statement: Executable, dialect: Dialect, column_keys: Sequence[str] | None = None
+    ) -> DriverStatement | None:
+        """Compile ``statement`` for ``dialect``; ``None`` when its text is not fixed (SQLAlchemy runs it).
+
+        Args:
+            statement: a Core statement whose parameters are named bind parameters.
+            dialect: a ``pysqlite`` or psycopg dialect (its placeholder style decides
+                :attr:`positional`).
+            column_keys: for an ``INSERT`` without values of its own, the columns the parameters
+                name (as SQLAlchemy compiles it for an execution with those parameters).
+
+        Returns ``None`` for a statement SQLAlchemy completes at execution time: a parameter
+        rendered into its text or expanded (an ``IN`` list), a parameter name it had to escape,
+        a value computed when it runs (a bind parameter's callable, a column default), so that
+        there is no fixed text with known names and values to hand to the driver.
+        """
+        compiled: Any = cast(Any, statement).compile(
+            dialect=dialect, column_keys=None if column_keys is None else list(column_keys)
+        )
+        if (
+            compiled.literal_execute_params
+            or compiled.post_compile_params
+            or compiled.escaped_bind_names
+            or compiled.insert_prefetch
+            or compiled.update_prefetch
+        ):
+            return None
+        positional = bool(compiled.positional)
+        binds = compiled.binds
+        names = tuple(compiled.positiontup) if positional else tuple(compiled.bind_names.values())
+        if any(binds[name].callable is not None for name in names):
+            return None
+        processors = tuple(binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names)
+        fixed = {name: binds[name].value for name in names if not binds[name].required}
+        return cls(compiled.string, names, processors, dialect, fixed, positional)
+
+    def values(self, parameters: dict[str, Any]) -> list[Any] | dict[str, Any]:
+        """The values the driver is sent for ``parameters``: the fixed ones added, every value processed.
+
+        A list in placeholder order when :attr:`positional`, else a dict by name. Raises
+        ``KeyError`` for a parameter neither given nor fixed.
+        """
+        if self.fixed:
+            parameters = {**self.fixed, **parameters}
+        if self.positional:
+            return [
+                parameters[name] if process is None else process(parameters[name])
+                for name, process in zip(self.names, self.processors, strict=True)
+            ]
+        values = dict(parameters)
+        for name, process in zip(self.names, self.processors, strict=True):
+            if process is not None:
+                values[name] = process(values[name])
+        return values
+
+
+@dataclass(frozen=True)
+class DriverRun:
+    """One run of a SQLite :class:`DriverStatement` with its parameters: a plan's driver-call argument.
+
+    Called with the driver's connection, it returns the rows. The statement and its parameters
+    stay visible in the plan's step (plans can be inspected and rewritten, as the conformance
+    suite's ``RedirectedPlans`` does).
+    """
+
+    statement: DriverStatement
+    parameters: dict[str, Any]
+
+    def __call__(self, driver_connection: Any) -> list[Any]:
+        """The rows; raises as :func:`sqlite_rows`."""
+        return sqlite_rows(driver_connection, self.statement, self.parameters)
+
+
+def sqlite_rows(driver_connection: Any, statement: DriverStatement, parameters: dict[str, Any]) -> list[Any]:
+    """Every row ``statement`` gives with ``parameters`` on ``driver_connection`` (a ``sqlite3.Connection``).
+
+    The rows are ``sqlite3``'s tuples, unprocessed (a moment is its stored text).
+
+    Raises:
+        sqlalchemy.exc.DBAPIError: the driver's error wrapped as SQLAlchemy would wrap it (its
+            subclass: ``IntegrityError`` for a constraint, ``OperationalError`` for "database
+            is locked" or "disk I/O error"), marked as a lost connection when the dialect reads
+            it as one (a closed connection).
+    """
+    values = statement.values(parameters)
+    try:
+        return sqlite_call(driver_connection, statement, values)
+    except sqlite3.Error as error:
+        lost = statement.dialect.is_disconnect(cast(Any, error), None, None)
+        raise DBAPIError.instance(
+            statement.text, values, error, sqlite3.Error, connection_invalidated=lost
+        ) from error
+
+
+def sqlite_call(driver_connection: sqlite3.Connection, statement: DriverStatement, values: Any) -> list[Any]:
+    """``sqlite3``'s own call: every row ``statement``'s text gives with ``values``. Raises what it raises."""
+    return driver_connection.execute(statement.text, values).fetchall()
+
+
+def begin_immediate(driver_connection: sqlite3.Connection, dialect: Dialect) -> None:
+    """Send ``BEGIN IMMEDIATE`` on ``driver_connection``, the driver's own call.
+
+    Raises ``DBAPIError`` as :func:`sqlite_rows` does (``OperationalError`` "database is
+    locked" when another process held the lock past the busy timeout).
+    """
+    sqlite_rows(driver_connection, DriverStatement(BEGIN_IMMEDIATE, (), (), dialect), {})
+
+
+def psycopg_rows(connection: Connection, statement: DriverStatement, parameters: dict[str, Any]) -> list[Any]:
+    """Every row ``statement`` gives with ``parameters``, run on ``connection``'s psycopg connection.
+
+    The rows are psycopg's binary rows as tuples (see :func:`psycopg_call`). Run it only where
+    the connection is in autocommit (an autocommit plan's first step): psycopg would otherwise
+    begin a transaction that SQLAlchemy does not know of. With the engine's ``echo`` on, the
+    statement and its values are logged on the engine's logger, as SQLAlchemy would.
+
+    Raises:
+        sqlalchemy.exc.DBAPIError: the driver's error, wrapped by the SQLAlchemy connection's own
+            error handling (lost connections recognised and invalidated, ``handle_error`` events
+            run, which may replace it: ``operation_timeout``'s ``OperationTimedOut``).
+    """
+    values = statement.values(parameters)
+    if connection.engine.echo:
+        connection.engine.logger.info("%s", statement.text)
+        connection.engine.logger.info("[psycopg, compiled once] %s", _shown.repr(values))
+    try:
+        return psycopg_call(connection.connection, statement, values)
+    except BaseException as error:  # noqa: BLE001 - SQLAlchemy's handling raises, as its execute's does
+        connection._handle_dbapi_exception(error, statement.text, values, None, None)
+
+
+def psycopg_call(pooled: PoolProxiedConnection, statement: DriverStatement, values: Any) -> list[Any]:
+    """Psycopg's own call: ``statement``'s text with ``values`` on ``pooled``'s psycopg connection.
+
+    On an asyncio dialect the connection is psycopg's ``AsyncConnection``, awaited through
+    SQLAlchemy's greenlet bridge. Asks for binary rows: ``bytea`` as ``bytes``, ``timestamptz``
+    as an aware ``datetime`` in the session's time zone, numbers read without parsing text.
+    Raises what psycopg raises.
+    """
+    driver: Any = pooled.driver_connection
+    if statement.dialect.is_async:
+        return cast(list[Any], _await(_fetched(driver, statement.text, values)))
+    return cast(list[Any], driver.execute(statement.text, values, binary=True).fetchall())
+
+
+async def _fetched(driver: Any, text: str, values: Any) -> list[Any]:
+    """The rows of ``text`` on psycopg's ``AsyncConnection`` ``driver``."""
+    cursor = await driver.execute(text, values, binary=True)
+    return cast(list[Any], await cursor.fetchall())
