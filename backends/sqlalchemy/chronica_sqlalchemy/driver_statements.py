@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import sqlalchemy.util
-from sqlalchemy import Connection, Dialect, Executable
+from sqlalchemy import Connection, Dialect, Engine, Executable
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
@@ -163,6 +163,22 @@ class DriverRun:
         """The rows; raises as :func:`sqlite_rows`."""
         return sqlite_rows(driver_connection, self.statement, self.parameters)
 
+    def echo(self, engine: Engine) -> None:
+        """Log the statement and its parameters on ``engine``'s logger if its ``echo`` is on."""
+        echo(engine, self.statement, self.parameters, "sqlite3")
+
+
+def echo(engine: Engine, statement: DriverStatement, values: Any, driver: str) -> None:
+    """Log ``statement``'s text and ``values`` on ``engine``'s logger when ``engine.echo`` is on.
+
+    A statement the driver runs itself passes SQLAlchemy's execution by, and its logging with it;
+    this logs it as SQLAlchemy would (the text, then the values, shortened), ``driver`` naming
+    who ran it (``"sqlite3"``, ``"psycopg"``).
+    """
+    if engine.echo:
+        engine.logger.info("%s", statement.text)
+        engine.logger.info("[%s, compiled once] %s", driver, _shown.repr(values))
+
 
 def sqlite_rows(driver_connection: Any, statement: DriverStatement, parameters: dict[str, Any]) -> list[Any]:
     """Every row ``statement`` gives with ``parameters`` on ``driver_connection`` (a ``sqlite3.Connection``).
@@ -213,9 +229,7 @@ def psycopg_rows(connection: Connection, statement: DriverStatement, parameters:
             run, which may replace it: ``operation_timeout``'s ``OperationTimedOut``).
     """
     values = statement.values(parameters)
-    if connection.engine.echo:
-        connection.engine.logger.info("%s", statement.text)
-        connection.engine.logger.info("[psycopg, compiled once] %s", _shown.repr(values))
+    echo(connection.engine, statement, values, "psycopg")
     try:
         return psycopg_call(connection.connection, statement, values)
     except BaseException as error:  # noqa: BLE001 - SQLAlchemy's handling raises, as its execute's does

@@ -24,6 +24,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from chronica_core.errors import ChronicaError, StoreError
 from chronica_core.plans import Plan, run_plan
+from chronica_sqlalchemy.driver_statements import DriverRun
 from chronica_sqlalchemy.plans import CONNECT, DRIVER_CALL, DROP_CONNECTION, RECONNECT, Step
 
 __all__ = ["HeldReads"]
@@ -66,8 +67,11 @@ class HeldReads:
             if step.method != DRIVER_CALL or step.write:
                 raise TypeError(f"a held read performs reads by the driver only, not {step.method!r}")
             connection = self._connection()
+            call = step.args[0]
+            if isinstance(call, DriverRun):
+                call.echo(self._engine)
             try:
-                return step.args[0](connection.driver_connection)
+                return call(connection.driver_connection)
             except SQLAlchemyError:
                 failed = True
                 raise

@@ -290,6 +290,8 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
                 return psycopg_rows(held[0], *step.args)
             if step.method == DRIVER_CALL:
                 call: Callable[[Any], Any] = step.args[0]
+                if isinstance(call, DriverRun):
+                    call.echo(held[0].engine)
                 return call(held[0].connection.driver_connection)
             return getattr(held[0], step.method)(*step.args)
         except IntegrityError:  # a statement refused: the connection and its transaction are sound

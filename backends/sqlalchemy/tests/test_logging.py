@@ -8,14 +8,19 @@ password or an actum's content.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chronica_sqlalchemy import SQLAlchemyStore, open_async_sqlalchemy_store
 from chronica_conformance.log_secrecy import INTRUDER, assert_records_keep_secrets, scenario_records
 from chronica_conformance.secrecy import ENCODED_SECRET
 from conftest import ServerDatabases
+
+from chronica_core import Actum, ActorKind, ActumKind, AsyncChronicarius, Chronicarius
 
 
 @pytest.fixture
@@ -61,3 +66,44 @@ def test_a_whole_scenario_logs_what_it_did_and_never_a_password_content_or_id(fr
     assert "refused an erasure: the chronicum belongs to another owner" in refusals
     traced = said(records, "chronica.chronicarius", logging.DEBUG)
     assert f"refused owner {INTRUDER!r} a read of chronicum {chronicum_ids[0]!r}, another owner's" in traced
+
+
+def test_echo_logs_every_statement_an_append_and_a_read_send(
+    shared_store: SQLAlchemyStore, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``echo`` shows the statements the driver runs by itself too (SQLite's and psycopg's hot paths).
+
+    Blocking and asyncio: an append's statements (its counter move and its insert, or the one
+    statement doing both) and the context window's ``SELECT``, each with its values.
+    """
+    chronicum_id = f"echo-{uuid.uuid4().hex}"
+    blocking = SQLAlchemyStore.open(database_url, auto_migrate=False, echo=True)
+    asynchronous = open_async_sqlalchemy_store(database_url, auto_migrate=False, echo=True)
+
+    async def asyncio_calls() -> None:
+        await AsyncChronicarius(asynchronous).record_actum("ardian", said_by_ardian(chronicum_id, "async"))
+        await AsyncChronicarius(asynchronous).get_acta("ardian", chronicum_id, last_n=20)
+        await asynchronous.close()
+
+    try:
+        with caplog.at_level(logging.INFO, logger="sqlalchemy.engine"):
+            chronicarius = Chronicarius(blocking)
+            chronicarius.record_actum("ardian", said_by_ardian(chronicum_id, "blocking"))
+            caplog.clear()
+            chronicarius.record_actum("ardian", said_by_ardian(chronicum_id, "again"))
+            chronicarius.get_acta("ardian", chronicum_id, last_n=20)
+            blocking_lines = [record.getMessage() for record in caplog.records]
+            caplog.clear()
+            asyncio.run(asyncio_calls())
+            asyncio_lines = [record.getMessage() for record in caplog.records]
+    finally:
+        blocking.close()
+    for lines in (blocking_lines, asyncio_lines):
+        statements = " ".join(lines)
+        assert "INSERT INTO" in statements, lines
+        assert any(line.lstrip("( ").startswith(("SELECT", "WITH")) and "acta" in line for line in lines), lines
+        assert any(chronicum_id in line for line in lines), lines  # the values, not only the text
+
+
+def said_by_ardian(chronicum_id: str, content: str) -> Actum:
+    return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", content)
