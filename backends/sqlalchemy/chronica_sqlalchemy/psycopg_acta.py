@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Dialect
 
-from chronica_core.model import ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.model import ActorKind, Actum, ActumKind, Chronicum, build_actum
 
 __all__ = ["chronicum_of", "runs_on_psycopg", "utc", "window_acta"]
 
@@ -35,11 +35,12 @@ def window_acta(rows: list[Any]) -> list[Actum]:
     """The acta of a context window's rows ``(chronicum id, seq, id, kind, actor kind, actor, content, at)``.
 
     A row without ``seq`` stands for the chronicum itself, not an actum. Content arrives as the
-    ``bytea``'s UTF-8 bytes.
+    ``bytea``'s UTF-8 bytes. Each actum is built with :func:`chronica_core.model.build_actum` (the
+    same ``Actum``, in half the constructor's time; every argument by position).
     """
     kinds, actor_kinds = _KINDS, _ACTOR_KINDS
     return [
-        Actum(
+        build_actum(
             chronicum_id,
             kinds[kind],
             actor_kinds[actor_kind],
