@@ -52,7 +52,7 @@ from sqlalchemy.sql.elements import BindParameter
 
 from chronica_core.errors import ActumTooLarge, ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
 from chronica_core.limits import POSTGRESQL_MAX_CONTENT_BYTES, check_content_size, content_size
-from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, build_actum
 from chronica_core.plans import Plan, run_plan
 from chronica_core.rows import check_row, check_rows
 from chronica_core.store import ListingPosition
@@ -1500,7 +1500,7 @@ class Plans:
     def _actum(chronicum_id: str, row: Any, offset: int) -> Actum:
         """Turn ``row[offset:]`` (id, kind, actor kind, actor, content, at) into an actum."""
         actum_id, kind, actor_kind, actor, content, at = row[offset : offset + 6]
-        return Actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
+        return build_actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
 
     def _window_acta(self, rows: list[Any], parse_at: Callable[[Any], Any] | None = None) -> list[Actum]:
         """Turn the rows of :meth:`window` into acta (a row without ``seq`` stands for none).
@@ -1513,14 +1513,14 @@ class Plans:
             rows = sorted((row for row in rows if row[1] is not None), key=itemgetter(1))
         if parse_at is not None:
             return [
-                Actum(
+                build_actum(
                     chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, parse_at(at)
                 )
                 for chronicum_id, seq, actum_id, kind, actor_kind, actor, content, at in rows
                 if seq is not None
             ]
         return [
-            Actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
+            build_actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
             for chronicum_id, seq, actum_id, kind, actor_kind, actor, content, at in rows
             if seq is not None
         ]
