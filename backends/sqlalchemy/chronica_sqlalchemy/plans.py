@@ -613,12 +613,12 @@ class Plans:
             True: listing.where(after).order_by(*order).limit(limit),
         }
         self._windows: dict[tuple[bool, bool, bool], Executable] = {}
-        self._driver_windows: dict[tuple[bool, bool, bool], DriverStatement | None] = {}
+        # Each kept statement compiled once for its driver (a window per shape, psycopg's hot ones)
+        self._driver_statements: dict[int, DriverStatement | None] = {}
         self._reads_on_driver = dialect.name == "sqlite" and dialect.driver == "pysqlite"
         self._driver_append = self._compiled_driver_append() if self._reads_on_driver else None
         # PostgreSQL on psycopg: the hot statements run on psycopg itself (see _on_psycopg)
         self._runs_on_psycopg = runs_on_psycopg(dialect)
-        self._psycopg_statements: dict[int, DriverStatement | None] = {}
         parse_at = UTCDateTime().result_processor(dialect, None)
         self._parse_at: Callable[[Any], Any] = parse_at if parse_at is not None else (lambda value: value)
         self._lock_key = self._migration_lock_key()
@@ -952,10 +952,7 @@ class Plans:
         """
         if not self._runs_on_psycopg:
             return None
-        key = id(statement)  # the statements are built once and kept by this object
-        if key not in self._psycopg_statements:
-            self._psycopg_statements[key] = DriverStatement.compiled(statement, self.dialect)
-        driver = self._psycopg_statements[key]
+        driver = self._driver_statement(statement)
         if driver is None:
             return None
         return Step(DRIVER_STATEMENT, (driver, parameters), write, autocommit=True)
@@ -1374,7 +1371,7 @@ class Plans:
                 raise ChronicumNotFound(chronicum_id)
             check_rows("sqlalchemy: get acta", "chronicum id", chronicum_id, found)
             return window_acta(found)
-        driver_window = self._driver_window(statement, query) if self._reads_on_driver else None
+        driver_window = self._driver_statement(statement) if self._reads_on_driver else None
         if driver_window is not None:
             rows: list[Any] = yield Step(DRIVER_CALL, (DriverRun(driver_window, parameters),))
         else:
@@ -1398,14 +1395,17 @@ class Plans:
         if not self._reads_on_driver:
             return False
         statement, _ = self.window_for("", query)
-        return self._driver_window(statement, query) is not None
+        return self._driver_statement(statement) is not None
 
-    def _driver_window(self, statement: Executable, query: ActaQuery) -> DriverStatement | None:
-        """The window statement of ``query``'s shape as SQLite's driver runs it (:class:`DriverStatement`)."""
-        shape = (bool(query.actum_kinds), bool(query.actor_kinds), query.last_n > 0)
-        if shape not in self._driver_windows:
-            self._driver_windows[shape] = DriverStatement.compiled(statement, self.dialect)
-        return self._driver_windows[shape]
+    def _driver_statement(self, statement: Executable) -> DriverStatement | None:
+        """``statement``, one this object built and keeps, as the driver runs it (compiled once).
+
+        ``None`` when SQLAlchemy must run it (see :meth:`DriverStatement.compiled`).
+        """
+        key = id(statement)  # kept statements only: an id is never reused while this object lives
+        if key not in self._driver_statements:
+            self._driver_statements[key] = DriverStatement.compiled(statement, self.dialect)
+        return self._driver_statements[key]
 
     def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Executable, dict[str, Any]]:
         """Return the context-window statement for ``query`` and its parameters."""

@@ -48,8 +48,8 @@ def test_windows_of_every_shape_run_on_the_driver_and_answer_as_sqlalchemy_would
             [("n1", ActumKind.MESSAGE), ("n3", ActumKind.MESSAGE), ("n5", ActumKind.MESSAGE)],
             [("n3", ActumKind.MESSAGE), ("n5", ActumKind.MESSAGE)],
         ]
-        assert all(isinstance(window, DriverStatement) for window in store.plans._driver_windows.values())
-        assert len(store.plans._driver_windows) == 4  # one per shape read
+        assert all(isinstance(window, DriverStatement) for window in store.plans._driver_statements.values())
+        assert len(store.plans._driver_statements) == 4  # one per shape read
         [newest] = store.acta(chronicum_id, ActaQuery(last_n=1))
         assert newest.at is not None and newest.at.tzinfo is UTC
         with pytest.raises(ChronicumNotFound) as missing:
