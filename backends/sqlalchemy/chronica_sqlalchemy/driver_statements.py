@@ -8,8 +8,9 @@ therefore compiled once, for the store's dialect, into a :class:`DriverStatement
 its parameters' names (in placeholder order for ``sqlite3``'s ``?``; by name for psycopg's
 ``%(name)s``), each parameter's bind processor as SQLAlchemy's type gives it on the dialect,
 and the values the statement fixes itself. Each call then puts the values together and runs the
-text on the pooled connection's driver connection. The connection is still the pool's, taken
-and given back as for any plan (its ``checkout`` and ``checkin`` events run).
+text on the pooled connection's driver connection (on psycopg, on a cursor the connection keeps
+for that statement: see :func:`psycopg_call`). The connection is still the pool's, taken and
+given back as for any plan (its ``checkout`` and ``checkin`` events run).
 
 A failure is the ``DBAPIError`` SQLAlchemy would have raised, so the plans translate it as they
 translate every other (``StoreError("sqlalchemy: <operation>", ...)``):
@@ -45,6 +46,8 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 __all__ = [
     "BEGIN_IMMEDIATE",
+    "BULKY_BYTES",
+    "KEPT_CURSORS",
     "DriverRun",
     "DriverStatement",
     "begin_immediate",
@@ -56,6 +59,13 @@ __all__ = [
 
 BEGIN_IMMEDIATE = "BEGIN IMMEDIATE"
 """How a SQLite writing connection begins: it waits for the write lock up front (under the busy timeout)."""
+
+KEPT_CURSORS = "chronica_kept_cursors"
+"""Key in a pooled psycopg connection's ``info`` (emptied when SQLAlchemy replaces the connection):
+its kept cursors, by statement text (see :func:`psycopg_call`)."""
+
+BULKY_BYTES = 8192
+"""The longest value, in bytes, a call may send and still run on a kept cursor (see :func:`psycopg_call`)."""
 
 _await: Callable[[Any], Any] = getattr(sqlalchemy.util, "await_", None) or sqlalchemy.util.await_only
 _shown = reprlib.Repr()
@@ -242,15 +252,59 @@ def psycopg_call(pooled: PoolProxiedConnection, statement: DriverStatement, valu
     On an asyncio dialect the connection is psycopg's ``AsyncConnection``, awaited through
     SQLAlchemy's greenlet bridge. Asks for binary rows: ``bytea`` as ``bytes``, ``timestamptz``
     as an aware ``datetime`` in the session's time zone, numbers read without parsing text.
-    Raises what psycopg raises.
+
+    The statement runs on the cursor ``pooled`` keeps for its text (made at its first run, kept
+    in the pooled connection's ``info`` under :data:`KEPT_CURSORS`): psycopg's
+    ``Connection.execute`` builds a new cursor for every call, with its own copy of the adapters
+    and a new transformer that looks up again how to send each parameter and read each column,
+    about a tenth of a context-window read's client work; a kept cursor run again on the same
+    text reuses them. The result is freed once read (a context window's may be large). A call
+    with a value longer than :data:`BULKY_BYTES` (large content) runs on a cursor of its own
+    instead, which goes with the call: a kept cursor holds its last parameters until it runs
+    again. Raises what psycopg raises.
     """
     driver: Any = pooled.driver_connection
+    text = statement.text
+    if _bulky(values):
+        if statement.dialect.is_async:
+            return cast(list[Any], _await(_fetched(driver, text, values)))
+        return cast(list[Any], driver.execute(text, values, binary=True).fetchall())
+    cursors: dict[str, Any] | None = pooled.info.get(KEPT_CURSORS)
+    if cursors is None:
+        cursors = pooled.info[KEPT_CURSORS] = {}
+    cursor = cursors.get(text)
+    if cursor is None:
+        cursor = cursors[text] = driver.cursor(binary=True)
     if statement.dialect.is_async:
-        return cast(list[Any], _await(_fetched(driver, statement.text, values)))
-    return cast(list[Any], driver.execute(statement.text, values, binary=True).fetchall())
+        rows = cast(list[Any], _await(_fetched_on(cursor, text, values)))
+    else:
+        rows = cast(list[Any], cursor.execute(text, values).fetchall())
+    result = cursor.pgresult
+    if result is not None:
+        result.clear()
+    return rows
+
+
+def _bulky(values: Any) -> bool:
+    """Whether a value of ``values`` (a dict by name) holds more than :data:`BULKY_BYTES` bytes.
+
+    Content arrives as psycopg's ``Binary`` (SQLAlchemy's binary type wraps it so), whose
+    ``obj`` holds the bytes; plain ``bytes`` count too.
+    """
+    for value in values.values():
+        held = getattr(value, "obj", value)
+        if isinstance(held, bytes | bytearray | memoryview) and len(held) > BULKY_BYTES:
+            return True
+    return False
 
 
 async def _fetched(driver: Any, text: str, values: Any) -> list[Any]:
-    """The rows of ``text`` on psycopg's ``AsyncConnection`` ``driver``."""
+    """The rows of ``text`` on a new cursor of psycopg's ``AsyncConnection`` ``driver``."""
     cursor = await driver.execute(text, values, binary=True)
+    return cast(list[Any], await cursor.fetchall())
+
+
+async def _fetched_on(cursor: Any, text: str, values: Any) -> list[Any]:
+    """The rows of ``text`` on psycopg's ``AsyncCursor`` ``cursor``."""
+    await cursor.execute(text, values)
     return cast(list[Any], await cursor.fetchall())

@@ -1,0 +1,230 @@
+"""On PostgreSQL through psycopg: kept cursors, and moments read in UTC.
+
+The hot statements psycopg runs itself (a context window, a ``get``, a single append) run on a
+cursor the pooled connection keeps for each statement, with nothing of a result or of bulky
+content left in it after a call; the engines the store creates set each connection's session time
+zone to UTC, so psycopg reads moments in ``datetime.UTC``; an engine you give keeps its own time
+zone, and the store still reads every moment in UTC. What this saves in client CPU is measured by
+``python -m benchmarks.run`` and callgrind, not here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import uuid
+import weakref
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from chronica_sqlalchemy import AsyncSQLAlchemyStore, SQLAlchemyStore
+from chronica_sqlalchemy.driver_statements import BULKY_BYTES, KEPT_CURSORS
+from sqlalchemy import Engine, create_engine, text
+
+from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+
+pytestmark = pytest.mark.dialects("postgresql")
+
+WINDOW = ActaQuery(last_n=20)
+
+
+def said(chronicum_id: str, content: str) -> Actum:
+    return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", content, id=uuid.uuid4().hex)
+
+
+def new_chronicum(store: SQLAlchemyStore) -> str:
+    chronicum_id = f"kept-{uuid.uuid4().hex}"
+    store.create(Chronicum(chronicum_id, "ardian", started_at=datetime.now(UTC)))
+    return chronicum_id
+
+
+class Cursors:
+    """Every psycopg cursor made while counting (blocking and asyncio), held weakly."""
+
+    def __init__(self) -> None:
+        self.made: list[weakref.ref[Any]] = []
+
+
+@pytest.fixture
+def cursors(monkeypatch: pytest.MonkeyPatch) -> Cursors:
+    made = Cursors()
+    for connection_class in (psycopg.Connection, psycopg.AsyncConnection):
+        real_cursor = connection_class.cursor
+
+        def cursor(connection: Any, *arguments: Any, __real: Any = real_cursor, **keywords: Any) -> Any:
+            new = __real(connection, *arguments, **keywords)
+            made.made.append(weakref.ref(new))
+            return new
+
+        monkeypatch.setattr(connection_class, "cursor", cursor)
+    return made
+
+
+@pytest.fixture
+def one_connection(shared_store: SQLAlchemyStore, database_url: str) -> Iterator[SQLAlchemyStore]:
+    """A store of its own on a pool of exactly one connection: every call finds the same kept cursors."""
+    store = SQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
+    yield store
+    store.close()
+
+
+def kept_cursors(engine: Engine) -> dict[str, Any]:
+    """The kept cursors of ``engine``'s one pooled connection (borrowed while the caller looks)."""
+    with engine.connect() as connection:
+        return dict(connection.connection.info.get(KEPT_CURSORS, {}))
+
+
+def test_repeated_reads_and_writes_make_no_new_cursor(
+    one_connection: SQLAlchemyStore, cursors: Cursors
+) -> None:
+    store = one_connection
+    chronicum_id = new_chronicum(store)
+    store.record(said(chronicum_id, "warm-up"))
+    store.acta(chronicum_id, WINDOW)
+    store.get(chronicum_id)
+    made_before = len(cursors.made)
+    for number in range(20):
+        store.record(said(chronicum_id, f"message {number}"))
+        window = store.acta(chronicum_id, WINDOW)
+        assert window[-1].content == f"message {number}"
+        assert store.get(chronicum_id).last_actum_at == window[-1].at
+    assert len(cursors.made) == made_before
+    assert [actum.content for actum in window] == [f"message {number}" for number in range(20)]
+    kept = kept_cursors(store.engine)
+    assert len(kept) == 3  # the append, the window and the get, each on its own cursor
+    assert all(cursor.format == psycopg.pq.Format.BINARY for cursor in kept.values())
+
+
+def test_a_kept_cursor_holds_no_result_after_a_read(one_connection: SQLAlchemyStore) -> None:
+    store = one_connection
+    chronicum_id = new_chronicum(store)
+    store.record(said(chronicum_id, "x" * BULKY_BYTES))
+    store.record(said(chronicum_id, "y"))
+    assert [actum.content for actum in store.acta(chronicum_id, WINDOW)] == ["x" * BULKY_BYTES, "y"]
+    results = [cursor.pgresult for cursor in kept_cursors(store.engine).values()]
+    assert results
+    assert all(result is not None and result.ntuples == 0 for result in results)  # freed once read
+
+
+def test_a_bulky_write_runs_on_a_cursor_of_its_own_that_goes_after_it(
+    one_connection: SQLAlchemyStore, cursors: Cursors
+) -> None:
+    store = one_connection
+    chronicum_id = new_chronicum(store)
+    store.record(said(chronicum_id, "x" * BULKY_BYTES))  # the largest content a kept cursor takes
+    kept_before = kept_cursors(store.engine)
+    made_before = len(cursors.made)
+    bulky = "é" * (BULKY_BYTES // 2 + 1)  # BULKY_BYTES / 2 + 1 characters, BULKY_BYTES + 2 bytes
+    stored = store.record(said(chronicum_id, bulky))
+    assert len(cursors.made) == made_before + 1
+    gc.collect()
+    assert cursors.made[-1]() is None  # nothing of the bulky write stays behind
+    kept_after = kept_cursors(store.engine)
+    assert kept_after.keys() == kept_before.keys()
+    assert all(kept_after[statement] is cursor for statement, cursor in kept_before.items())
+    assert [(actum.id, actum.content) for actum in store.acta(chronicum_id, ActaQuery(last_n=1))] == [
+        (stored.id, bulky)
+    ]
+
+
+def test_a_replaced_connection_starts_with_no_kept_cursors(one_connection: SQLAlchemyStore) -> None:
+    store = one_connection
+    chronicum_id = new_chronicum(store)
+    store.record(said(chronicum_id, "before"))
+    with store.engine.connect() as connection:
+        assert connection.connection.info[KEPT_CURSORS]
+        connection.invalidate()  # the server connection goes; the pool opens another
+    assert kept_cursors(store.engine) == {}
+    store.record(said(chronicum_id, "after"))
+    assert [actum.content for actum in store.acta(chronicum_id, WINDOW)] == ["before", "after"]
+    assert len(kept_cursors(store.engine)) == 2
+
+
+def test_the_asyncio_store_keeps_its_cursors_too(
+    shared_store: SQLAlchemyStore, database_url: str, cursors: Cursors
+) -> None:
+    chronicum_id = new_chronicum(shared_store)
+
+    async def scenario() -> tuple[int, list[str], int]:
+        store = AsyncSQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
+        try:
+            await store.record(said(chronicum_id, "warm-up"))
+            await store.acta(chronicum_id, WINDOW)
+            made_before = len(cursors.made)
+            for number in range(10):
+                await store.record(said(chronicum_id, f"message {number}"))
+                window = await store.acta(chronicum_id, WINDOW)
+            async with store.engine.connect() as connection:
+                raw = await connection.get_raw_connection()
+                kept = len(raw.info[KEPT_CURSORS])
+            return len(cursors.made) - made_before, [actum.content for actum in window], kept
+        finally:
+            await store.close()
+
+    made, contents, kept = asyncio.run(scenario())
+    assert (made, kept) == (0, 2)
+    assert contents == ["warm-up", *(f"message {number}" for number in range(10))]
+
+
+def session_time_zone(engine: Engine) -> str:
+    with engine.connect() as connection:
+        return str(connection.execute(text("SHOW TimeZone")).scalar_one())
+
+
+def test_the_store_s_own_engine_reads_moments_in_utc(one_connection: SQLAlchemyStore) -> None:
+    store = one_connection
+    chronicum_id = new_chronicum(store)
+    stored = store.record(said(chronicum_id, "hello"))
+    assert session_time_zone(store.engine) == "UTC"
+    window = store.acta(chronicum_id, WINDOW)
+    assert [actum.at for actum in window] == [stored.at]
+    assert window[0].at is not None and window[0].at.tzinfo is UTC
+    assert store.get(chronicum_id).last_actum_at == stored.at
+
+
+def test_the_asyncio_store_s_own_engine_reads_moments_in_utc(
+    shared_store: SQLAlchemyStore, database_url: str
+) -> None:
+    chronicum_id = new_chronicum(shared_store)
+
+    async def scenario() -> tuple[str, Actum, list[Actum]]:
+        store = AsyncSQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
+        try:
+            stored = await store.record(said(chronicum_id, "hello"))
+            async with store.engine.connect() as connection:
+                zone = (await connection.execute(text("SHOW TimeZone"))).scalar_one()
+            return str(zone), stored, await store.acta(chronicum_id, WINDOW)
+        finally:
+            await store.close()
+
+    zone, stored, window = asyncio.run(scenario())
+    assert zone == "UTC"
+    assert [actum.at for actum in window] == [stored.at]
+    assert window[0].at is not None and window[0].at.tzinfo is UTC
+
+
+def test_an_engine_you_give_keeps_its_time_zone_and_moments_still_read_in_utc(
+    shared_store: SQLAlchemyStore, database_url: str
+) -> None:
+    engine = create_engine(
+        database_url.replace("postgresql://", "postgresql+psycopg://", 1),
+        connect_args={"options": "-c TimeZone=Asia/Tokyo"},
+        pool_size=1,
+        max_overflow=0,
+    )
+    try:
+        store = SQLAlchemyStore(engine, auto_migrate=False)
+        chronicum_id = new_chronicum(store)
+        stored = store.record(said(chronicum_id, "hello"))
+        window = store.acta(chronicum_id, WINDOW)
+        chronicum = store.get(chronicum_id)
+        assert session_time_zone(engine) == "Asia/Tokyo"
+        assert [actum.at for actum in window] == [stored.at]
+        assert window[0].at is not None and window[0].at.tzinfo is UTC
+        assert chronicum.last_actum_at == stored.at
+        assert chronicum.last_actum_at is not None and chronicum.last_actum_at.tzinfo is UTC
+    finally:
+        engine.dispose()
