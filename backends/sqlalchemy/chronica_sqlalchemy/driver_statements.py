@@ -65,7 +65,10 @@ KEPT_CURSORS = "chronica_kept_cursors"
 its kept cursors, by statement text (see :func:`psycopg_call`)."""
 
 BULKY_BYTES = 8192
-"""The longest value, in bytes, a call may send and still run on a kept cursor (see :func:`psycopg_call`)."""
+"""The most bytes a binary value (content) may hold for its call to run on a kept cursor.
+
+Only binary values are counted (see :func:`psycopg_call`); the text values these statements
+send (ids, kinds, actors) are bounded by their columns."""
 
 _await: Callable[[Any], Any] = getattr(sqlalchemy.util, "await_", None) or sqlalchemy.util.await_only
 _shown = reprlib.Repr()
@@ -257,9 +260,9 @@ def psycopg_call(pooled: PoolProxiedConnection, statement: DriverStatement, valu
     in the pooled connection's ``info`` under :data:`KEPT_CURSORS`): psycopg's
     ``Connection.execute`` builds a new cursor for every call, with its own copy of the adapters
     and a new transformer that looks up again how to send each parameter and read each column,
-    about a tenth of a context-window read's client work; a kept cursor run again on the same
+    about 8 % of a context-window read's client instructions; a kept cursor run again on the same
     text reuses them. The result is freed once read (a context window's may be large). A call
-    with a value longer than :data:`BULKY_BYTES` (large content) runs on a cursor of its own
+    with a binary value longer than :data:`BULKY_BYTES` (large content) runs on a cursor of its own
     instead, which goes with the call: a kept cursor holds its last parameters until it runs
     again. Raises what psycopg raises.
     """

@@ -51,6 +51,7 @@ __all__ = [
     "OPTION_NAMES",
     "SET_UTC",
     "EngineOptions",
+    "asks_for_a_time_zone",
     "async_url",
     "checked_content_limit",
     "checked_schema",
@@ -499,23 +500,36 @@ def _configured(engine: Engine, options: EngineOptions) -> None:
     bound_operations(engine, options.operation_timeout)
     if engine.dialect.name == "sqlite":
         configure_sqlite(engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
-    if engine.dialect.name == "postgresql":
+    if engine.dialect.name == "postgresql" and not asks_for_a_time_zone(engine.url):
         event.listen(engine, "connect", _session_in_utc)
     watch_idle_connections(engine, options.check_idle_after)
 
 
 SET_UTC = "SET TIME ZONE 'UTC'"
-"""Run on each new connection of the PostgreSQL engines the store creates (not on an engine you give)."""
+"""Run on each new connection of the PostgreSQL engines the store creates, unless the URL names a
+time zone (see :func:`asks_for_a_time_zone`); never on an engine you give."""
+
+
+def asks_for_a_time_zone(url: URL) -> bool:
+    """Whether ``url``'s ``options`` query (libpq's ``-c TimeZone=...``) sets the session's time zone.
+
+    The store then leaves the zone as asked instead of running :data:`SET_UTC`.
+    """
+    options = url.query.get("options", ())
+    given = [options] if isinstance(options, str) else list(options)
+    return any("timezone" in option.lower() for option in given)
 
 
 def _session_in_utc(dbapi_connection: Any, connection_record: Any) -> None:
-    """Set a new PostgreSQL connection's session time zone to UTC (:data:`SET_UTC`; one round trip, once).
+    """Set a new PostgreSQL connection's session time zone to UTC (:data:`SET_UTC`).
 
-    psycopg then reads every ``timestamptz`` as a ``datetime`` in ``datetime.UTC``, with nothing
-    to convert: in any other zone (a server's default, ``Etc/UTC`` included) psycopg converts
-    each moment into it and the store back to UTC, about a sixth of a context-window read's
-    client work. What the store reads is the same either way. A connection that is not in
-    autocommit yet is committed, so the setting outlives its transaction.
+    One round trip as the connection is made (two if it is not in autocommit yet: it is then
+    committed, so the setting outlives that transaction). psycopg then reads every
+    ``timestamptz`` as a ``datetime`` in ``datetime.UTC``, with nothing to convert: in any other
+    zone (a server's default, ``Etc/UTC`` included) psycopg converts each moment into it and the
+    store back to UTC, about a sixth of a context-window read's client work. What the store
+    reads is the same either way; SQL of your own on ``store.engine`` sees the session in UTC
+    (``now()``, a ``timestamptz`` rendered as text).
     """
     cursor = dbapi_connection.cursor()
     try:

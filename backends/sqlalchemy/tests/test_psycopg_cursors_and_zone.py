@@ -3,9 +3,9 @@
 The hot statements psycopg runs itself (a context window, a ``get``, a single append) run on a
 cursor the pooled connection keeps for each statement, with nothing of a result or of bulky
 content left in it after a call; the engines the store creates set each connection's session time
-zone to UTC, so psycopg reads moments in ``datetime.UTC``; an engine you give keeps its own time
-zone, and the store still reads every moment in UTC. What this saves in client CPU is measured by
-``python -m benchmarks.run`` and callgrind, not here.
+zone to UTC, so psycopg reads moments in ``datetime.UTC``; an engine you give, and a URL that names
+a time zone, keep their own, and the store still reads every moment in UTC. What this saves in
+client CPU is measured by ``python -m benchmarks.run`` and callgrind, not here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import psycopg
 import pytest
 from chronica_sqlalchemy import AsyncSQLAlchemyStore, SQLAlchemyStore
 from chronica_sqlalchemy.driver_statements import BULKY_BYTES, KEPT_CURSORS
+from chronica_sqlalchemy.engines import _session_in_utc
 from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum
 
@@ -143,6 +145,50 @@ def test_a_replaced_connection_starts_with_no_kept_cursors(one_connection: SQLAl
     assert len(kept_cursors(store.engine)) == 2
 
 
+def test_a_refused_statement_leaves_its_kept_cursor_usable(one_connection: SQLAlchemyStore) -> None:
+    """A used idempotency key fails the insert on the kept cursor; the connection and cursor go on."""
+    store = one_connection
+    chronicum_id = new_chronicum(store)
+    first = store.record_idempotent(said(chronicum_id, "first"), "order-42")
+    with store.engine.connect() as connection:
+        first_driver: Any = connection.connection.driver_connection
+        backend = first_driver.info.backend_pid
+    again = store.record_idempotent(said(chronicum_id, "again"), "order-42")
+    after = store.record(said(chronicum_id, "after"))
+    window = store.acta(chronicum_id, WINDOW)
+    with store.engine.connect() as connection:
+        driver: Any = connection.connection.driver_connection
+        assert (driver.info.backend_pid, driver.info.transaction_status.name) == (backend, "IDLE")
+    assert again == first
+    assert [actum.id for actum in window] == [first.id, after.id]
+    assert store.get(chronicum_id).last_actum_at == after.at
+
+
+def test_the_asyncio_store_s_replaced_connection_starts_with_no_kept_cursors(
+    shared_store: SQLAlchemyStore, database_url: str
+) -> None:
+    chronicum_id = new_chronicum(shared_store)
+
+    async def scenario() -> tuple[int, int, list[str]]:
+        store = AsyncSQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
+        try:
+            await store.record(said(chronicum_id, "before"))
+            async with store.engine.connect() as connection:
+                raw = await connection.get_raw_connection()
+                kept_before = len(raw.info[KEPT_CURSORS])
+                await connection.invalidate()  # the server connection goes; the pool opens another
+            async with store.engine.connect() as connection:
+                raw = await connection.get_raw_connection()
+                kept_after = len(raw.info.get(KEPT_CURSORS, {}))
+            await store.record(said(chronicum_id, "after"))
+            window = await store.acta(chronicum_id, WINDOW)
+            return kept_before, kept_after, [actum.content for actum in window]
+        finally:
+            await store.close()
+
+    assert asyncio.run(scenario()) == (1, 0, ["before", "after"])
+
+
 def test_the_asyncio_store_keeps_its_cursors_too(
     shared_store: SQLAlchemyStore, database_url: str, cursors: Cursors
 ) -> None:
@@ -228,3 +274,31 @@ def test_an_engine_you_give_keeps_its_time_zone_and_moments_still_read_in_utc(
         assert chronicum.last_actum_at is not None and chronicum.last_actum_at.tzinfo is UTC
     finally:
         engine.dispose()
+
+
+def test_a_time_zone_the_url_asks_for_is_left_as_asked(
+    shared_store: SQLAlchemyStore, database_url: str
+) -> None:
+    asked = make_url(database_url).update_query_dict({"options": "-c TimeZone=Asia/Tokyo"})
+    store = SQLAlchemyStore.open(
+        asked.render_as_string(hide_password=False), auto_migrate=False, pool_size=1, max_overflow=0
+    )
+    try:
+        chronicum_id = new_chronicum(store)
+        stored = store.record(said(chronicum_id, "hello"))
+        window = store.acta(chronicum_id, WINDOW)
+        assert session_time_zone(store.engine) == "Asia/Tokyo"
+        assert [actum.at for actum in window] == [stored.at]
+        assert window[0].at is not None and window[0].at.tzinfo is UTC
+    finally:
+        store.close()
+
+
+def test_a_connection_not_yet_in_autocommit_keeps_utc_past_its_transaction(database_url: str) -> None:
+    """The connect event commits its SET where a transaction began, so a rollback does not undo it."""
+    dsn = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, options="-c TimeZone=Asia/Tokyo") as connection:
+        assert not connection.autocommit
+        _session_in_utc(connection, None)
+        connection.rollback()
+        assert connection.execute("SHOW TimeZone").fetchone() == ("UTC",)
