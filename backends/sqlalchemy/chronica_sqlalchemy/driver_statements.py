@@ -268,24 +268,29 @@ def psycopg_call(pooled: PoolProxiedConnection, statement: DriverStatement, valu
     """
     driver: Any = pooled.driver_connection
     text = statement.text
-    if _bulky(values):
-        if statement.dialect.is_async:
-            return cast(list[Any], _await(_fetched(driver, text, values)))
-        return cast(list[Any], driver.execute(text, values, binary=True).fetchall())
-    cursors: dict[str, Any] | None = pooled.info.get(KEPT_CURSORS)
-    if cursors is None:
-        cursors = pooled.info[KEPT_CURSORS] = {}
-    cursor = cursors.get(text)
-    if cursor is None:
-        cursor = cursors[text] = driver.cursor(binary=True)
+    cursor = driver.cursor(binary=True) if _bulky(values) else _kept_cursor(pooled, driver, text)
     if statement.dialect.is_async:
-        rows = cast(list[Any], _await(_fetched_on(cursor, text, values)))
+        rows = cast(list[Any], _await(_fetched(cursor, text, values)))
     else:
         rows = cast(list[Any], cursor.execute(text, values).fetchall())
     result = cursor.pgresult
     if result is not None:
         result.clear()
     return rows
+
+
+def _kept_cursor(pooled: PoolProxiedConnection, driver: Any, text: str) -> Any:
+    """The binary cursor ``pooled`` keeps for the statement ``text``.
+
+    Made at the statement's first run on ``driver``, ``pooled``'s psycopg connection.
+    """
+    cursors: dict[str, Any] | None = pooled.info.get(KEPT_CURSORS)
+    if cursors is None:
+        cursors = pooled.info[KEPT_CURSORS] = {}
+    cursor = cursors.get(text)
+    if cursor is None:
+        cursor = cursors[text] = driver.cursor(binary=True)
+    return cursor
 
 
 def _bulky(values: Any) -> bool:
@@ -301,13 +306,7 @@ def _bulky(values: Any) -> bool:
     return False
 
 
-async def _fetched(driver: Any, text: str, values: Any) -> list[Any]:
-    """The rows of ``text`` on a new cursor of psycopg's ``AsyncConnection`` ``driver``."""
-    cursor = await driver.execute(text, values, binary=True)
-    return cast(list[Any], await cursor.fetchall())
-
-
-async def _fetched_on(cursor: Any, text: str, values: Any) -> list[Any]:
+async def _fetched(cursor: Any, text: str, values: Any) -> list[Any]:
     """The rows of ``text`` on psycopg's ``AsyncCursor`` ``cursor``."""
     await cursor.execute(text, values)
     return cast(list[Any], await cursor.fetchall())

@@ -11,10 +11,11 @@ client CPU is measured by ``python -m benchmarks.run`` and callgrind, not here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,6 +78,23 @@ def kept_cursors(engine: Engine) -> dict[str, Any]:
     """The kept cursors of ``engine``'s one pooled connection (borrowed while the caller looks)."""
     with engine.connect() as connection:
         return dict(connection.connection.info.get(KEPT_CURSORS, {}))
+
+
+@contextlib.asynccontextmanager
+async def one_async_connection(database_url: str) -> AsyncIterator[AsyncSQLAlchemyStore]:
+    """An asyncio store of its own on a pool of exactly one connection, closed afterwards."""
+    store = AsyncSQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def async_kept_cursors(store: AsyncSQLAlchemyStore) -> dict[str, Any]:
+    """The kept cursors of ``store``'s one pooled connection (borrowed while the caller looks)."""
+    async with store.engine.connect() as connection:
+        raw = await connection.get_raw_connection()
+        return dict(raw.info.get(KEPT_CURSORS, {}))
 
 
 def test_repeated_reads_and_writes_make_no_new_cursor(
@@ -170,21 +188,15 @@ def test_the_asyncio_store_s_replaced_connection_starts_with_no_kept_cursors(
     chronicum_id = new_chronicum(shared_store)
 
     async def scenario() -> tuple[int, int, list[str]]:
-        store = AsyncSQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
-        try:
+        async with one_async_connection(database_url) as store:
             await store.record(said(chronicum_id, "before"))
+            kept_before = len(await async_kept_cursors(store))
             async with store.engine.connect() as connection:
-                raw = await connection.get_raw_connection()
-                kept_before = len(raw.info[KEPT_CURSORS])
                 await connection.invalidate()  # the server connection goes; the pool opens another
-            async with store.engine.connect() as connection:
-                raw = await connection.get_raw_connection()
-                kept_after = len(raw.info.get(KEPT_CURSORS, {}))
+            kept_after = len(await async_kept_cursors(store))
             await store.record(said(chronicum_id, "after"))
             window = await store.acta(chronicum_id, WINDOW)
             return kept_before, kept_after, [actum.content for actum in window]
-        finally:
-            await store.close()
 
     assert asyncio.run(scenario()) == (1, 0, ["before", "after"])
 
@@ -195,20 +207,15 @@ def test_the_asyncio_store_keeps_its_cursors_too(
     chronicum_id = new_chronicum(shared_store)
 
     async def scenario() -> tuple[int, list[str], int]:
-        store = AsyncSQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
-        try:
+        async with one_async_connection(database_url) as store:
             await store.record(said(chronicum_id, "warm-up"))
             await store.acta(chronicum_id, WINDOW)
             made_before = len(cursors.made)
             for number in range(10):
                 await store.record(said(chronicum_id, f"message {number}"))
                 window = await store.acta(chronicum_id, WINDOW)
-            async with store.engine.connect() as connection:
-                raw = await connection.get_raw_connection()
-                kept = len(raw.info[KEPT_CURSORS])
+            kept = len(await async_kept_cursors(store))
             return len(cursors.made) - made_before, [actum.content for actum in window], kept
-        finally:
-            await store.close()
 
     made, contents, kept = asyncio.run(scenario())
     assert (made, kept) == (0, 2)
@@ -237,14 +244,11 @@ def test_the_asyncio_store_s_own_engine_reads_moments_in_utc(
     chronicum_id = new_chronicum(shared_store)
 
     async def scenario() -> tuple[str, Actum, list[Actum]]:
-        store = AsyncSQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
-        try:
+        async with one_async_connection(database_url) as store:
             stored = await store.record(said(chronicum_id, "hello"))
             async with store.engine.connect() as connection:
                 zone = (await connection.execute(text("SHOW TimeZone"))).scalar_one()
             return str(zone), stored, await store.acta(chronicum_id, WINDOW)
-        finally:
-            await store.close()
 
     zone, stored, window = asyncio.run(scenario())
     assert zone == "UTC"
