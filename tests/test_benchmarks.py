@@ -72,6 +72,73 @@ def test_phases_pick_what_runs(tmp_path: Path) -> None:
     assert "--phases wants some of history,concurrent,batch,listing, got 'history,erase'" in refused.stderr
 
 
+def test_many_writer_rows_report_the_median_of_their_interleaved_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks.run import Settings, StoreBench
+
+    settings = Settings(
+        [10], {}, repeat=1, warmup=1, writers=2, writes_per_writer=3, run_async=False, concurrent_rounds=3
+    )
+    bench = StoreBench("memory://", settings)
+    rounds: list[str] = []
+    timed = iter([3.0, 1.0, 2.0, 6.0, 4.0, 5.0])  # threads, shared, threads, shared, threads, shared
+
+    def one_round(runner: object) -> None:
+        rounds.append("round")
+        bench._concurrent("chronica threads", lambda: next(timed))
+        bench._concurrent("shared", lambda: next(timed))
+        if len(rounds) == 2:
+            bench._concurrent("raw threads", lambda: 1 / 0)  # fails once: noted, not a row
+
+    monkeypatch.setattr(bench, "_concurrent_round", one_round)
+    bench._measure_concurrent(None)  # type: ignore[arg-type]
+    assert rounds == ["round"] * 3
+    assert [(row.writer, row.seconds, row.writes) for row in bench.report.concurrent] == [
+        ("chronica threads", 3.0, 6),
+        ("shared", 5.0, 6),
+    ]
+    assert bench.report.concurrent[0].per_second == 2.0
+    assert [note for note in bench.report.notes if "raw threads: failed" in note] == [
+        "2 raw threads: failed: division by zero"
+    ]
+
+
+def test_the_chronica_threads_row_is_timed_on_its_second_run_on_one_store(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    import benchmarks.run as harness
+
+    settings = harness.Settings(
+        [10], {}, repeat=1, warmup=1, writers=2, writes_per_writer=3, run_async=False, concurrent_rounds=1
+    )
+    bench = harness.StoreBench("memory://", settings)
+    runs: list[list[str]] = []
+    seconds = iter([9.0, 2.0, 4.0])  # the untimed run, the timed one, then the shared row
+    # (each writer warms up with at least 2 writes before its 3 timed ones)
+
+    def fake_run_threads(writers: int, make_writer: Any, warmup: int, writes: int) -> float:
+        written = []
+        for index in range(writers):
+            write, close = make_writer(index)
+            for number in range(warmup + writes):
+                written.append(write(number).chronicum_id)
+            close()
+        runs.append(written)
+        return next(seconds)
+
+    monkeypatch.setattr(harness, "run_threads", fake_run_threads)
+    bench._measure_concurrent(None)  # type: ignore[arg-type]
+    rows = {row.writer: row.seconds for row in bench.report.concurrent}
+    assert rows == {"chronica threads": 2.0, harness.SHARED_WRITERS: 4.0}
+    untimed, timed, shared = runs
+    assert len(untimed) == len(timed) == 2 * (2 + 3) and len(set(untimed)) == len(set(timed)) == 2
+    assert not set(untimed) & set(timed)  # fresh chronica for the timed run
+    assert len(set(shared)) == 1
+
+
 @pytest.mark.parametrize(("tasks_seconds", "holds"), [(1.2, True), (1.25, True), (1.3, False)])
 def test_judge_holds_tasks_to_0_8x_the_threads_throughput(
     monkeypatch: pytest.MonkeyPatch, tasks_seconds: float, holds: bool
