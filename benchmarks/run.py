@@ -584,7 +584,7 @@ class Settings:
     batch_size: int = BATCH_SIZE
     others: tuple[int, ...] = OTHERS
     owned: int = LISTED
-    concurrent_rounds: int = 1
+    concurrent_rounds: int = CONCURRENT_ROUNDS
     """How many interleaved rounds of the many-writer rows (each row reports its median)."""
 
 
@@ -615,6 +615,8 @@ class StoreBench:
         self.async_store: AsyncStore | None = None
         self.async_chronicarius: AsyncChronicarius | None = None
         self.baselines: Baselines | None = None
+        self._concurrent_seconds: dict[str, list[float]] = {}
+        """Per many-writer row, its seconds in each round it did not fail."""
 
     def note(self, text: str) -> None:
         """Add a line to the report's notes and show it now (on stderr)."""
@@ -1009,7 +1011,7 @@ class StoreBench:
         slows Chronica's rows and the raw ones alike; a row's seconds are the median over the
         rounds it did not fail in (a failure is noted per round, the other rows still count).
         """
-        self._concurrent_seconds: dict[str, list[float]] = {}
+        self._concurrent_seconds.clear()
         rounds = self.settings.concurrent_rounds
         for number in range(rounds):
             print(f"  many writers: round {number + 1} of {rounds}", file=sys.stderr, flush=True)
@@ -1041,11 +1043,11 @@ class StoreBench:
                 acta = [story_actum(chronicum_id, number) for number in range(warmup + writes)]
                 return (lambda number: chronicarius.record_actum(OWNER, acta[number])), _nothing_to_close
 
-            def threads_on_a_grown_pool() -> float:
-                run_threads(writers, store_writer, warmup, writes)  # untimed: the store's pool grows
-                return run_threads(writers, store_writer, warmup, writes)
-
-            self._concurrent("chronica threads", threads_on_a_grown_pool)
+            self._concurrent(
+                "chronica threads",
+                lambda: run_threads(writers, store_writer, warmup, writes),
+                after_an_untimed_run=True,
+            )
         with open_store(self.url, **self.settings.options) as store:
             sharing = Chronicarius(store)
             shared_id = fresh_id(f"shared-{run_label}")
@@ -1089,12 +1091,11 @@ class StoreBench:
                 return lambda number: async_chronicarius.record_actum(OWNER, acta[number])
 
             try:
-
-                async def tasks_on_a_grown_pool() -> float:
-                    await run_tasks(writers, task_writer, warmup, writes)  # untimed: the pool grows
-                    return await run_tasks(writers, task_writer, warmup, writes)
-
-                self._concurrent("chronica async tasks", lambda: runner.run(tasks_on_a_grown_pool()))
+                self._concurrent(
+                    "chronica async tasks",
+                    lambda: runner.run(run_tasks(writers, task_writer, warmup, writes)),
+                    after_an_untimed_run=True,
+                )
             finally:
                 runner.run(async_store.close())
             if baselines is not None:
@@ -1104,9 +1105,17 @@ class StoreBench:
                         functools.partial(self._run_raw_tasks, runner, baselines, name, run_label, warmup),
                     )
 
-    def _concurrent(self, writer: str, measure: Callable[[], float]) -> None:
-        """Keep the seconds ``measure()`` takes for row ``writer``, or a note when it fails."""
+    def _concurrent(
+        self, writer: str, measure: Callable[[], float], *, after_an_untimed_run: bool = False
+    ) -> None:
+        """Keep the seconds ``measure()`` takes for row ``writer``, or a note when it fails.
+
+        With ``after_an_untimed_run`` the seconds kept are those of a second ``measure()``: the
+        first, on the same store, lets its pool grow to the writers.
+        """
         try:
+            if after_an_untimed_run:
+                measure()
             seconds = measure()
         except Exception as error:  # noqa: BLE001 - reported in the notes, the run goes on
             self.note(f"{self.settings.writers} {writer}: failed: {error}")
