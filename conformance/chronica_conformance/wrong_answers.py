@@ -75,7 +75,8 @@ def ask_for_another(asked: str, other: str) -> Rewrite:
     """A rewrite replacing the string ``asked`` by ``other`` wherever it appears in an operation.
 
     It looks inside strings' containers: dicts (keys and values), lists, tuples (named ones
-    included) and dataclass instances; anything else is kept as it is.
+    included) and dataclass instances (the fields their constructor takes; a field it does not
+    take is derived, and the copy derives it again); anything else is kept as it is.
     """
 
     def swap(value: Any) -> Any:
@@ -89,7 +90,8 @@ def ask_for_another(asked: str, other: str) -> Rewrite:
             items = [swap(item) for item in value]
             return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            changes = {field.name: swap(getattr(value, field.name)) for field in dataclasses.fields(value)}
+            fields = [field for field in dataclasses.fields(value) if field.init]  # the others are derived
+            changes = {field.name: swap(getattr(value, field.name)) for field in fields}
             return dataclasses.replace(value, **changes)
         return value
 
