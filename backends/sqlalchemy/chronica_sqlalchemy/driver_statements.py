@@ -101,6 +101,13 @@ class DriverStatement:
     dialect: Dialect
     fixed: dict[str, Any] = field(default_factory=dict)
     positional: bool = True
+    _processed: tuple[tuple[str, Callable[[Any], Any]], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        processed = tuple(
+            (name, process) for name, process in zip(self.names, self.processors, strict=True) if process
+        )
+        object.__setattr__(self, "_processed", processed)
 
     @classmethod
     def compiled(
@@ -143,7 +150,8 @@ class DriverStatement:
     def values(self, parameters: dict[str, Any]) -> list[Any] | dict[str, Any]:
         """The values the driver is sent for ``parameters``: the fixed ones added, every value processed.
 
-        A list in placeholder order when :attr:`positional`, else a dict by name. Raises
+        A list in placeholder order when :attr:`positional`, else a dict by name: ``parameters``
+        itself when nothing is added or processed (the driver only reads it). Raises
         ``KeyError`` for a parameter neither given nor fixed.
         """
         if self.fixed:
@@ -153,11 +161,27 @@ class DriverStatement:
                 parameters[name] if process is None else process(parameters[name])
                 for name, process in zip(self.names, self.processors, strict=True)
             ]
+        if not self._processed:
+            return parameters
         values = dict(parameters)
-        for name, process in zip(self.names, self.processors, strict=True):
-            if process is not None:
-                values[name] = process(values[name])
+        for name, process in self._processed:
+            values[name] = process(values[name])
         return values
+
+    def bulky(self, values: Any) -> bool:
+        """Whether a processed value of ``values`` (a dict by name) holds more than :data:`BULKY_BYTES` bytes.
+
+        Only the values a bind processor made are looked at: that is how binary values arise
+        (content on PostgreSQL, which SQLAlchemy's binary type wraps in psycopg's ``Binary``,
+        whose ``obj`` holds the bytes; plain ``bytes`` count too). A statement without bind
+        processors (a context window, a ``get``) is never bulky.
+        """
+        for name, _ in self._processed:
+            value = values.get(name)
+            held = getattr(value, "obj", value)
+            if isinstance(held, bytes | bytearray | memoryview) and len(held) > BULKY_BYTES:
+                return True
+        return False
 
 
 @dataclass(frozen=True)
@@ -268,7 +292,7 @@ def psycopg_call(pooled: PoolProxiedConnection, statement: DriverStatement, valu
     """
     driver: Any = pooled.driver_connection
     text = statement.text
-    cursor = driver.cursor(binary=True) if _bulky(values) else _kept_cursor(pooled, driver, text)
+    cursor = driver.cursor(binary=True) if statement.bulky(values) else _kept_cursor(pooled, driver, text)
     if statement.dialect.is_async:
         rows = cast(list[Any], _await(_fetched(cursor, text, values)))
     else:
@@ -291,19 +315,6 @@ def _kept_cursor(pooled: PoolProxiedConnection, driver: Any, text: str) -> Any:
     if cursor is None:
         cursor = cursors[text] = driver.cursor(binary=True)
     return cursor
-
-
-def _bulky(values: Any) -> bool:
-    """Whether a value of ``values`` (a dict by name) holds more than :data:`BULKY_BYTES` bytes.
-
-    Content arrives as psycopg's ``Binary`` (SQLAlchemy's binary type wraps it so), whose
-    ``obj`` holds the bytes; plain ``bytes`` count too.
-    """
-    for value in values.values():
-        held = getattr(value, "obj", value)
-        if isinstance(held, bytes | bytearray | memoryview) and len(held) > BULKY_BYTES:
-            return True
-    return False
 
 
 async def _fetched(cursor: Any, text: str, values: Any) -> list[Any]:

@@ -10,6 +10,7 @@ asyncio store runs that same function inside SQLAlchemy's greenlet bridge on its
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import sqlite3
@@ -412,9 +413,14 @@ def _slots(name: str, count: int) -> list[BindParameter[str]]:
     return [bindparam(f"{name}_{index}", type_=String()) for index in range(count)]
 
 
-def _padded(name: str, values: list[str], count: int) -> dict[str, str]:
-    """``values`` in ``count`` parameters ``name_0``..., the last value repeated (``IN`` ignores it)."""
-    values = values[:count]
+@functools.lru_cache(maxsize=256)
+def _padded(name: str, kinds: tuple[ActumKind | ActorKind, ...], count: int) -> dict[str, str]:
+    """The values of ``kinds`` in ``count`` parameters ``name_0``..., the last repeated (``IN`` ignores it).
+
+    Kept per filter (a context window is read before every model call, nearly always with the
+    same filter); the caller copies the dict, never changes it.
+    """
+    values = [kind.value for kind in kinds[:count]]
     return {f"{name}_{index}": values[min(index, len(values) - 1)] for index in range(count)}
 
 
@@ -1411,10 +1417,9 @@ class Plans:
         """Return the context-window statement for ``query`` and its parameters."""
         parameters: dict[str, Any] = {"chronicum_id": chronicum_id}
         if query.actum_kinds:
-            parameters.update(_padded("actum_kind", [kind.value for kind in query.actum_kinds], len(_KINDS)))
+            parameters.update(_padded("actum_kind", tuple(query.actum_kinds), len(_KINDS)))
         if query.actor_kinds:
-            values = [actor_kind.value for actor_kind in query.actor_kinds]
-            parameters.update(_padded("actor_kind", values, len(_ACTOR_KINDS)))
+            parameters.update(_padded("actor_kind", tuple(query.actor_kinds), len(_ACTOR_KINDS)))
         if query.last_n > 0:
             parameters["last_n"] = query.last_n
         shape = (bool(query.actum_kinds), bool(query.actor_kinds), query.last_n > 0)

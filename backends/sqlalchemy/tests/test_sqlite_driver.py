@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from chronica_sqlalchemy import SQLAlchemyStore
-from chronica_sqlalchemy.driver_statements import DriverStatement, sqlite_rows
+from chronica_sqlalchemy.driver_statements import BULKY_BYTES, DriverStatement, sqlite_rows
 from chronica_sqlalchemy.schema import Content, UTCDateTime
 from sqlalchemy import bindparam, create_engine, event, literal, select
 from sqlalchemy.exc import DBAPIError
@@ -135,3 +135,25 @@ def test_a_driver_statement_for_psycopg_is_sent_by_name() -> None:
     assert sorted(values) == ["content", "name", "param_1"]
     assert (values["name"], values["param_1"]) == ("x", "channel")
     assert values["content"].obj == "é".encode()  # psycopg's Binary, as SQLAlchemy's processor makes it
+
+
+def test_a_psycopg_driver_statement_without_processors_sends_its_parameters_as_given() -> None:
+    """Nothing to add or process (a context window's parameters): the dict goes to psycopg uncopied."""
+    dialect = create_engine("postgresql+psycopg://").dialect
+    statement = DriverStatement.compiled(select(bindparam("chronicum_id"), bindparam("last_n")), dialect)
+    assert statement is not None
+    parameters = {"chronicum_id": "c-1", "last_n": 20}
+    assert statement.values(parameters) is parameters
+    assert not statement.bulky(parameters)
+
+
+def test_a_psycopg_driver_statement_is_bulky_when_its_processed_content_is_over_the_limit() -> None:
+    dialect = create_engine("postgresql+psycopg://").dialect
+    content = bindparam("content", type_=Content())
+    statement = DriverStatement.compiled(select(content, bindparam("name")), dialect)
+    assert statement is not None
+    largest = {"content": "x" * BULKY_BYTES, "name": "y" * (2 * BULKY_BYTES)}
+    processed = statement.values(largest)
+    assert processed is not largest and largest["content"] == "x" * BULKY_BYTES  # the caller's dict unchanged
+    assert not statement.bulky(processed)  # text values are bounded by their columns: not counted
+    assert statement.bulky(statement.values({"content": "é" * (BULKY_BYTES // 2 + 1), "name": "y"}))
