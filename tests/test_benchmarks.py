@@ -349,3 +349,47 @@ def test_peers_report_shows_a_writers_round_that_failed(monkeypatch: pytest.Monk
     assert ["adk-database-sqlite", "one", "each", "40", "chronica", "tasks", *partly, *failed] in lines
     [document] = json.loads(json.dumps([report.as_json()]))
     assert document["writers"][2]["failures"] == [locked] * 3
+
+
+def test_side_by_side_opens_its_stores_anew_for_each_run(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import side_by_side
+
+    stores = ["--store", "memory://", "--store", "memory://"]
+    side_by_side.main([*stores, "--history", "3", "--repeat", "4", "--warmup", "1", "--runs", "3"])
+    lines = capsys.readouterr().out.splitlines()
+    assert "3 runs of 4 rounds" in lines[0]
+    runs = [line.split()[0] for line in lines[2:] if line.split()[0].isdigit()]
+    assert runs == ["1", "1", "2", "2", "3", "3"]  # both stores in every run
+    assert lines[-2] == "median ratio over the runs, to memory://:"
+
+
+def test_side_by_side_judges_the_median_of_its_runs_ratios(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import side_by_side
+
+    postgres = "postgresql://postgres@127.0.0.1:5432/bench_pg"
+    sqlalchemy = "postgresql+psycopg://postgres@127.0.0.1:5432/bench_sa"
+    read_ratios = iter([1.2, 1.9, 1.25])  # one run far off: the median is 1.25, within 1.3
+    append_ratios = iter([1.35, 1.1, 1.4])  # median 1.35: missed
+
+    def one_run(
+        urls: Any, history: int, repeat: int, warmup: int
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        assert list(urls) == [postgres, sqlalchemy]
+        return (
+            {postgres: 100_000.0, sqlalchemy: 100_000.0 * next(read_ratios)},
+            {postgres: 200_000.0, sqlalchemy: 200_000.0 * next(append_ratios)},
+        )
+
+    monkeypatch.setattr(side_by_side, "_one_run", one_run)
+    side_by_side.main(["--store", postgres, "--store", sqlalchemy, "--runs", "3"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2] == (
+        "  ok     chronica-sqlalchemy last-20 read <= 1.3x chronica-postgres's: 1.25"
+        " (median of the runs: 1.20, 1.90, 1.25)"
+    )
+    assert lines[-1] == (
+        "  MISSED chronica-sqlalchemy append <= 1.3x chronica-postgres's: 1.35"
+        " (median of the runs: 1.35, 1.10, 1.40)"
+    )
