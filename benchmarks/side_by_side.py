@@ -36,9 +36,10 @@ __all__ = ["main"]
 
 OWNER = "side-by-side"
 RUNS = 5
-"""Runs by default. On a 2-CPU machine one run's ratio between two PostgreSQL stores carries where
-its server processes ran (runs of the same code differed by up to 1.5x); the median over runs,
-each opening its stores anew, does not."""
+"""Runs by default, each opening its stores anew (new connections, new server processes). Their
+ratios are shown one by one beside their median: how far they agree says how far one figure can be
+trusted. On the 2-CPU test VM the runs of one invocation agreed within about 0.2x, while
+invocations some minutes apart differed more than that (the machine, not the code)."""
 
 
 def _rounds(calls: dict[str, Callable[[int], object]], repeat: int, warmup: int) -> dict[str, float]:
