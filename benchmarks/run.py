@@ -542,6 +542,11 @@ class Baselines:
         for baseline in self.variants.values():
             baseline.close()
 
+    def close_async_variants(self, runner: asyncio.Runner) -> None:
+        """Close the asyncio twins in ``runner``'s loop, where they were opened."""
+        for variant in self.async_variants.values():
+            runner.run(variant.close())
+
 
 # --------------------------------------------------------------------------------------------
 # The run
@@ -651,8 +656,8 @@ class StoreBench:
                     if "listing" in phases:
                         self._phase("listing", functools.partial(self._measure_listing, runner))
                 finally:
-                    for variant in self._async_variants().values():
-                        runner.run(variant.close())
+                    if self.baselines is not None:
+                        self.baselines.close_async_variants(runner)
                     if self.async_store is not None:
                         runner.run(self.async_store.close())
         finally:
@@ -1065,8 +1070,7 @@ class StoreBench:
         finally:
             if baselines is not None:
                 baselines.close()
-                for variant in baselines.async_variants.values():
-                    runner.run(variant.close())
+                baselines.close_async_variants(runner)
 
     def _many_writer_rows(
         self, runner: asyncio.Runner, baselines: Baselines | None, run_label: str, warmup: int
@@ -1586,7 +1590,8 @@ def _option(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _positive(text: str) -> int:
+def positive_integer(text: str) -> int:
+    """An argparse type: ``text`` as an int of at least 1; ``ArgumentTypeError`` otherwise."""
     try:
         value = int(text)
     except ValueError:
@@ -1620,20 +1625,20 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help="passed to open_store, open_async_store and RawBaseline (repeatable)",
     )
     parser.add_argument(
-        "--repeat", type=_positive, default=500, help="timed calls per operation and size (500)"
+        "--repeat", type=positive_integer, default=500, help="timed calls per operation and size (500)"
     )
     parser.add_argument(
         "--warmup", type=int, default=None, help="untimed calls first (default repeat/10, at least 20)"
     )
     parser.add_argument(
-        "--writers", type=_positive, default=40, help="concurrent writer threads / tasks (40)"
+        "--writers", type=positive_integer, default=40, help="concurrent writer threads / tasks (40)"
     )
     parser.add_argument(
-        "--writes", type=_positive, default=50, help="timed writes per concurrent writer (50)"
+        "--writes", type=positive_integer, default=50, help="timed writes per concurrent writer (50)"
     )
     parser.add_argument(
         "--concurrent-rounds",
-        type=_positive,
+        type=positive_integer,
         default=CONCURRENT_ROUNDS,
         help=f"interleaved rounds of the many-writer rows; each row is its median ({CONCURRENT_ROUNDS})",
     )
@@ -1651,7 +1656,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help=f"what to measure, comma-separated (default all: {','.join(PHASES)})",
     )
     parser.add_argument(
-        "--batch-size", type=_positive, default=BATCH_SIZE, help=f"acta per timed batch ({BATCH_SIZE})"
+        "--batch-size", type=positive_integer, default=BATCH_SIZE, help=f"acta per timed batch ({BATCH_SIZE})"
     )
     parser.add_argument(
         "--others",
@@ -1660,7 +1665,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help="chronica other owners hold, per listing measurement (default 100,100000)",
     )
     parser.add_argument(
-        "--owned", type=_positive, default=LISTED, help=f"chronica the listed owner holds ({LISTED})"
+        "--owned", type=positive_integer, default=LISTED, help=f"chronica the listed owner holds ({LISTED})"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     return parser.parse_args(argv)

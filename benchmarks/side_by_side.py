@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 
-from benchmarks.run import LAST_N, PEER_LIMIT, story_actum
+from benchmarks.run import LAST_N, PEER_LIMIT, positive_integer, story_actum
 from chronica_core import ActumKind, Chronicarius, open_store
 
 __all__ = ["main"]
@@ -104,17 +104,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", action="append", required=True, help="a store URL (two or more)")
     parser.add_argument("--history", type=int, default=100, help="acta in each chronicum before timing")
-    parser.add_argument("--repeat", type=int, default=500, help="timed rounds per operation and run")
+    parser.add_argument(
+        "--repeat", type=positive_integer, default=500, help="timed rounds per operation and run"
+    )
     parser.add_argument("--warmup", type=int, default=50, help="untimed rounds first, per run")
     parser.add_argument(
         "--runs",
-        type=int,
+        type=positive_integer,
         default=RUNS,
         help=f"runs, each opening the stores anew; ratios are medians ({RUNS})",
     )
     arguments = parser.parse_args(argv)
-    if arguments.runs < 1:
-        parser.error(f"--runs must be at least 1, not {arguments.runs}")
     urls: list[str] = arguments.store
     first = urls[0]
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
