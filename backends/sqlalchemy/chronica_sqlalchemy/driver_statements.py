@@ -10,7 +10,10 @@ its parameters' names (in placeholder order for ``sqlite3``'s ``?``; by name for
 and the values the statement fixes itself. Each call then puts the values together and runs the
 text on the pooled connection's driver connection (on psycopg, on a cursor the connection keeps
 for that statement: see :func:`psycopg_call`). The connection is still the pool's, taken and
-given back as for any plan (its ``checkout`` and ``checkin`` events run).
+given back as for any plan (its ``checkout`` and ``checkin`` events run); on psycopg, a plan that
+begins with such a statement takes it with ``engine.raw_connection()``, without a SQLAlchemy
+``Connection`` around it, when the pool lends its connections in autocommit (see
+:func:`chronica_sqlalchemy.plans.execute_plan`).
 
 A failure is the ``DBAPIError`` SQLAlchemy would have raised, so the plans translate it as they
 translate every other (``StoreError("sqlalchemy: <operation>", ...)``):
@@ -252,8 +255,23 @@ def begin_immediate(driver_connection: sqlite3.Connection, dialect: Dialect) -> 
     sqlite_rows(driver_connection, DriverStatement(BEGIN_IMMEDIATE, (), (), dialect), {})
 
 
-def psycopg_rows(connection: Connection, statement: DriverStatement, parameters: dict[str, Any]) -> list[Any]:
-    """Every row ``statement`` gives with ``parameters``, run on ``connection``'s psycopg connection.
+def psycopg_rows(
+    engine: Engine,
+    pooled: PoolProxiedConnection,
+    statement: DriverStatement,
+    parameters: dict[str, Any],
+    connection: Connection | None = None,
+) -> list[Any]:
+    """Every row ``statement`` gives with ``parameters``, run on ``pooled``'s psycopg connection.
+
+    Args:
+        engine: the engine ``pooled`` was taken from (its ``echo``, its error handling).
+        pooled: a connection of ``engine``'s pool, as ``engine.raw_connection()`` lends it or as
+            a SQLAlchemy ``Connection`` holds it.
+        statement: the statement to run.
+        parameters: its parameters by name (see :meth:`DriverStatement.values`).
+        connection: the SQLAlchemy ``Connection`` holding ``pooled``, if one does; without one,
+            a ``Connection`` is made around ``pooled`` only to handle a failure.
 
     The rows are psycopg's binary rows as tuples (see :func:`psycopg_call`). Run it only where
     the connection is in autocommit (an autocommit plan's first step): psycopg would otherwise
@@ -263,14 +281,17 @@ def psycopg_rows(connection: Connection, statement: DriverStatement, parameters:
     Raises:
         sqlalchemy.exc.DBAPIError: the driver's error, wrapped by the SQLAlchemy connection's own
             error handling (lost connections recognised and invalidated, ``handle_error`` events
-            run, which may replace it: ``operation_timeout``'s ``OperationTimedOut``).
+            run, which may replace it: ``operation_timeout``'s ``OperationTimedOut``). A lost
+            connection is invalidated there, which gives it back to the pool
+            (``pooled.is_valid`` is then false).
     """
     values = statement.values(parameters)
-    echo(connection.engine, statement, values, "psycopg")
+    echo(engine, statement, values, "psycopg")
     try:
-        return psycopg_call(connection.connection, statement, values)
+        return psycopg_call(pooled, statement, values)
     except BaseException as error:  # noqa: BLE001 - SQLAlchemy's handling raises, as its execute's does
-        connection._handle_dbapi_exception(error, statement.text, values, None, None)
+        handler = connection if connection is not None else Connection(engine, pooled)
+        handler._handle_dbapi_exception(error, statement.text, values, None, None)
 
 
 def psycopg_call(pooled: PoolProxiedConnection, statement: DriverStatement, values: Any) -> list[Any]:

@@ -47,6 +47,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.schema import CreateColumn, CreateIndex, CreateSchema, CreateTable
 from sqlalchemy.sql.dml import Insert, Update
 from sqlalchemy.sql.elements import BindParameter
@@ -107,7 +108,8 @@ DRIVER_STATEMENT = "driver statement"
 """The method of a :class:`Step` whose arguments are a
 :class:`chronica_sqlalchemy.driver_statements.DriverStatement` and its parameters: run on the
 connection's psycopg connection (:func:`~chronica_sqlalchemy.driver_statements.psycopg_rows`),
-its outcome the rows. Only as the first step of an autocommit plan."""
+its outcome the rows. Only as the first step of an autocommit plan (see :func:`execute_plan` for
+the connection it takes)."""
 
 IN_AUTOCOMMIT = "chronica_in_autocommit"
 """Engine execution option: the engine's connections are in autocommit whenever the pool lends them
@@ -234,6 +236,19 @@ def lends_in_autocommit(engine: Engine) -> bool:
     options = engine.get_execution_options()
     if options.get(IN_AUTOCOMMIT) or options.get("isolation_level") == AUTOCOMMIT:
         return True
+    return pool_lends_in_autocommit(engine)
+
+
+def pool_lends_in_autocommit(engine: Engine) -> bool:
+    """Whether ``engine``'s pool itself hands out connections in autocommit.
+
+    True for an engine created with ``isolation_level="AUTOCOMMIT"`` (the PostgreSQL engines the
+    store creates): the level is set on each new driver connection, so a connection taken with
+    ``engine.raw_connection()`` is in autocommit too. False for an engine that only asks for
+    autocommit through ``execution_options``: SQLAlchemy switches each ``Connection`` it makes, not
+    the pool's connections. Read from the dialect's ``_on_connect_isolation_level`` (see
+    :func:`lends_in_autocommit`).
+    """
     return bool(getattr(engine.dialect, "_on_connect_isolation_level", None) == AUTOCOMMIT)
 
 
@@ -258,47 +273,82 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
     turn not had within the busy timeout is thrown into the plan as SQLite's "database is
     locked". On an engine whose connections are lent in autocommit (:data:`IN_AUTOCOMMIT`) a
     plan whose first step is not an autocommit one runs at the dialect's default isolation level,
-    in a transaction; elsewhere an autocommit plan's connection is switched to autocommit. Returns
-    the plan's result.
+    in a transaction; elsewhere an autocommit plan's connection is switched to autocommit.
+
+    A plan whose first step is a :data:`DRIVER_STATEMENT`, on an engine whose pool itself lends in
+    autocommit (:func:`pool_lends_in_autocommit`), borrows the pool's connection with
+    ``engine.raw_connection()``: no SQLAlchemy ``Connection`` is made around it (the engine's
+    ``engine_connect`` event does not run for it; the pool's ``checkout`` and ``checkin`` do), and
+    its ``COMMIT`` and ``ROLLBACK`` send nothing, as in autocommit they would not. A later step that
+    SQLAlchemy must run gets a ``Connection`` around that same pooled connection. Returns the plan's
+    result.
     """
     held: list[Connection] = []
-    failed: list[Connection] = []
+    # A plan that begins with a driver statement on an engine lending in autocommit borrows the
+    # pool's connection itself (``engine.raw_connection()``): a SQLAlchemy ``Connection`` around
+    # it, made and closed for every such read, cost about a twentieth of the read's client CPU.
+    # The plan's next step that needs SQLAlchemy's execution gets a ``Connection`` around it then.
+    lent: list[PoolProxiedConnection] = []
+    failed: list[Connection | PoolProxiedConnection] = []
     turns: list[WriterTurn] = []  # SQLite: the file's writer turn, held while a writing connection is
-    in_autocommit = lends_in_autocommit(engine)
+    lends_raw = pool_lends_in_autocommit(engine)
+    in_autocommit = lends_raw or lends_in_autocommit(engine)
 
     def perform(step: Step) -> Any:
-        if step.method in (RECONNECT.method, DROP_CONNECTION.method):
+        method = step.method
+        if method in (RECONNECT.method, DROP_CONNECTION.method):
             if held:
                 connection = held.pop()
                 _release(connection, drop=step is DROP_CONNECTION or connection in failed)
-                _give_back(turns)
+            elif lent:
+                pooled = lent.pop()
+                _give_back_lent(pooled, drop=step is DROP_CONNECTION or pooled in failed)
+            _give_back(turns)
             return None
-        if not held:
+        if lent and method != DRIVER_STATEMENT:
+            if method in (COMMIT.method, ROLLBACK.method):
+                return None  # in autocommit, with nothing begun: nothing to send, as on a Connection
+            pooled = lent.pop()
+            held.append(Connection(engine, connection=pooled))
+            if pooled in failed:
+                failed.append(held[0])
+        if not held and not lent:
             if step.write and (turn := take_turn(engine)) is not None:
                 turns.append(turn)
             source = reads if reads is not None and step.autocommit and not step.write else engine
-            held.append(_connected(source))
-            if step.write:
-                held[0].execution_options(**{WRITE_OPTION: True})
-            # psycopg's autocommit is a client-side switch (no round trip); SQLAlchemy sets
-            # the engine's isolation level back when the connection returns to the pool. A
-            # connection of the read engine is in autocommit already.
-            if source is engine and step.autocommit != in_autocommit:
-                level = AUTOCOMMIT if step.autocommit else engine.dialect.default_isolation_level
-                held[0].execution_options(isolation_level=level)
+            if method == DRIVER_STATEMENT and source is engine and lends_raw:
+                lent.append(_connecting(lambda: _raw_connection(engine)))
+            else:
+                held.append(_connected(source))
+                if step.write:
+                    held[0].execution_options(**{WRITE_OPTION: True})
+                # psycopg's autocommit is a client-side switch (no round trip); SQLAlchemy sets
+                # the engine's isolation level back when the connection returns to the pool. A
+                # connection of the read engine is in autocommit already.
+                if source is engine and step.autocommit != in_autocommit:
+                    level = AUTOCOMMIT if step.autocommit else engine.dialect.default_isolation_level
+                    held[0].execution_options(isolation_level=level)
+        current: Connection | PoolProxiedConnection = lent[0] if lent else held[0]
         try:
-            if step.method == DRIVER_STATEMENT:
-                return psycopg_rows(held[0], *step.args)
-            if step.method == DRIVER_CALL:
+            if method == DRIVER_STATEMENT:
+                statement, parameters = step.args
+                if lent:
+                    return psycopg_rows(engine, lent[0], statement, parameters)
+                connection = held[0]
+                return psycopg_rows(
+                    connection.engine, connection.connection, statement, parameters, connection
+                )
+            connection = held[0]
+            if method == DRIVER_CALL:
                 call: Callable[[Any], Any] = step.args[0]
                 if isinstance(call, DriverRun):
-                    call.echo(held[0].engine)
-                return call(held[0].connection.driver_connection)
-            return getattr(held[0], step.method)(*step.args)
+                    call.echo(connection.engine)
+                return call(connection.connection.driver_connection)
+            return getattr(connection, method)(*step.args)
         except IntegrityError:  # a statement refused: the connection and its transaction are sound
             raise
         except SQLAlchemyError:
-            failed.append(held[0])
+            failed.append(current)
             raise
 
     try:
@@ -306,6 +356,8 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
     finally:
         if held:
             _release(held[0], drop=held[0] in failed)
+        if lent:
+            _give_back_lent(lent[0], drop=lent[0] in failed)
         _give_back(turns)
 
 
@@ -332,14 +384,57 @@ def _connected(engine: Engine) -> Connection:
     values :mod:`chronica_sqlalchemy.url_checks` knows are refused before). Every such exception is
     translated here, chained to it, whatever its class.
     """
+    return _connecting(engine.connect)
+
+
+_Connected = TypeVar("_Connected")
+
+
+def _connecting(connect: Callable[[], _Connected]) -> _Connected:
+    """``connect()``, any failure translated as :func:`_connected` says."""
     try:
-        return engine.connect()
+        return connect()
     except ChronicaError:
         raise
     except SQLAlchemyError as error:
         raise StoreError(CONNECT, _detail(error)) from error
     except Exception as error:
         raise StoreError(CONNECT, f"{type(error).__name__}: {error}") from error
+
+
+def _raw_connection(engine: Engine) -> PoolProxiedConnection:
+    """``engine.raw_connection()``, a driver's failure wrapped as ``engine.connect()`` wraps it.
+
+    That is SQLAlchemy's ``DBAPIError``, after the engine's ``handle_error`` events have run
+    (``operation_timeout`` turns a connect timeout into ``OperationTimedOut`` there), through
+    the same classmethod ``Connection`` calls when it fails to connect,
+    ``Connection._handle_dbapi_exception_noconnection(error, dialect, engine)``: private to
+    SQLAlchemy, with this signature throughout 2.0 and 2.1 (the backend's tests of connect
+    timeouts and refused connections would show a change).
+    """
+    try:
+        return engine.raw_connection()
+    except engine.dialect.loaded_dbapi.Error as error:
+        Connection._handle_dbapi_exception_noconnection(error, engine.dialect, engine)
+        raise
+
+
+def _give_back_lent(pooled: PoolProxiedConnection, *, drop: bool = False) -> None:
+    """Give back a connection borrowed from the pool itself (``drop``: end it instead); never raises.
+
+    One invalidated while its failure was handled is back in the pool already.
+    """
+    if not pooled.is_valid:
+        return
+    if not drop:
+        try:
+            pooled.close()
+            return
+        except Exception:  # noqa: BLE001 - the plan's result or error stands; the pool drops it
+            if not pooled.is_valid:
+                return
+    with contextlib.suppress(Exception):
+        pooled.invalidate()  # ends the driver connection and gives its place back to the pool
 
 
 def _release(connection: Connection, *, drop: bool = False) -> None:

@@ -1,0 +1,201 @@
+"""On PostgreSQL through psycopg: the statements psycopg runs itself borrow the pool's connection.
+
+A context window, a ``get`` and a single append are one statement each, run by psycopg on a
+connection taken with ``engine.raw_connection()`` when the engine's pool lends its connections in
+autocommit (the engines the store creates): no SQLAlchemy ``Connection`` is made around it,
+unless the plan goes on with a step SQLAlchemy runs (reading back a keyed actum) or a failure
+must be handled. These tests check what that must not change: what is committed, what a failure
+ends, the retry after a lost connection, and the error of a connection that cannot be made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from chronica_sqlalchemy import SQLAlchemyStore, driver_statements
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import DBAPIError
+
+from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, StoreError
+
+pytestmark = pytest.mark.dialects("postgresql")
+
+WINDOW = ActaQuery(last_n=20)
+
+
+def said(chronicum_id: str, content: str, key_id: str | None = None) -> Actum:
+    return Actum(
+        chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", content, id=key_id or uuid.uuid4().hex
+    )
+
+
+def new_chronicum(store: SQLAlchemyStore) -> str:
+    chronicum_id = f"lent-{uuid.uuid4().hex}"
+    store.create(Chronicum(chronicum_id, "ardian", started_at=datetime.now(UTC)))
+    return chronicum_id
+
+
+class Made:
+    """How many SQLAlchemy ``Connection`` objects and pool checkouts an engine saw while counting."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.checkouts = 0
+
+
+@contextlib.contextmanager
+def counting(engine: Engine) -> Iterator[Made]:
+    made = Made()
+
+    def connected(connection: Any) -> None:
+        made.connections += 1
+
+    def checked_out(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        made.checkouts += 1
+
+    event.listen(engine, "engine_connect", connected)
+    event.listen(engine, "checkout", checked_out)
+    try:
+        yield made
+    finally:
+        event.remove(engine, "engine_connect", connected)
+        event.remove(engine, "checkout", checked_out)
+
+
+@pytest.fixture
+def own_store(shared_store: SQLAlchemyStore, database_url: str) -> Iterator[SQLAlchemyStore]:
+    """A store of its own on a pool of exactly one connection (the shared store migrated the tables)."""
+    store = SQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
+    yield store
+    store.close()
+
+
+def test_a_window_a_get_and_an_append_make_no_sqlalchemy_connection(own_store: SQLAlchemyStore) -> None:
+    store = own_store
+    chronicum_id = new_chronicum(store)
+    store.record(said(chronicum_id, "warm"))  # the content limit is read once, before counting
+    with counting(store.engine) as made:
+        stored = store.record(said(chronicum_id, "counted"))
+        window = store.acta(chronicum_id, WINDOW)
+        chronicum = store.get(chronicum_id)
+    assert [actum.content for actum in window] == ["warm", "counted"]
+    assert (stored.at, chronicum.last_actum_at) == (window[-1].at, window[-1].at)
+    assert (made.checkouts, made.connections) == (3, 0)
+
+
+def test_reading_back_a_keyed_actum_goes_on_in_a_sqlalchemy_connection(own_store: SQLAlchemyStore) -> None:
+    """The append's key is taken: the plan reads the stored actum back with SQLAlchemy's execution,
+    in a ``Connection`` around the same pooled connection (one made to handle the refused
+    statement, one for the read)."""
+    store = own_store
+    chronicum_id = new_chronicum(store)
+    first = store.record_idempotent(said(chronicum_id, "once"), "reply-1")
+    with counting(store.engine) as made:
+        again = store.record_idempotent(said(chronicum_id, "twice"), "reply-1")
+    assert (again.id, again.content, again.at) == (first.id, "once", first.at)
+    assert [actum.content for actum in store.acta(chronicum_id, WINDOW)] == ["once"]
+    assert (made.checkouts, made.connections) == (1, 2)
+
+
+def test_an_engine_in_autocommit_only_by_its_options_commits_every_append(
+    shared_store: SQLAlchemyStore, database_url: str
+) -> None:
+    """Its pool lends connections outside autocommit: each plan runs in a ``Connection`` that switches."""
+    engine = create_engine(database_url, pool_size=1, max_overflow=0)
+    given = engine.execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        store = SQLAlchemyStore(given, auto_migrate=False)
+        chronicum_id = new_chronicum(store)
+        with counting(given) as made:
+            store.record(said(chronicum_id, "kept"))
+            window = store.acta(chronicum_id, WINDOW)
+        acta = shared_store.plans.tables.acta
+        with shared_store.engine.connect() as other:  # another connection sees it: committed
+            seen = other.execute(
+                text(f"SELECT count(*) FROM {acta.fullname} WHERE chronicum_id = :id"), {"id": chronicum_id}
+            ).scalar_one()
+        assert ([actum.content for actum in window], seen) == (["kept"], 1)
+        assert (made.checkouts, made.connections) == (2, 2)
+    finally:
+        engine.dispose()
+
+
+def test_a_failed_statement_ends_its_lent_connection_and_the_next_read_takes_a_new_one(
+    own_store: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = own_store
+    chronicum_id = new_chronicum(store)
+    store.record(said(chronicum_id, "hello"))
+    used: list[Any] = []
+    real_psycopg_call = driver_statements.psycopg_call
+
+    def psycopg_call(pooled: Any, statement: Any, values: Any) -> list[Any]:
+        used.append(pooled.driver_connection)
+        if len(used) == 1:
+            raise psycopg.errors.QueryCanceled("canceling statement due to user request")
+        return real_psycopg_call(pooled, statement, values)
+
+    monkeypatch.setattr(driver_statements, "psycopg_call", psycopg_call)
+    with pytest.raises(StoreError, match=r"^sqlalchemy: get acta: QueryCanceled: canceling") as caught:
+        store.acta(chronicum_id, WINDOW)
+    assert isinstance(caught.value.__cause__, DBAPIError)
+    window = store.acta(chronicum_id, WINDOW)
+    assert [actum.content for actum in window] == ["hello"]
+    assert len(used) == 2
+    assert (used[0].closed, used[1].closed, used[0] is used[1]) == (True, False, False)
+    assert store.engine.pool.checkedout() == 0
+
+
+def test_a_lost_lent_connection_is_read_again_on_a_new_one(
+    own_store: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = own_store
+    chronicum_id = new_chronicum(store)
+    store.record(said(chronicum_id, "hello"))
+    used: list[Any] = []
+    real_psycopg_call = driver_statements.psycopg_call
+
+    def psycopg_call(pooled: Any, statement: Any, values: Any) -> list[Any]:
+        used.append(pooled.driver_connection)
+        if len(used) == 1:
+            pooled.driver_connection.close()  # as a server gone away leaves it
+        return real_psycopg_call(pooled, statement, values)
+
+    monkeypatch.setattr(driver_statements, "psycopg_call", psycopg_call)
+    window = store.acta(chronicum_id, WINDOW)
+    assert [actum.content for actum in window] == ["hello"]
+    assert (len(used), used[0] is used[1], used[1].closed) == (2, False, False)
+    assert store.engine.pool.checkedout() == 0
+
+
+def test_a_lent_connection_that_cannot_be_made_is_a_connect_error(
+    own_store: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wrapped as ``engine.connect()`` wraps it, after the engine's ``handle_error`` events."""
+    store = own_store
+    chronicum_id = new_chronicum(store)
+    store.engine.dispose()  # the next read opens a new connection
+    handled: list[BaseException] = []
+
+    def handle_error(context: Any) -> None:
+        handled.append(context.original_exception)
+
+    def refused(*arguments: Any, **keywords: Any) -> Any:
+        raise psycopg.OperationalError("connection refused (by the test)")
+
+    event.listen(store.engine, "handle_error", handle_error)
+    monkeypatch.setattr(store.engine.dialect.loaded_dbapi, "connect", refused)  # psycopg.connect
+    try:
+        with pytest.raises(StoreError, match=r"^sqlalchemy: connect: OperationalError: connection refused"):
+            store.acta(chronicum_id, WINDOW)
+    finally:
+        event.remove(store.engine, "handle_error", handle_error)
+    assert [type(error).__name__ for error in handled] == ["OperationalError"]
+    monkeypatch.undo()
+    assert store.acta(chronicum_id, WINDOW) == []
