@@ -298,8 +298,9 @@ def psycopg_call(pooled: PoolProxiedConnection, statement: DriverStatement, valu
     """Psycopg's own call: ``statement``'s text with ``values`` on ``pooled``'s psycopg connection.
 
     On an asyncio dialect the connection is psycopg's ``AsyncConnection``, awaited through
-    SQLAlchemy's greenlet bridge. Asks for binary rows: ``bytea`` as ``bytes``, ``timestamptz``
-    as an aware ``datetime`` in the session's time zone, numbers read without parsing text.
+    SQLAlchemy's greenlet bridge. Asks for binary rows: ``bytea`` as ``bytes`` (as text on a
+    kept cursor of a UTF-8 connection: see :func:`_kept_cursor`), ``timestamptz`` as an aware
+    ``datetime`` in the session's time zone, numbers read without parsing text.
 
     The statement runs on the cursor ``pooled`` keeps for its text (made at its first run, kept
     in the pooled connection's ``info`` under :data:`KEPT_CURSORS`): psycopg's
@@ -327,7 +328,12 @@ def psycopg_call(pooled: PoolProxiedConnection, statement: DriverStatement, valu
 def _kept_cursor(pooled: PoolProxiedConnection, driver: Any, text: str) -> Any:
     """The binary cursor ``pooled`` keeps for the statement ``text``.
 
-    Made at the statement's first run on ``driver``, ``pooled``'s psycopg connection.
+    Made at the statement's first run on ``driver``, ``pooled``'s psycopg connection. On a
+    connection whose encoding is UTF-8 (PostgreSQL's usual ``client_encoding``) it reads ``bytea``
+    (content, stored as its UTF-8 bytes) as text, decoded by psycopg's own text loader, instead
+    of as ``bytes`` for the store to decode: about 1.5 % of a context window's client
+    instructions. On any other encoding the loader would decode in that encoding, so ``bytes``
+    come back there.
     """
     cursors: dict[str, Any] | None = pooled.info.get(KEPT_CURSORS)
     if cursors is None:
@@ -335,6 +341,10 @@ def _kept_cursor(pooled: PoolProxiedConnection, driver: Any, text: str) -> Any:
     cursor = cursors.get(text)
     if cursor is None:
         cursor = cursors[text] = driver.cursor(binary=True)
+        if driver.info.encoding == "utf-8":
+            from psycopg.types.string import TextBinaryLoader  # psycopg is there: its connection is
+
+            cursor.adapters.register_loader("bytea", TextBinaryLoader)
     return cursor
 
 

@@ -2,8 +2,9 @@
 
 On ``postgresql+psycopg://`` (blocking and asyncio) a context-window read and a ``get`` run on
 psycopg's connection (see :mod:`chronica_sqlalchemy.driver_statements`), asking for binary rows;
-the plan turns those rows into acta and chronica itself: content arrives as the ``bytea``'s
-UTF-8 bytes, moments as aware ``datetime`` values in the session's time zone.
+the plan turns those rows into acta and chronica itself: content arrives as text (or as the
+``bytea``'s UTF-8 bytes, see :func:`window_acta`), moments as aware ``datetime`` values in the
+session's time zone.
 """
 
 from __future__ import annotations
@@ -34,18 +35,22 @@ def utc(moment: datetime) -> datetime:
 def window_acta(rows: list[Any]) -> list[Actum]:
     """The acta of a context window's rows ``(chronicum id, seq, id, kind, actor kind, actor, content, at)``.
 
-    A row without ``seq`` stands for the chronicum itself, not an actum. Content arrives as the
-    ``bytea``'s UTF-8 bytes. Each actum is built with :func:`chronica_core.model.build_actum` (the
-    same ``Actum``, in half the constructor's time; every argument by position).
+    A row without ``seq`` stands for the chronicum itself, not an actum. Content arrives as text,
+    or as the ``bytea``'s UTF-8 bytes from a cursor that does not read it as text (see
+    :func:`chronica_sqlalchemy.driver_statements.psycopg_call`); all rows of one read come from
+    one cursor, so the first tells. Each actum is built with
+    :func:`chronica_core.model.build_actum` (the same ``Actum``, in half the constructor's time;
+    every argument by position).
     """
     kinds, actor_kinds = _KINDS, _ACTOR_KINDS
+    encoded = bool(rows) and type(rows[0][6]) is bytes
     return [
         build_actum(
             chronicum_id,
             kinds[kind],
             actor_kinds[actor_kind],
             actor,
-            content.decode("utf-8"),
+            content.decode("utf-8") if encoded else content,
             actum_id,
             at if at.tzinfo is UTC else at.astimezone(UTC),
         )

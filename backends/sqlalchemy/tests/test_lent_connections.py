@@ -21,6 +21,7 @@ import pytest
 from chronica_sqlalchemy import SQLAlchemyStore, driver_statements
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import QueuePool
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, StoreError
 
@@ -66,6 +67,13 @@ def counting(engine: Engine) -> Iterator[Made]:
     finally:
         event.remove(engine, "engine_connect", connected)
         event.remove(engine, "checkout", checked_out)
+
+
+def lent_out(engine: Engine) -> int:
+    """How many of ``engine``'s pooled connections are lent out now."""
+    pool = engine.pool
+    assert isinstance(pool, QueuePool)
+    return pool.checkedout()
 
 
 @pytest.fixture
@@ -149,7 +157,7 @@ def test_a_failed_statement_ends_its_lent_connection_and_the_next_read_takes_a_n
     assert [actum.content for actum in window] == ["hello"]
     assert len(used) == 2
     assert (used[0].closed, used[1].closed, used[0] is used[1]) == (True, False, False)
-    assert store.engine.pool.checkedout() == 0
+    assert lent_out(store.engine) == 0
 
 
 def test_a_lost_lent_connection_is_read_again_on_a_new_one(
@@ -171,7 +179,7 @@ def test_a_lost_lent_connection_is_read_again_on_a_new_one(
     window = store.acta(chronicum_id, WINDOW)
     assert [actum.content for actum in window] == ["hello"]
     assert (len(used), used[0] is used[1], used[1].closed) == (2, False, False)
-    assert store.engine.pool.checkedout() == 0
+    assert lent_out(store.engine) == 0
 
 
 def test_a_lent_connection_that_cannot_be_made_is_a_connect_error(

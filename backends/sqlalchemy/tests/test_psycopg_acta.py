@@ -29,5 +29,11 @@ def test_rows_become_acta_in_utc_with_their_content_decoded() -> None:
     assert type(acta[0]) is Actum
 
 
+def test_content_read_as_text_is_taken_as_it_is() -> None:
+    at = datetime(2026, 12, 2, 4, 0, 0, tzinfo=UTC)
+    rows = [("dinner-friday", 1, "a1", "message", "human", "ardian", "Grüße \x00 🍜", at)]
+    assert [actum.content for actum in window_acta(rows)] == ["Grüße \x00 🍜"]
+
+
 def test_the_chronicum_s_own_row_is_no_actum() -> None:
     assert window_acta([("dinner-friday", None, None, None, None, None, None, None)]) == []

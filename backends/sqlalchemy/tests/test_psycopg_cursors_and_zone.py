@@ -118,6 +118,30 @@ def test_repeated_reads_and_writes_make_no_new_cursor(
     assert all(cursor.format == psycopg.pq.Format.BINARY for cursor in kept.values())
 
 
+@pytest.mark.parametrize("client_encoding", ["utf8", "latin1"])
+def test_content_reads_back_exactly_whatever_the_connection_s_encoding(
+    shared_store: SQLAlchemyStore, database_url: str, client_encoding: str
+) -> None:
+    """On UTF-8 the window's kept cursor reads ``bytea`` as text, psycopg decoding it; elsewhere
+    (LATIN1 here) psycopg would decode in that encoding, so it reads bytes the store decodes."""
+    url = make_url(database_url).update_query_dict({"client_encoding": client_encoding})
+    store = SQLAlchemyStore.open(url, auto_migrate=False, pool_size=1, max_overflow=0)
+    try:
+        chronicum_id = new_chronicum(store)
+        contents = ["Grüße aus Berlin", "ラーメン 🍜", "nul \x00 inside", ""]
+        for content in contents:
+            store.record(said(chronicum_id, content))
+        window = store.acta(chronicum_id, WINDOW)
+        (cursor,) = [
+            cursor for statement, cursor in kept_cursors(store.engine).items() if "ORDER BY" in statement
+        ]
+        content_type = type(cursor.execute("SELECT '\\x41'::bytea").fetchone()[0])
+    finally:
+        store.close()
+    assert [actum.content for actum in window] == contents
+    assert content_type is (str if client_encoding == "utf8" else bytes)
+
+
 def test_a_kept_cursor_holds_no_result_after_a_read(one_connection: SQLAlchemyStore) -> None:
     store = one_connection
     chronicum_id = new_chronicum(store)
