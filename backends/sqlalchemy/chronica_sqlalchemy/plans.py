@@ -308,9 +308,8 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
         if lent and method != DRIVER_STATEMENT:
             if method in (COMMIT.method, ROLLBACK.method):
                 return None  # in autocommit, with nothing begun: nothing to send, as on a Connection
-            pooled = lent.pop()
-            held.append(Connection(engine, connection=pooled))
-            if pooled in failed:
+            held.append(Connection(engine, connection=lent[0]))  # raising, it leaves lent to give back
+            if lent.pop() in failed:
                 failed.append(held[0])
         if not held and not lent:
             if step.write and (turn := take_turn(engine)) is not None:
@@ -409,8 +408,8 @@ def _raw_connection(engine: Engine) -> PoolProxiedConnection:
     (``operation_timeout`` turns a connect timeout into ``OperationTimedOut`` there), through
     the same classmethod ``Connection`` calls when it fails to connect,
     ``Connection._handle_dbapi_exception_noconnection(error, dialect, engine)``: private to
-    SQLAlchemy, with this signature throughout 2.0 and 2.1 (the backend's tests of connect
-    timeouts and refused connections would show a change).
+    SQLAlchemy, called this way by ``Connection``'s own constructor (checked against 2.1.9); the
+    backend's tests of refused connections and connect timeouts would show a change.
     """
     try:
         return engine.raw_connection()

@@ -179,6 +179,15 @@ def shared_store(database_url: str) -> Iterator[SQLAlchemyStore]:
 
 
 @pytest.fixture
+def one_connection(shared_store: SQLAlchemyStore, database_url: str) -> Iterator[SQLAlchemyStore]:
+    """A blocking store of its own on a pool of exactly one connection (the shared store migrated
+    the tables): every call takes the same pooled connection; closed afterwards."""
+    store = SQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
+    yield store
+    store.close()
+
+
+@pytest.fixture
 def store(shared_store: SQLAlchemyStore) -> SQLAlchemyStore:
     """The blocking store (shared; tests use fresh chronicum ids)."""
     return shared_store

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,9 +36,12 @@ def said(chronicum_id: str, content: str, key_id: str | None = None) -> Actum:
     )
 
 
-def new_chronicum(store: SQLAlchemyStore) -> str:
+def new_chronicum(store: SQLAlchemyStore, *contents: str) -> str:
+    """A new chronicum holding a message of each of ``contents``."""
     chronicum_id = f"lent-{uuid.uuid4().hex}"
     store.create(Chronicum(chronicum_id, "ardian", started_at=datetime.now(UTC)))
+    for content in contents:
+        store.record(said(chronicum_id, content))
     return chronicum_id
 
 
@@ -76,18 +79,27 @@ def lent_out(engine: Engine) -> int:
     return pool.checkedout()
 
 
-@pytest.fixture
-def own_store(shared_store: SQLAlchemyStore, database_url: str) -> Iterator[SQLAlchemyStore]:
-    """A store of its own on a pool of exactly one connection (the shared store migrated the tables)."""
-    store = SQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
-    yield store
-    store.close()
+def failing_first_call(monkeypatch: pytest.MonkeyPatch, fail: Callable[[Any], None]) -> list[Any]:
+    """Have psycopg's own call run ``fail(pooled)`` before its first statement (it may raise).
+
+    Returns the list of the driver connections each call ran on, filled as they run.
+    """
+    used: list[Any] = []
+    real_psycopg_call = driver_statements.psycopg_call
+
+    def psycopg_call(pooled: Any, statement: Any, values: Any) -> list[Any]:
+        used.append(pooled.driver_connection)
+        if len(used) == 1:
+            fail(pooled)
+        return real_psycopg_call(pooled, statement, values)
+
+    monkeypatch.setattr(driver_statements, "psycopg_call", psycopg_call)
+    return used
 
 
-def test_a_window_a_get_and_an_append_make_no_sqlalchemy_connection(own_store: SQLAlchemyStore) -> None:
-    store = own_store
-    chronicum_id = new_chronicum(store)
-    store.record(said(chronicum_id, "warm"))  # the content limit is read once, before counting
+def test_a_window_a_get_and_an_append_make_no_sqlalchemy_connection(one_connection: SQLAlchemyStore) -> None:
+    store = one_connection
+    chronicum_id = new_chronicum(store, "warm")  # the content limit is read once, before counting
     with counting(store.engine) as made:
         stored = store.record(said(chronicum_id, "counted"))
         window = store.acta(chronicum_id, WINDOW)
@@ -97,11 +109,13 @@ def test_a_window_a_get_and_an_append_make_no_sqlalchemy_connection(own_store: S
     assert (made.checkouts, made.connections) == (3, 0)
 
 
-def test_reading_back_a_keyed_actum_goes_on_in_a_sqlalchemy_connection(own_store: SQLAlchemyStore) -> None:
+def test_reading_back_a_keyed_actum_goes_on_in_a_sqlalchemy_connection(
+    one_connection: SQLAlchemyStore,
+) -> None:
     """The append's key is taken: the plan reads the stored actum back with SQLAlchemy's execution,
     in a ``Connection`` around the same pooled connection (one made to handle the refused
     statement, one for the read)."""
-    store = own_store
+    store = one_connection
     chronicum_id = new_chronicum(store)
     first = store.record_idempotent(said(chronicum_id, "once"), "reply-1")
     with counting(store.engine) as made:
@@ -135,21 +149,15 @@ def test_an_engine_in_autocommit_only_by_its_options_commits_every_append(
 
 
 def test_a_failed_statement_ends_its_lent_connection_and_the_next_read_takes_a_new_one(
-    own_store: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
+    one_connection: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = own_store
-    chronicum_id = new_chronicum(store)
-    store.record(said(chronicum_id, "hello"))
-    used: list[Any] = []
-    real_psycopg_call = driver_statements.psycopg_call
+    store = one_connection
+    chronicum_id = new_chronicum(store, "hello")
 
-    def psycopg_call(pooled: Any, statement: Any, values: Any) -> list[Any]:
-        used.append(pooled.driver_connection)
-        if len(used) == 1:
-            raise psycopg.errors.QueryCanceled("canceling statement due to user request")
-        return real_psycopg_call(pooled, statement, values)
+    def cancelled(pooled: Any) -> None:
+        raise psycopg.errors.QueryCanceled("canceling statement due to user request")
 
-    monkeypatch.setattr(driver_statements, "psycopg_call", psycopg_call)
+    used = failing_first_call(monkeypatch, cancelled)
     with pytest.raises(StoreError, match=r"^sqlalchemy: get acta: QueryCanceled: canceling") as caught:
         store.acta(chronicum_id, WINDOW)
     assert isinstance(caught.value.__cause__, DBAPIError)
@@ -161,21 +169,15 @@ def test_a_failed_statement_ends_its_lent_connection_and_the_next_read_takes_a_n
 
 
 def test_a_lost_lent_connection_is_read_again_on_a_new_one(
-    own_store: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
+    one_connection: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = own_store
-    chronicum_id = new_chronicum(store)
-    store.record(said(chronicum_id, "hello"))
-    used: list[Any] = []
-    real_psycopg_call = driver_statements.psycopg_call
+    store = one_connection
+    chronicum_id = new_chronicum(store, "hello")
 
-    def psycopg_call(pooled: Any, statement: Any, values: Any) -> list[Any]:
-        used.append(pooled.driver_connection)
-        if len(used) == 1:
-            pooled.driver_connection.close()  # as a server gone away leaves it
-        return real_psycopg_call(pooled, statement, values)
+    def gone(pooled: Any) -> None:
+        pooled.driver_connection.close()  # as a server gone away leaves it
 
-    monkeypatch.setattr(driver_statements, "psycopg_call", psycopg_call)
+    used = failing_first_call(monkeypatch, gone)
     window = store.acta(chronicum_id, WINDOW)
     assert [actum.content for actum in window] == ["hello"]
     assert (len(used), used[0] is used[1], used[1].closed) == (2, False, False)
@@ -183,10 +185,10 @@ def test_a_lost_lent_connection_is_read_again_on_a_new_one(
 
 
 def test_a_lent_connection_that_cannot_be_made_is_a_connect_error(
-    own_store: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
+    one_connection: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Wrapped as ``engine.connect()`` wraps it, after the engine's ``handle_error`` events."""
-    store = own_store
+    store = one_connection
     chronicum_id = new_chronicum(store)
     store.engine.dispose()  # the next read opens a new connection
     handled: list[BaseException] = []

@@ -15,7 +15,7 @@ import contextlib
 import gc
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -64,14 +64,6 @@ def cursors(monkeypatch: pytest.MonkeyPatch) -> Cursors:
 
         monkeypatch.setattr(connection_class, "cursor", cursor)
     return made
-
-
-@pytest.fixture
-def one_connection(shared_store: SQLAlchemyStore, database_url: str) -> Iterator[SQLAlchemyStore]:
-    """A store of its own on a pool of exactly one connection: every call finds the same kept cursors."""
-    store = SQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
-    yield store
-    store.close()
 
 
 def kept_cursors(engine: Engine) -> dict[str, Any]:

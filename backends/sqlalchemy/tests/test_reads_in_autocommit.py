@@ -51,13 +51,6 @@ def writer(shared_store: SQLAlchemyStore, database_url: str) -> Iterator[SQLAlch
     store.close()
 
 
-@pytest.fixture
-def reader(shared_store: SQLAlchemyStore, database_url: str) -> Iterator[SQLAlchemyStore]:
-    store = SQLAlchemyStore.open(database_url, auto_migrate=False, pool_size=1, max_overflow=0)
-    yield store
-    store.close()
-
-
 def in_transaction(engine: Engine) -> bool:
     """Whether the server said, in its last answer on the pool's one connection, a transaction is open."""
     with engine.connect() as connection:
@@ -74,8 +67,9 @@ def pooled(engine: Engine | None) -> int:
 
 
 def test_a_read_sees_every_write_committed_before_it(
-    writer: SQLAlchemyStore, reader: SQLAlchemyStore
+    writer: SQLAlchemyStore, one_connection: SQLAlchemyStore
 ) -> None:
+    reader = one_connection
     chronicum_id = new_chronicum(writer)
     assert reader.acta(chronicum_id, ActaQuery()) == []  # the reader's connections are pooled now
     for index in range(ROUNDS):
@@ -109,7 +103,8 @@ def test_an_asyncio_read_sees_every_write_committed_before_it(
         assert got == expected
 
 
-def test_a_read_leaves_no_transaction_open(reader: SQLAlchemyStore) -> None:
+def test_a_read_leaves_no_transaction_open(one_connection: SQLAlchemyStore) -> None:
+    reader = one_connection
     chronicum_id = new_chronicum(reader)
     reader.record(said(chronicum_id, "hello"))
     assert reader.read_engine is not None
