@@ -280,8 +280,9 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
     ``engine.raw_connection()``: no SQLAlchemy ``Connection`` is made around it (the engine's
     ``engine_connect`` event does not run for it; the pool's ``checkout`` and ``checkin`` do), and
     its ``COMMIT`` and ``ROLLBACK`` send nothing, as in autocommit they would not. A later step that
-    SQLAlchemy must run gets a ``Connection`` around that same pooled connection. Returns the plan's
-    result.
+    SQLAlchemy must run gets a ``Connection`` around that same pooled connection; if a failure the
+    plan caught lost that connection, the next step takes a new one, as a ``Connection`` would
+    reconnect. Returns the plan's result.
     """
     held: list[Connection] = []
     # A plan that begins with a driver statement on an engine lending in autocommit borrows the
@@ -305,6 +306,8 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
                 _give_back_lent(pooled, drop=step is DROP_CONNECTION or pooled in failed)
             _give_back(turns)
             return None
+        if lent and not lent[0].is_valid:
+            lent.pop()  # invalidated by a failure the plan caught: back in the pool, take another
         if lent and method != DRIVER_STATEMENT:
             if method in (COMMIT.method, ROLLBACK.method):
                 return None  # in autocommit, with nothing begun: nothing to send, as on a Connection

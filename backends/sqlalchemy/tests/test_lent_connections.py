@@ -19,11 +19,13 @@ from typing import Any
 import psycopg
 import pytest
 from chronica_sqlalchemy import SQLAlchemyStore, driver_statements
+from chronica_sqlalchemy.plans import Step, execute_plan
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import QueuePool
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, StoreError
+from chronica_core.plans import Plan
 
 pytestmark = pytest.mark.dialects("postgresql")
 
@@ -77,6 +79,11 @@ def lent_out(engine: Engine) -> int:
     pool = engine.pool
     assert isinstance(pool, QueuePool)
     return pool.checkedout()
+
+
+def gone(pooled: Any) -> None:
+    """Close ``pooled``'s driver connection, as a server gone away leaves it."""
+    pooled.driver_connection.close()
 
 
 def failing_first_call(monkeypatch: pytest.MonkeyPatch, fail: Callable[[Any], None]) -> list[Any]:
@@ -174,9 +181,6 @@ def test_a_lost_lent_connection_is_read_again_on_a_new_one(
     store = one_connection
     chronicum_id = new_chronicum(store, "hello")
 
-    def gone(pooled: Any) -> None:
-        pooled.driver_connection.close()  # as a server gone away leaves it
-
     used = failing_first_call(monkeypatch, gone)
     window = store.acta(chronicum_id, WINDOW)
     assert [actum.content for actum in window] == ["hello"]
@@ -209,3 +213,28 @@ def test_a_lent_connection_that_cannot_be_made_is_a_connect_error(
     assert [type(error).__name__ for error in handled] == ["OperationalError"]
     monkeypatch.undo()
     assert store.acta(chronicum_id, WINDOW) == []
+
+
+def test_a_plan_that_goes_on_after_losing_its_lent_connection_takes_a_new_one(
+    one_connection: SQLAlchemyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a ``RECONNECT`` step in between, as a ``Connection`` would reconnect by itself."""
+    store = one_connection
+    chronicum_id = new_chronicum(store, "hello")
+
+    used = failing_first_call(monkeypatch, gone)
+    window = store.plans.window_for(chronicum_id, WINDOW)
+    first_step = store.plans._on_psycopg(*window)
+    assert first_step is not None
+
+    def plan() -> Plan[Step, tuple[str, int]]:
+        try:
+            yield first_step
+        except DBAPIError as error:
+            lost = type(error.orig).__name__
+        rows = yield Step("execute", (text("SELECT 1"), {}))
+        return lost, rows.scalar_one()
+
+    assert execute_plan(store.engine, plan()) == ("OperationalError", 1)
+    assert (len(used), used[0].closed, lent_out(store.engine)) == (1, True, 0)
+    assert [actum.content for actum in store.acta(chronicum_id, WINDOW)] == ["hello"]
