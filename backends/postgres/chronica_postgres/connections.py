@@ -20,13 +20,18 @@ from typing import Any
 import psycopg
 
 from chronica_core.idle import SERVER_IDLE_TIMEOUT_SQL, idle_limit, socket_readable
+from chronica_core.plan_cache import GENERIC_PLANS_SQL
 from chronica_postgres.schema import SET_UTC
 
 __all__ = ["CONFIGURE_SQL", "IdleConnections", "idle_timeout_seconds"]
 
-CONFIGURE_SQL = SET_UTC + b"; " + SERVER_IDLE_TIMEOUT_SQL["postgresql"].encode()
-"""Run once on each new pooled connection (one round trip): answer in UTC, and say the server's
-idle timeout in seconds (the second result)."""
+CONFIGURE_SQL = b"; ".join(
+    (SET_UTC, SERVER_IDLE_TIMEOUT_SQL["postgresql"].encode(), GENERIC_PLANS_SQL.encode())
+)
+"""Run once on each new connection of a pool the store opens (one round trip): answer in UTC, say
+the server's idle timeout in seconds (the second result), and keep one generic plan per prepared
+statement (:data:`chronica_core.plan_cache.GENERIC_PLANS_SQL`: without it, PostgreSQL would plan
+every context-window read again once the tables have statistics)."""
 
 
 class IdleConnections:

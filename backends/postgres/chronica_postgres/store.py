@@ -223,7 +223,7 @@ class PostgresStore(PostgresFollowing, PlannedStore):
         return run_plan(plan, self._perform)
 
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
-        """Set up a new pooled connection: timestamps in UTC; note the server's idle timeout."""
+        """Set up a new pooled connection (:data:`CONFIGURE_SQL`); note the server's idle timeout."""
         cursor = connection.execute(CONFIGURE_SQL)
         cursor.nextset()
         self._idle.opened(connection, idle_timeout_seconds(cursor.fetchone()))
@@ -508,7 +508,7 @@ class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
         connections: weakref.WeakSet[psycopg.AsyncConnection[Any]],
         connection: psycopg.AsyncConnection[Any],
     ) -> None:
-        """Set up a new pooled connection: timestamps in UTC; note the server's idle timeout.
+        """Set up a new pooled connection (:data:`CONFIGURE_SQL`); note the server's idle timeout.
 
         The connection joins ``connections``, those of its loop's pool.
         """

@@ -280,6 +280,55 @@ def test_context_window_uses_the_primary_key_on_a_large_chronicum(
     ]
 
 
+@pytest.mark.parametrize(
+    ("actum_kinds", "numbers"),
+    [((ActumKind.MESSAGE,), range(99_961, 100_001, 2)), (None, range(99_981, 100_001))],
+)
+def test_a_context_window_is_planned_once_per_connection_on_analyzed_tables(
+    store: PostgresStore,
+    admin: Admin,
+    make_store: Callable[..., PostgresStore],
+    schema: str,
+    actum_kinds: tuple[ActumKind, ...] | None,
+    numbers: range,
+) -> None:
+    # With statistics, PostgreSQL's own choice would plan every read of a window again (its
+    # LIMIT parameter makes the generic plan look costlier than a custom one for LIMIT 20).
+    chronicum_id = _large_chronicum(store, admin)  # analyzed
+    reader = make_store(schema=schema, min_size=1, max_size=1)
+    query = ActaQuery(actum_kinds=actum_kinds, last_n=20)
+    for _ in range(20):
+        window_acta = reader.acta(chronicum_id, query)
+    assert [actum.content for actum in window_acta] == [f"actum {number}" for number in numbers]
+    with reader._pool.connection() as connection:  # the one connection that read
+        plans = connection.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE '%%ORDER BY seq DESC LIMIT%%'"
+        ).fetchall()
+        setting = connection.execute("SHOW plan_cache_mode").fetchone()
+    assert len(plans) == 1, plans
+    generic, custom = plans[0]
+    assert custom == 0 and generic >= 10, plans
+    assert setting == ("force_generic_plan",)
+
+
+def test_an_async_store_keeps_generic_plans_too(postgres_url: str, schema: str) -> None:
+    async def scenario() -> tuple[Any, ...] | None:
+        store = AsyncPostgresStore(postgres_url, schema=schema, max_size=1)
+        try:
+            chronicum_id = f"plans-{uuid.uuid4().hex}"
+            await store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+            assert await store.acta(chronicum_id, ActaQuery(last_n=20)) == []
+            pool = (await store._pools.get()).pool
+            async with pool.connection() as connection:
+                cursor = await connection.execute("SHOW plan_cache_mode")
+                return await cursor.fetchone()
+        finally:
+            await store.close()
+
+    assert asyncio.run(scenario()) == ("force_generic_plan",)
+
+
 _LARGE: dict[str, str] = {}
 
 

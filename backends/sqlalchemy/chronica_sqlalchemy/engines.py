@@ -36,6 +36,7 @@ from chronica_core.errors import InvalidOption, StoreError
 from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check_idle_after_option
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import count_option, flag_option, seconds_option
+from chronica_core.plan_cache import GENERIC_PLANS_SQL
 from chronica_core.redaction import redact_error
 from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
@@ -500,8 +501,9 @@ def _configured(engine: Engine, options: EngineOptions) -> None:
     bound_operations(engine, options.operation_timeout)
     if engine.dialect.name == "sqlite":
         configure_sqlite(engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
-    if engine.dialect.name == "postgresql" and not asks_for_a_time_zone(engine.url):
-        event.listen(engine, "connect", _session_in_utc)
+    if engine.dialect.name == "postgresql":
+        zone_asked = asks_for_a_time_zone(engine.url)
+        event.listen(engine, "connect", _session_with_generic_plans if zone_asked else _session_in_utc)
     watch_idle_connections(engine, options.check_idle_after)
 
 
@@ -520,20 +522,44 @@ def asks_for_a_time_zone(url: URL) -> bool:
     return any("timezone" in option.lower() for option in given)
 
 
-def _session_in_utc(dbapi_connection: Any, connection_record: Any) -> None:
-    """Set a new PostgreSQL connection's session time zone to UTC (:data:`SET_UTC`).
+def _session_with_generic_plans(dbapi_connection: Any, connection_record: Any) -> None:
+    """Make a new PostgreSQL connection keep one generic plan per prepared statement.
 
-    One round trip as the connection is made (two if it is not in autocommit yet: it is then
-    committed, so the setting outlives that transaction). psycopg then reads every
+    :data:`chronica_core.plan_cache.GENERIC_PLANS_SQL`: without it PostgreSQL would plan every
+    context-window read again once the tables have statistics. One round trip as the connection is
+    made (two if it is not in autocommit yet: it is then committed, so the setting outlives that
+    transaction). SQL of your own on ``store.engine`` runs with generic plans too; an engine you
+    give is left as it is.
+    """
+    _run_settings(dbapi_connection, (GENERIC_PLANS_SQL,))
+
+
+def _session_in_utc(dbapi_connection: Any, connection_record: Any) -> None:
+    """Set a new PostgreSQL connection's session time zone to UTC (:data:`SET_UTC`), and generic plans.
+
+    The generic plans are :func:`_session_with_generic_plans`'s. Two round trips as the connection
+    is made (three if it is not in autocommit yet: it is then committed, so the settings outlive
+    that transaction). psycopg then reads every
     ``timestamptz`` as a ``datetime`` in ``datetime.UTC``, with nothing to convert: in any other
     zone (a server's default, ``Etc/UTC`` included) psycopg converts each moment into it and the
     store back to UTC, about a sixth of a context-window read's client work. What the store
     reads is the same either way; SQL of your own on ``store.engine`` sees the session in UTC
     (``now()``, a ``timestamptz`` rendered as text).
     """
+    _run_settings(dbapi_connection, (SET_UTC, GENERIC_PLANS_SQL))
+
+
+def _run_settings(dbapi_connection: Any, statements: tuple[str, ...]) -> None:
+    """Run ``statements`` (session settings) on a new connection, one by one, and keep them.
+
+    One at a time, as every driver takes them (asyncpg prepares what it runs, and a prepared
+    statement holds one command); a connection not in autocommit is then committed, so the
+    settings outlive that transaction.
+    """
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute(SET_UTC)
+        for statement in statements:
+            cursor.execute(statement)
     finally:
         cursor.close()
     if not dbapi_connection.autocommit:

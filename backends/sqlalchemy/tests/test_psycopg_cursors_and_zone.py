@@ -322,3 +322,51 @@ def test_a_connection_not_yet_in_autocommit_keeps_utc_past_its_transaction(datab
         _session_in_utc(connection, None)
         connection.rollback()
         assert connection.execute("SHOW TimeZone").fetchone() == ("UTC",)
+
+
+# --- one plan per prepared statement ------------------------------------------------------------
+
+
+def test_a_context_window_is_planned_once_per_connection_on_analyzed_tables(
+    one_connection: SQLAlchemyStore,
+) -> None:
+    """With statistics, PostgreSQL's own choice would plan every read of a window again (its
+    LIMIT parameter makes the generic plan look costlier than a custom one for LIMIT 20)."""
+    store = one_connection
+    chronicum_id = new_chronicum(store)
+    with store.engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO acta (chronicum_id, seq, id, kind, actor_kind, actor, content, at)"
+                " SELECT :chronicum_id, n, md5(n::text), CASE WHEN n % 2 = 1 THEN 'message'"
+                " ELSE 'thought' END, 'agent', 'search', convert_to('actum ' || n, 'UTF8'), now()"
+                " FROM generate_series(1, 20000) AS n"
+            ),
+            {"chronicum_id": chronicum_id},
+        )
+        connection.execute(text("UPDATE chronica SET last_seq = 20000 WHERE id = :id"), {"id": chronicum_id})
+        connection.execute(text("ANALYZE acta"))
+    query = ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=20)
+    for _ in range(20):
+        window = store.acta(chronicum_id, query)
+    assert [actum.content for actum in window] == [f"actum {number}" for number in range(19_961, 20_001, 2)]
+    with store.engine.connect() as connection:  # the one pooled connection, which read
+        plans = connection.execute(
+            text(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE '%ORDER BY acta.seq DESC%'"
+            )
+        ).all()
+        setting = connection.execute(text("SHOW plan_cache_mode")).scalar_one()
+    assert len(plans) == 1, plans
+    generic, custom = plans[0]
+    assert custom == 0 and generic >= 10, plans
+    assert setting == "force_generic_plan"
+
+
+def test_an_async_store_s_own_engine_keeps_generic_plans(database_url: str) -> None:
+    async def scenario() -> str:
+        async with one_async_connection(database_url) as store, store.engine.connect() as connection:
+            return str((await connection.execute(text("SHOW plan_cache_mode"))).scalar_one())
+
+    assert asyncio.run(scenario()) == "force_generic_plan"
