@@ -15,7 +15,12 @@ ratios against the target of chronica-sqlalchemy on PostgreSQL (``postgresql+psy
 
 Each store gets its default schema of the database in its URL (give each its own throw-away
 database; nothing is dropped). The chronicum of each holds ``--history`` acta of the dinner story
-before timing, appended through the store.
+before timing, appended through the store. On PostgreSQL each run then ANALYZEs the store's
+``acta`` and ``chronica`` (:func:`gather_statistics`), as autovacuum does on a server that runs
+it, so that the statements are timed as PostgreSQL plans them on such a server: with statistics
+its choice between planning a prepared statement once and planning it on every call changes
+(the stores now keep one plan: ``chronica_core.plan_cache``). ``--no-analyze`` times the tables as
+they are (the test VM's server runs with autovacuum off; the first lines say so).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import os
 import statistics
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Sequence
 
@@ -66,11 +72,70 @@ Medians = dict[str, float]
 """Per store URL, a median in nanoseconds."""
 
 
-def _one_run(urls: Sequence[str], history: int, repeat: int, warmup: int) -> tuple[Medians, Medians]:
+def _libpq_url(url: str) -> tuple[str, str | None] | None:
+    """A PostgreSQL store URL as libpq takes it, and its ``schema`` option; None for other stores."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.split("+")[0] not in ("postgresql", "postgres"):
+        return None
+    schema = urllib.parse.parse_qs(parts.query).get("schema", [None])[0]
+    return urllib.parse.urlunsplit(("postgresql", parts.netloc, parts.path, "", "")), schema
+
+
+def autovacuum_setting(url: str) -> str | None:
+    """The ``autovacuum`` setting (``"on"`` or ``"off"``) of the PostgreSQL server at ``url``.
+
+    Returns None for a store that is not on PostgreSQL. Raises ``psycopg.Error`` when the
+    server refuses the connection.
+    """
+    target = _libpq_url(url)
+    if target is None:
+        return None
+    import psycopg  # only PostgreSQL stores need it
+
+    with psycopg.connect(target[0], autocommit=True) as connection:
+        row = connection.execute("SHOW autovacuum").fetchone()
+    return None if row is None else str(row[0])
+
+
+def gather_statistics(url: str) -> bool:
+    """ANALYZE the ``acta`` and ``chronica`` tables of the PostgreSQL store at ``url``.
+
+    Args:
+        url: a store URL (``postgresql://`` or ``postgresql+<driver>://``), its tables in the
+            URL's ``?schema=`` or else in the connection's current schema.
+
+    Returns:
+        True when analyzed; False for a store not on PostgreSQL (nothing done: MariaDB's InnoDB
+        keeps its statistics itself, and SQLite's plan for a context window needs none).
+
+    Raises:
+        psycopg.Error: the server refused the connection or the statement (tables missing, say).
+    """
+    target = _libpq_url(url)
+    if target is None:
+        return False
+    import psycopg  # only PostgreSQL stores need it
+    from psycopg import sql
+
+    conninfo, schema = target
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        if schema is None:
+            row = connection.execute("SELECT current_schema()").fetchone()
+            schema = "public" if row is None else str(row[0])
+        tables = sql.SQL(", ").join(sql.Identifier(schema, table) for table in ("acta", "chronica"))
+        connection.execute(sql.SQL("ANALYZE {}").format(tables))
+    return True
+
+
+def _one_run(
+    urls: Sequence[str], history: int, repeat: int, warmup: int, analyze: bool = True
+) -> tuple[Medians, Medians]:
     """Open every store, fill a chronicum of each, time reads then appends; close them.
 
     Returns the median nanoseconds of a last-20 read and of an append, per URL. Each run opens
     its stores anew: new connections, so new server processes, wherever the machine puts them.
+    With ``analyze``, the PostgreSQL stores' tables are analyzed after filling
+    (:func:`gather_statistics`).
     """
     chronicarii = {url: Chronicarius(open_store(url)) for url in urls}
     chronica = {url: f"side-{uuid.uuid4().hex}" for url in urls}
@@ -79,6 +144,8 @@ def _one_run(urls: Sequence[str], history: int, repeat: int, warmup: int) -> tup
         for url, chronicarius in chronicarii.items():
             for index in range(history):
                 chronicarius.record_actum(OWNER, story_actum(chronica[url], index, with_id=True))
+            if analyze:
+                gather_statistics(url)
 
         def reader(url: str) -> Callable[[int], object]:
             chronicarius, chronicum_id = chronicarii[url], chronica[url]
@@ -114,6 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=RUNS,
         help=f"runs, each opening the stores anew; ratios are medians ({RUNS})",
     )
+    parser.add_argument(
+        "--no-analyze",
+        dest="analyze",
+        action="store_false",
+        help="do not ANALYZE the PostgreSQL stores' tables after filling (time them as they are)",
+    )
     arguments = parser.parse_args(argv)
     urls: list[str] = arguments.store
     first = urls[0]
@@ -122,11 +195,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs, load average {load}; {arguments.runs} runs of {arguments.repeat} rounds,"
         " medians in µs"
     )
+    for url in urls:
+        setting = autovacuum_setting(url)
+        if setting is not None:
+            done = "ANALYZE after filling, each run" if arguments.analyze else "no ANALYZE (--no-analyze)"
+            print(f"    {url}: {done}; the server's autovacuum is {setting}")
     read_ratios: dict[str, list[float]] = {url: [] for url in urls}
     append_ratios: dict[str, list[float]] = {url: [] for url in urls}
     print(f"{'run':>3} {'store':60} {'last-20 read':>13} {'ratio':>6} {'append':>9} {'ratio':>6}")
     for run in range(1, arguments.runs + 1):
-        reads, appends = _one_run(urls, arguments.history, arguments.repeat, arguments.warmup)
+        reads, appends = _one_run(
+            urls, arguments.history, arguments.repeat, arguments.warmup, arguments.analyze
+        )
         for url in urls:
             read_ratio, append_ratio = reads[url] / reads[first], appends[url] / appends[first]
             read_ratios[url].append(read_ratio)

@@ -374,15 +374,17 @@ def test_side_by_side_judges_the_median_of_its_runs_ratios(
     append_ratios = iter([1.35, 1.1, 1.4])  # median 1.35: missed
 
     def one_run(
-        urls: Any, history: int, repeat: int, warmup: int
+        urls: Any, history: int, repeat: int, warmup: int, analyze: bool
     ) -> tuple[dict[str, float], dict[str, float]]:
         assert list(urls) == [postgres, sqlalchemy]
+        assert analyze  # the default: statistics as autovacuum would gather them
         return (
             {postgres: 100_000.0, sqlalchemy: 100_000.0 * next(read_ratios)},
             {postgres: 200_000.0, sqlalchemy: 200_000.0 * next(append_ratios)},
         )
 
     monkeypatch.setattr(side_by_side, "_one_run", one_run)
+    monkeypatch.setattr(side_by_side, "autovacuum_setting", lambda url: "on")
     side_by_side.main(["--store", postgres, "--store", sqlalchemy, "--runs", "3"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[-2] == (
