@@ -569,7 +569,7 @@ class Plans:
         (missing or erased), ``StoreError``.
         """
         _refuse_nul(chronicum_id)
-        parameters = (chronicum_id, chronicum_id, after, after, max(limit, 1))
+        parameters = (chronicum_id, after, chronicum_id, after, after, max(limit, 1))
         rows = yield from self._read(
             Statement(self.statements.acta_after, parameters), "read acta after", chronicum_id
         )

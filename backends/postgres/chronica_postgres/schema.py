@@ -440,19 +440,21 @@ class Statements:
         # The same, the position itself included: for a position whose id holds NUL, cut there
         # (no stored id holds NUL, so those before it are those up to the cut id, inclusive).
         self.list_chronica_after_or_at = self._compose(quoted, _listing(after="<="))
-        # Parameters: chronicum id, chronicum id, the position's actum id (NULL: before the first),
-        # the same again, the limit. Rows: none when the chronicum is missing or erased; else
+        # Parameters: chronicum id, the position's actum id (NULL: before the first), chronicum id,
+        # the position twice again, the limit. Rows: none when the chronicum is missing or erased; else
         # (chronicum id, whether the position is an actum of it, then the actum's columns) for
         # each actum after the position, in order (one row of NULL columns when there is none).
         # The position is found walking the primary key back from the newest actum: a follower's
-        # position is nearly always among the newest.
+        # position is nearly always among the newest. Without a position that walk is skipped by
+        # its own condition on the parameter, which a generic plan (the store's sessions keep
+        # one) evaluates once, so it never walks a whole chronicum for no row.
         self.acta_after = self._compose(
             quoted,
             f"""
             WITH live AS (
                 SELECT id FROM {{schema}}.chronica WHERE id = %s AND {_LIVE}
             ), position AS (
-                SELECT seq FROM {{schema}}.acta WHERE chronicum_id = %s AND id = %s
+                SELECT seq FROM {{schema}}.acta WHERE %s::text IS NOT NULL AND chronicum_id = %s AND id = %s
                 ORDER BY seq DESC LIMIT 1
             ), known AS (
                 SELECT %s::text IS NULL OR EXISTS (SELECT FROM position) AS known

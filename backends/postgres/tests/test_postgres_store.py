@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import re
 import threading
 import time
 import uuid
@@ -258,25 +259,60 @@ def test_concurrent_retries_with_one_key_leave_no_gap(store: PostgresStore, admi
 # -- the context-window query --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+def _plan(admin: Admin, statement: bytes, values: tuple[Any, ...], *, generic: bool) -> str:
+    """The plan of ``statement`` with ``values``: the generic plan of it prepared, or a custom one.
+
+    ``EXPLAIN`` of a statement with its values bound plans it for those values, whatever
+    ``plan_cache_mode`` says; a generic plan is seen only by ``EXPLAIN EXECUTE`` of a prepared
+    statement under ``force_generic_plan``.
+    """
+    if not generic:
+        with admin.cursor() as cursor:
+            cursor.execute(b"EXPLAIN " + statement, values)
+            return "\n".join(row[0] for row in cursor.fetchall())
+    numbers = iter(range(1, len(values) + 1))
+    prepared = re.sub(rb"%s", lambda _: b"$%d" % next(numbers), statement)
+    admin.execute("SET plan_cache_mode = force_generic_plan")
+    admin.execute(b"PREPARE chronica_plan AS " + prepared)
+    try:
+        arguments = sql.SQL(", ").join(sql.Literal(value) for value in values)
+        rows = admin.execute(sql.SQL("EXPLAIN EXECUTE chronica_plan({})").format(arguments)).fetchall()
+    finally:
+        admin.execute("DEALLOCATE chronica_plan")
+        admin.execute("RESET plan_cache_mode")
+    return "\n".join(str(row[0]) for row in rows)
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
 def test_context_window_uses_the_primary_key_on_a_large_chronicum(
-    store: PostgresStore, admin: Admin, schema: str, plan_cache_mode: str
+    store: PostgresStore, admin: Admin, schema: str, generic: bool
 ) -> None:
     chronicum_id = _large_chronicum(store, admin)
-    statements = Statements(schema)
-    window = statements.window(kinds=True, actor_kinds=False, limited=True)
-    admin.execute(sql.SQL("SET plan_cache_mode = {}").format(sql.Literal(plan_cache_mode)))
-    try:
-        with admin.cursor() as cursor:
-            cursor.execute(b"EXPLAIN " + window, (chronicum_id, text_array(["message"]), 20, chronicum_id))
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-    finally:
-        admin.execute("RESET plan_cache_mode")
+    window = Statements(schema).window(kinds=True, actor_kinds=False, limited=True)
+    plan = _plan(admin, window, (chronicum_id, ["message"], 20, chronicum_id), generic=generic)
     assert "Index Scan Backward using acta_pkey on acta" in plan, plan
     assert "Seq Scan on acta" not in plan, plan
+    assert ("$1" in plan) is generic, plan  # a generic plan keeps its parameters
     window_acta = store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=20))
     assert [actum.content for actum in window_acta] == [
         f"actum {number}" for number in range(99_961, 100_001, 2)
+    ]
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+def test_reading_after_no_position_skips_the_position_s_lookup_on_a_large_chronicum(
+    store: PostgresStore, admin: Admin, schema: str, generic: bool
+) -> None:
+    # Without the condition on the position itself, the generic plan walked the chronicum's
+    # 100,000 acta back to front for an id that is NULL.
+    chronicum_id = _large_chronicum(store, admin)
+    statement = Statements(schema).acta_after
+    plan = _plan(admin, statement, (chronicum_id, None, chronicum_id, None, None, 5), generic=generic)
+    assert "One-Time Filter: ($2 IS NOT NULL)" in plan or "One-Time Filter: false" in plan, plan
+    assert [actum.content for actum in store.acta_after(chronicum_id, None, 3) or []] == [
+        "actum 1",
+        "actum 2",
+        "actum 3",
     ]
 
 
