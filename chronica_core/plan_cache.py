@@ -17,11 +17,13 @@ __all__ = ["GENERIC_PLANS_SQL"]
 
 GENERIC_PLANS_SQL = (
     "SELECT set_config('plan_cache_mode', 'force_generic_plan', false)"
-    " WHERE current_setting('plan_cache_mode', true) IS NOT NULL"
+    " WHERE current_setting('plan_cache_mode', true) = 'auto'"
 )
 """Make the session keep the generic plan of a prepared statement from its first prepared run.
 
-``plan_cache_mode`` is a session setting (PostgreSQL 12 and later; on an older server, which has no
-such setting, the statement does nothing). One row with the new value, or none on an older server.
-It outlives the transaction it runs in only if that commits (run it in autocommit).
+``plan_cache_mode`` is a session setting (PostgreSQL 12 and later). Only PostgreSQL's default,
+``auto``, is replaced: a mode chosen for the session already (``options=-c plan_cache_mode=...``
+in the URL, ``PGOPTIONS``, ``ALTER ROLE`` or ``ALTER DATABASE ... SET``) is kept, and on an older
+server, which has no such setting, the statement does nothing. One row with the new value, or
+none. It outlives the transaction it runs in only if that commits (run it in autocommit).
 """

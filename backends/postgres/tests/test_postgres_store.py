@@ -348,6 +348,13 @@ def test_a_context_window_is_planned_once_per_connection_on_analyzed_tables(
     assert setting == ("force_generic_plan",)
 
 
+def test_a_plan_cache_mode_the_url_asks_for_is_kept(postgres_url: str, schema: str) -> None:
+    separator = "&" if "?" in postgres_url else "?"
+    url = f"{postgres_url}{separator}options=-c%20plan_cache_mode%3Dforce_custom_plan"
+    with PostgresStore(url, schema=schema, max_size=1) as store, store._pool.connection() as connection:
+        assert connection.execute("SHOW plan_cache_mode").fetchone() == ("force_custom_plan",)
+
+
 def test_an_async_store_keeps_generic_plans_too(postgres_url: str, schema: str) -> None:
     async def scenario() -> tuple[Any, ...] | None:
         store = AsyncPostgresStore(postgres_url, schema=schema, max_size=1)

@@ -370,3 +370,16 @@ def test_an_async_store_s_own_engine_keeps_generic_plans(database_url: str) -> N
             return str((await connection.execute(text("SHOW plan_cache_mode"))).scalar_one())
 
     assert asyncio.run(scenario()) == "force_generic_plan"
+
+
+def test_a_plan_cache_mode_the_url_asks_for_is_kept(database_url: str) -> None:
+    asked = make_url(database_url).update_query_dict({"options": "-c plan_cache_mode=force_custom_plan"})
+    store = SQLAlchemyStore.open(
+        asked.render_as_string(hide_password=False), auto_migrate=False, pool_size=1, max_overflow=0
+    )
+    try:
+        with store.engine.connect() as connection:
+            assert connection.execute(text("SHOW plan_cache_mode")).scalar_one() == "force_custom_plan"
+        assert session_time_zone(store.engine) == "UTC"
+    finally:
+        store.close()
