@@ -73,12 +73,23 @@ Medians = dict[str, float]
 
 
 def _libpq_url(url: str) -> tuple[str, str | None] | None:
-    """A PostgreSQL store URL as libpq takes it, and its ``schema`` option; None for other stores."""
+    """A PostgreSQL store URL as libpq takes it, and its ``schema`` option; None for other stores.
+
+    The query keeps what libpq reads (``sslmode``, ``host`` for a socket directory, ``options``...)
+    and drops the store's own options, which libpq would refuse.
+    """
     parts = urllib.parse.urlsplit(url)
     if parts.scheme.split("+")[0] not in ("postgresql", "postgres"):
         return None
-    schema = urllib.parse.parse_qs(parts.query).get("schema", [None])[0]
-    return urllib.parse.urlunsplit(("postgresql", parts.netloc, parts.path, "", "")), schema
+    import psycopg  # only PostgreSQL stores need it
+
+    libpq_keywords = {default.keyword.decode() for default in psycopg.pq.Conninfo.get_defaults()}
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((value for key, value in query if key == "schema"), None)
+    kept = urllib.parse.urlencode(
+        [(key, value) for key, value in query if key in libpq_keywords], quote_via=urllib.parse.quote
+    )
+    return urllib.parse.urlunsplit(("postgresql", parts.netloc, parts.path, kept, "")), schema
 
 
 def autovacuum_setting(url: str) -> str | None:
