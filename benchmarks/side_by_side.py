@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 
 from benchmarks.run import LAST_N, PEER_LIMIT, positive_integer, story_actum
 from chronica_core import ActumKind, Chronicarius, open_store
+from chronica_core.urls import split_query_options
 
 __all__ = ["main"]
 
@@ -78,18 +79,16 @@ def _libpq_url(url: str) -> tuple[str, str | None] | None:
     The query keeps what libpq reads (``sslmode``, ``host`` for a socket directory, ``options``...)
     and drops the store's own options, which libpq would refuse.
     """
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme.split("+")[0] not in ("postgresql", "postgres"):
+    scheme, separator, rest = url.partition("://")
+    if not separator or scheme.split("+")[0] not in ("postgresql", "postgres"):
         return None
     import psycopg  # only PostgreSQL stores need it
 
     libpq_keywords = {default.keyword.decode() for default in psycopg.pq.Conninfo.get_defaults()}
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    schema = next((value for key, value in query if key == "schema"), None)
-    kept = urllib.parse.urlencode(
-        [(key, value) for key, value in query if key in libpq_keywords], quote_via=urllib.parse.quote
-    )
-    return urllib.parse.urlunsplit(("postgresql", parts.netloc, parts.path, kept, "")), schema
+    query = urllib.parse.urlsplit(url).query
+    names = {urllib.parse.unquote(item.partition("=")[0]) for item in query.split("&") if item}
+    bare, found = split_query_options(f"postgresql://{rest}", names - libpq_keywords)
+    return bare, found.get("schema")
 
 
 def autovacuum_setting(url: str) -> str | None:

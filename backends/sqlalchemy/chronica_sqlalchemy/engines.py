@@ -502,8 +502,9 @@ def _configured(engine: Engine, options: EngineOptions) -> None:
     if engine.dialect.name == "sqlite":
         configure_sqlite(engine, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
     if engine.dialect.name == "postgresql":
-        zone_asked = asks_for_a_time_zone(engine.url)
-        event.listen(engine, "connect", _session_with_generic_plans if zone_asked else _session_in_utc)
+        if not asks_for_a_time_zone(engine.url):
+            event.listen(engine, "connect", _session_in_utc)
+        event.listen(engine, "connect", _session_with_generic_plans)
     watch_idle_connections(engine, options.check_idle_after)
 
 
@@ -531,35 +532,31 @@ def _session_with_generic_plans(dbapi_connection: Any, connection_record: Any) -
     transaction). SQL of your own on ``store.engine`` runs with generic plans too; an engine you
     give is left as it is.
     """
-    _run_settings(dbapi_connection, (GENERIC_PLANS_SQL,))
+    _run_setting(dbapi_connection, GENERIC_PLANS_SQL)
 
 
 def _session_in_utc(dbapi_connection: Any, connection_record: Any) -> None:
-    """Set a new PostgreSQL connection's session time zone to UTC (:data:`SET_UTC`), and generic plans.
+    """Set a new PostgreSQL connection's session time zone to UTC (:data:`SET_UTC`).
 
-    The generic plans are :func:`_session_with_generic_plans`'s. Two round trips as the connection
-    is made (three if it is not in autocommit yet: it is then committed, so the settings outlive
-    that transaction). psycopg then reads every
+    One round trip as the connection is made (two if it is not in autocommit yet: it is then
+    committed, so the setting outlives that transaction). psycopg then reads every
     ``timestamptz`` as a ``datetime`` in ``datetime.UTC``, with nothing to convert: in any other
     zone (a server's default, ``Etc/UTC`` included) psycopg converts each moment into it and the
     store back to UTC, about a sixth of a context-window read's client work. What the store
     reads is the same either way; SQL of your own on ``store.engine`` sees the session in UTC
     (``now()``, a ``timestamptz`` rendered as text).
     """
-    _run_settings(dbapi_connection, (SET_UTC, GENERIC_PLANS_SQL))
+    _run_setting(dbapi_connection, SET_UTC)
 
 
-def _run_settings(dbapi_connection: Any, statements: tuple[str, ...]) -> None:
-    """Run ``statements`` (session settings) on a new connection, one by one, and keep them.
+def _run_setting(dbapi_connection: Any, statement: str) -> None:
+    """Run ``statement`` (a session setting) on a new connection and keep it.
 
-    One at a time, as every driver takes them (asyncpg prepares what it runs, and a prepared
-    statement holds one command); a connection not in autocommit is then committed, so the
-    settings outlive that transaction.
+    A connection not in autocommit is then committed, so the setting outlives that transaction.
     """
     cursor = dbapi_connection.cursor()
     try:
-        for statement in statements:
-            cursor.execute(statement)
+        cursor.execute(statement)
     finally:
         cursor.close()
     if not dbapi_connection.autocommit:
