@@ -19,13 +19,15 @@ locking and busy timeout.
   goes on. A waiter whose task is cancelled leaves the queue, and a turn its worker thread took
   after the cancellation is given back at once: a cancelled writer never wedges the queue.
 - **Hand-over** (blocking writers, with ``synchronous`` ``FULL`` or ``EXTRA``): a writer that gives
-  back its turn then lets go of the interpreter lock at once (``time.sleep(0)``), so the next
-  writer, just woken, starts its transaction now instead of waiting while this thread goes on
-  with its own Python work (its result, its next write) for up to the interpreter's switch
-  interval. A write with those settings waits mostly for its ``fsync``; with 40 threads the
-  hand-over raised writes/s by about 1.3x (the median of 12 interleaved pairs of rounds, on a
-  loaded 2-CPU machine and a shared disk). Without a sync at each commit (``NORMAL``, ``OFF``) a
-  turn is short and the extra switches cost more than they save (0.7x), so none is made.
+  back its turn while another blocking writer waits for it then lets go of the interpreter lock
+  at once (``time.sleep(0)``), so the next writer, just woken, starts its transaction now instead
+  of waiting while this thread goes on with its own Python work (its result, its next write) for
+  up to the interpreter's switch interval. A write with those settings waits mostly for its
+  ``fsync``; with 40 threads the hand-over raised writes/s by about 1.3x (the median of 12
+  interleaved pairs of rounds, on a loaded 2-CPU machine and a shared disk). With nobody waiting
+  none is made: the switch would only cost the writer time (50-80 µs a write, one writer alone on
+  a quiet machine). Without a sync at each commit (``NORMAL``, ``OFF``) a turn is short and the
+  extra switches cost more than they save (0.7x), so none is made.
 - **Timeout**: a writer that waited ``busy_timeout`` seconds in the queue gets the error SQLite
   gives when its own wait runs out, the driver's ``OperationalError("database is locked")``,
   which the store reports as ``StoreError("sqlalchemy: <operation>", "OperationalError: database
@@ -104,7 +106,7 @@ class WriterTurn:
         self.queue.lock.release()
         if self.loop_lock is not None:
             self.loop_lock.release()
-        elif self.hand_over:
+        elif self.hand_over and self.queue.waiting:
             time.sleep(0)  # not a wait: the next writer gets the interpreter now
 
 
@@ -114,13 +116,16 @@ class WriterQueue:
     Attributes:
         path: the file's absolute path.
         lock: held by the writer whose turn it is.
+        waiting: how many threads wait in :meth:`take` for the turn now (a count, 0 or more).
     """
 
-    __slots__ = ("__weakref__", "_loop_locks", "lock", "path")
+    __slots__ = ("__weakref__", "_count_guard", "_loop_locks", "lock", "path", "waiting")
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.lock = threading.Lock()
+        self.waiting = 0
+        self._count_guard = threading.Lock()
         self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
         )
@@ -130,7 +135,16 @@ class WriterQueue:
 
         Returns the turn, or ``None`` when the wait ran out.
         """
-        return WriterTurn(self) if self.lock.acquire(timeout=timeout) else None
+        if self.lock.acquire(blocking=False):
+            return WriterTurn(self)
+        with self._count_guard:
+            self.waiting += 1
+        try:
+            taken = self.lock.acquire(timeout=timeout)
+        finally:
+            with self._count_guard:
+                self.waiting -= 1
+        return WriterTurn(self) if taken else None
 
     async def take_async(self, timeout: float) -> WriterTurn | None:
         """Wait up to ``timeout`` seconds for the turn without blocking the running event loop.

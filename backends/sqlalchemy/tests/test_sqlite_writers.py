@@ -359,36 +359,56 @@ def test_writers_of_two_processes_meet_through_sqlites_own_lock(tmp_path: Path) 
     assert len(landed) == 50 + 10 * WRITES
 
 
-@pytest.mark.parametrize(
-    ("scheme", "synchronous", "hands_over"),
-    [
-        ("sqlite", "FULL", True),
-        ("sqlite", "extra", True),
-        ("sqlite", "NORMAL", False),
-        ("sqlite", "OFF", False),
-        ("sqlite+aiosqlite", "FULL", False),
-    ],
-)
-def test_a_blocking_writer_lets_go_of_the_interpreter_with_its_turn_when_commits_sync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scheme: str, synchronous: str, hands_over: bool
-) -> None:
+def _interpreter_yields(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Record the writer queue's ``time.sleep`` calls instead of sleeping (a hand-over is ``sleep(0)``)."""
     yielded: list[float] = []
     clock = types.SimpleNamespace(sleep=yielded.append, monotonic=time.monotonic)
     monkeypatch.setattr(sqlite_writers, "time", clock)
-    url = f"{scheme}:///{tmp_path / 'hand-over.db'}"
+    return yielded
+
+
+def test_a_blocking_writer_alone_never_lets_go_of_the_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    yielded = _interpreter_yields(monkeypatch)
     chronicum_id = new_id()
+    with SQLAlchemyStore.open(f"sqlite:///{tmp_path / 'alone.db'}", synchronous="FULL") as store:
+        store.create(started(chronicum_id))
+        store.record(message(chronicum_id, "one"))
+        store.record(message(chronicum_id, "two"))
+        assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == ["one", "two"]
+    assert yielded == []  # four turns (the migration's, the create's, two records'), nobody waiting
 
-    async def write_async() -> None:
-        async with open_async_store(url, synchronous=synchronous) as store:
-            await store.create(started(chronicum_id))
-            await store.record(message(chronicum_id, "one"))
 
-    if scheme == "sqlite":
-        with SQLAlchemyStore.open(url, synchronous=synchronous) as store:
-            store.create(started(chronicum_id))
-            store.record(message(chronicum_id, "one"))
-            store.record(message(chronicum_id, "two"))
-    else:
-        asyncio.run(write_async())
-    turns = 1 + 3 if scheme == "sqlite" else 0  # the migration's turn, the create's, two records'
-    assert yielded == ([0] * turns if hands_over else [])
+@pytest.mark.parametrize(
+    ("synchronous", "hands_over"), [("FULL", True), ("extra", True), ("NORMAL", False), ("OFF", False)]
+)
+def test_a_blocking_writer_hands_the_interpreter_to_a_writer_waiting_for_its_turn_when_commits_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synchronous: str, hands_over: bool
+) -> None:
+    url = f"sqlite:///{tmp_path / 'hand-over.db'}"
+    first, second = new_id(), new_id()
+    with SQLAlchemyStore.open(url, synchronous=synchronous) as store:
+        store.create(started(first))
+        store.create(started(second))
+        queue = writer_queue(store.engine)
+        assert queue is not None
+        yielded = _interpreter_yields(monkeypatch)
+        waiter = threading.Thread(target=store.record, args=(message(second, "waited"),))
+
+        def start_a_waiter(connection: Any) -> None:  # the first write commits in its turn
+            if not waiter.is_alive() and waiter.ident is None:
+                waiter.start()
+                deadline = time.monotonic() + 10
+                while queue.waiting == 0 and time.monotonic() < deadline:
+                    time.sleep(0.001)
+                assert queue.waiting == 1
+
+        event.listen(store.engine, "commit", start_a_waiter)
+        store.record(message(first, "first"))
+        waiter.join(10)
+        assert not waiter.is_alive()
+        assert [actum.content for actum in store.acta(second, ActaQuery())] == ["waited"]
+    assert queue.waiting == 0
+    # The first write gave its turn to the waiting one; the waiting one had nobody behind it.
+    assert yielded == ([0] if hands_over else [])
