@@ -192,6 +192,25 @@ class UTCDateTime(TypeDecorator[datetime]):
         value = value.astimezone(UTC)
         return value if dialect.name == "postgresql" else value.replace(tzinfo=None)
 
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
+        """On SQLite write the stored text in one C call: ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
+
+        The same text SQLAlchemy's ``DATETIME`` writes after :meth:`process_bind_param` (a naive
+        value taken as UTC, microseconds always written), which took five times as long: a write
+        binds its moment twice, inside the writer's turn on the file.
+        """
+        if dialect.name != "sqlite":
+            return super().bind_processor(dialect)
+
+        def process(value: datetime | None) -> str | None:
+            if value is None:
+                return None
+            if value.tzinfo is not None:
+                value = value.astimezone(UTC).replace(tzinfo=None)
+            return value.isoformat(" ", "microseconds")
+
+        return process
+
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
         """On SQLite parse the stored text straight into an aware UTC datetime.
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from chronica_sqlalchemy import SQLAlchemyStore
 from chronica_sqlalchemy.driver_statements import BULKY_BYTES, DriverStatement, sqlite_rows
 from chronica_sqlalchemy.schema import Content, UTCDateTime
-from sqlalchemy import bindparam, create_engine, event, literal, select
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy import DateTime, bindparam, create_engine, event, literal, select
 from sqlalchemy.exc import DBAPIError
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, ChronicumNotFound, StoreError
@@ -106,6 +108,23 @@ def test_a_driver_statement_binds_as_sqlalchemy_would() -> None:
         assert isinstance(failure.value.orig, sqlite3.OperationalError)
         assert failure.value.statement == "SELECT * FROM nowhere"
     connection.close()
+
+
+_OFFSETS = st.none() | st.integers(-(23 * 60 + 59), 23 * 60 + 59).map(
+    lambda minutes: timezone(timedelta(minutes=minutes))
+)
+
+
+@given(st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 30), timezones=_OFFSETS))
+def test_a_moment_is_bound_on_sqlite_as_the_text_sqlalchemy_stores(moment: datetime) -> None:
+    dialect = create_engine("sqlite://").dialect
+    column_type = UTCDateTime()
+    ours = column_type.dialect_impl(dialect).bind_processor(dialect)
+    sqlalchemy_datetime = DateTime().dialect_impl(dialect).bind_processor(dialect)
+    assert ours is not None and sqlalchemy_datetime is not None
+    as_sqlalchemy_stores = sqlalchemy_datetime(column_type.process_bind_param(moment, dialect))
+    assert ours(moment) == as_sqlalchemy_stores
+    assert ours(None) is None
 
 
 def test_a_driver_statement_sends_the_values_it_fixes_and_refuses_values_computed_when_it_runs() -> None:
