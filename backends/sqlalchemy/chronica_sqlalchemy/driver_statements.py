@@ -12,7 +12,9 @@ text on the pooled connection's driver connection (on psycopg, on a cursor the c
 for that statement: see :func:`psycopg_call`). The connection is still the pool's, taken and
 given back as for any plan (its ``checkout`` and ``checkin`` events run); on psycopg, a plan that
 begins with such a statement takes it with ``engine.raw_connection()``, without a SQLAlchemy
-``Connection`` around it, when the pool lends its connections in autocommit (see
+``Connection`` around it, when the pool lends its connections in autocommit, and so does a
+SQLite append, whose transaction the driver then begins and ends itself
+(:func:`begin_immediate`, :func:`end_transaction`; see
 :func:`chronica_sqlalchemy.plans.execute_plan`).
 
 A failure is the ``DBAPIError`` SQLAlchemy would have raised, so the plans translate it as they
@@ -54,6 +56,7 @@ __all__ = [
     "DriverRun",
     "DriverStatement",
     "begin_immediate",
+    "end_transaction",
     "psycopg_call",
     "psycopg_rows",
     "sqlite_call",
@@ -253,6 +256,18 @@ def begin_immediate(driver_connection: sqlite3.Connection, dialect: Dialect) -> 
     locked" when another process held the lock past the busy timeout).
     """
     sqlite_rows(driver_connection, DriverStatement(BEGIN_IMMEDIATE, (), (), dialect), {})
+
+
+def end_transaction(driver_connection: sqlite3.Connection, dialect: Dialect, end: str) -> None:
+    """End the transaction open on ``driver_connection`` with ``end``, ``"COMMIT"`` or ``"ROLLBACK"``.
+
+    The driver's own call, as :func:`begin_immediate` began it; nothing is sent when no
+    transaction is open, as a SQLAlchemy ``Connection`` would send nothing. Raises ``DBAPIError``
+    as :func:`sqlite_rows` does (``OperationalError`` "disk I/O error" for a ``COMMIT`` that
+    could not be written).
+    """
+    if driver_connection.in_transaction:
+        sqlite_rows(driver_connection, DriverStatement(end, (), (), dialect), {})
 
 
 def psycopg_rows(

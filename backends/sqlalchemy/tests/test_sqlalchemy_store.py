@@ -692,6 +692,15 @@ def test_a_write_ends_with_its_commit_and_no_rollback_after_it(
                 original(connection)
 
             monkeypatch.setattr(dialect, name, counted)
+
+    def driver_call(connection: Any, statement: Any, values: Any) -> list[Any]:
+        # SQLite: an append's transaction is begun and ended by the driver itself
+        if statement.text in ("COMMIT", "ROLLBACK") and threading.current_thread().name != WATCHER_NAME:
+            endings.append(f"do_{statement.text.lower()}")
+        return driver_call_itself(connection, statement, values)
+
+    driver_call_itself = driver_statements.sqlite_call
+    monkeypatch.setattr(driver_statements, "sqlite_call", driver_call)
     chronicum_id = new_id()
     store.create(started(chronicum_id))
     endings.clear()

@@ -37,8 +37,19 @@ def test_a_record_runs_its_statements_on_the_driver_in_one_transaction(tmp_path:
         first = store.record(message(chronicum_id, "first"))
         statements: list[str] = []
         event.listen(store.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+        made: list[str] = []
+        sent: list[str] = []
+
+        def checked_out(driver_connection: sqlite3.Connection, *_: object) -> None:
+            made.append("checkout")
+            driver_connection.set_trace_callback(sent.append)
+
+        event.listen(store.engine, "engine_connect", lambda connection: made.append("Connection"))
+        event.listen(store.engine, "checkout", checked_out)
         recorded = [store.record(message(chronicum_id, f"n{index}")) for index in range(5)]
         assert statements == []  # none through SQLAlchemy's execution
+        assert made == ["checkout"] * 5  # the pool's own connection, no SQLAlchemy Connection around it
+        assert [statement.split()[0] for statement in sent] == ["BEGIN", "UPDATE", "INSERT", "COMMIT"] * 5
         assert [actum.content for actum in store.acta(chronicum_id, EVERY_ACTUM)] == [
             "first",
             *(f"n{index}" for index in range(5)),
