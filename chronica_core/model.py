@@ -20,6 +20,7 @@ __all__ = [
     "ChronicaPage",
     "Chronicum",
     "build_actum",
+    "recorded_at",
 ]
 
 MAX_ID_LENGTH = 255
@@ -186,6 +187,17 @@ position), built in half the time, for stores that turn rows into acta by the th
 nothing, as ``Actum`` does not; a missing argument raises ``TypeError`` (naming
 ``_ActumInTheMaking.__init__``). It sets the slots and nothing else, as ``Actum.__init__`` does:
 whatever ``Actum.__init__`` is ever given to do must be done here too."""
+
+
+def recorded_at(actum: Actum, at: datetime) -> Actum:
+    """``actum`` as a store recorded it at ``at`` (a timezone-aware UTC datetime), every other field kept.
+
+    The same ``Actum`` as ``dataclasses.replace(actum, at=at)``, built by :data:`build_actum` in a
+    quarter of the time: a store answers every append with one. Checks nothing.
+    """
+    return build_actum(
+        actum.chronicum_id, actum.kind, actum.actor_kind, actum.actor, actum.content, actum.id, at
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from chronica_core import ActorKind, Actum, ActumKind
-from chronica_core.model import build_actum
+from chronica_core.model import build_actum, recorded_at
 
 AT = datetime(2026, 12, 2, 3, 0, 0, 123456, tzinfo=UTC)
 FIELDS = (
@@ -60,3 +60,11 @@ def test_a_built_actum_copies_pickles_and_replaces_like_any_other() -> None:
 def test_an_unrecorded_actum_has_no_at() -> None:
     built = build_actum("dinner-friday", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hi", "", None)
     assert built == Actum("dinner-friday", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hi")
+
+
+def test_recorded_at_is_the_actum_with_its_at_replaced() -> None:
+    unrecorded = Actum(*FIELDS[:6])
+    recorded = recorded_at(unrecorded, AT)
+    assert type(recorded) is Actum
+    assert recorded == dataclasses.replace(unrecorded, at=AT) == Actum(*FIELDS)
+    assert unrecorded.at is None

@@ -33,7 +33,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -56,7 +56,7 @@ from chronica_core.errors import (
     StoreError,
 )
 from chronica_core.limits import check_content_size, content_size
-from chronica_core.model import MAX_ID_LENGTH, ActaQuery, ActorKind, Actum, ActumKind, Chronicum
+from chronica_core.model import MAX_ID_LENGTH, ActaQuery, ActorKind, Actum, ActumKind, Chronicum, recorded_at
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row
 from chronica_core.store import ListingPosition
@@ -557,7 +557,7 @@ class MongoCore:
                 raise StoreError(f"mongodb: {where}", str(error)) from error
             self._remember(chronicum_id, (newest + 1, at))
             yield from self._still_live(chronicum_id, where, Int64(newest + 1))
-            return replace(actum, at=at)
+            return recorded_at(actum, at)
         raise StoreError(
             f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"
         )
@@ -733,7 +733,7 @@ class MongoCore:
                 yield from self._still_live(chronicum_id, where, Int64(newest + 1), batch, len(acta))
             else:
                 yield from self._still_live(chronicum_id, where, Int64(newest + 1))
-            return [replace(actum, at=at) for actum in acta]
+            return [recorded_at(actum, at) for actum in acta]
         yield from self._discard(batch, where)
         raise StoreError(
             f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"

@@ -15,7 +15,6 @@ import hashlib
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar, cast
@@ -54,7 +53,7 @@ from sqlalchemy.sql.elements import BindParameter
 
 from chronica_core.errors import ActumTooLarge, ChronicaError, ChronicumExists, ChronicumNotFound, StoreError
 from chronica_core.limits import POSTGRESQL_MAX_CONTENT_BYTES, check_content_size, content_size
-from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, build_actum
+from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, build_actum, recorded_at
 from chronica_core.plans import Plan, run_plan
 from chronica_core.rows import check_row, check_rows
 from chronica_core.store import ListingPosition
@@ -1249,7 +1248,7 @@ class Plans:
                 raise
             check_row("sqlalchemy: record actum", "chronicum id", actum.chronicum_id, first[0])
             return self._actum(first[0], first, 1)
-        return replace(actum, at=at)
+        return recorded_at(actum, at)
 
     def _record_many(self, acta: list[Actum], key: str | None) -> Plan[Step, list[Actum]]:
         """Lock the chronicum's row moving its counter on by ``len(acta)``, insert them, commit.
@@ -1334,7 +1333,7 @@ class Plans:
             elif inserted.rowcount != end - start:
                 raise StoreError(where, f"the acta were not inserted into chronicum {chronicum_id!r}")
             start = end
-        return [replace(actum, at=at) for actum in acta]
+        return [recorded_at(actum, at) for actum in acta]
 
     def _append_many_at_once(
         self, statement: Executable, acta: list[Actum], key: str | None, now: datetime
@@ -1362,7 +1361,7 @@ class Plans:
         if sorted(str(row[1]) for row in rows) != sorted(actum.id for actum in acta):
             check_row(where, "actum id", acta[0].id, None)
         at: datetime = rows[0][2]
-        return [replace(actum, at=at) for actum in acta]
+        return [recorded_at(actum, at) for actum in acta]
 
     def _moved_counter(
         self, advance: Executable, parameters: dict[str, Any], where: str
