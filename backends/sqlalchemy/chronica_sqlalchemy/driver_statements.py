@@ -38,6 +38,7 @@ test can make them fail.
 
 from __future__ import annotations
 
+import functools
 import reprlib
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -255,7 +256,7 @@ def begin_immediate(driver_connection: sqlite3.Connection, dialect: Dialect) -> 
     Raises ``DBAPIError`` as :func:`sqlite_rows` does (``OperationalError`` "database is
     locked" when another process held the lock past the busy timeout).
     """
-    sqlite_rows(driver_connection, DriverStatement(BEGIN_IMMEDIATE, (), (), dialect), {})
+    sqlite_rows(driver_connection, _transaction_statement(BEGIN_IMMEDIATE, dialect), {})
 
 
 def end_transaction(driver_connection: sqlite3.Connection, dialect: Dialect, end: str) -> None:
@@ -267,7 +268,13 @@ def end_transaction(driver_connection: sqlite3.Connection, dialect: Dialect, end
     could not be written).
     """
     if driver_connection.in_transaction:
-        sqlite_rows(driver_connection, DriverStatement(end, (), (), dialect), {})
+        sqlite_rows(driver_connection, _transaction_statement(end, dialect), {})
+
+
+@functools.lru_cache(maxsize=32)
+def _transaction_statement(text: str, dialect: Dialect) -> DriverStatement:
+    """``BEGIN IMMEDIATE``, ``COMMIT`` or ``ROLLBACK`` for ``dialect``, made once (an append sends two)."""
+    return DriverStatement(text, (), (), dialect)
 
 
 def psycopg_rows(

@@ -205,9 +205,11 @@ class UTCDateTime(TypeDecorator[datetime]):
         def process(value: datetime | None) -> str | None:
             if value is None:
                 return None
-            if value.tzinfo is not None:
-                value = value.astimezone(UTC).replace(tzinfo=None)
-            return value.isoformat(" ", "microseconds")
+            if value.tzinfo is None:
+                return value.isoformat(" ", "microseconds")
+            if value.tzinfo is not UTC:
+                value = value.astimezone(UTC)
+            return value.isoformat(" ", "microseconds")[:26]  # without its "+00:00"
 
         return process
 
