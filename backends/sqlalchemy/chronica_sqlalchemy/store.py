@@ -53,7 +53,7 @@ from chronica_sqlalchemy.follow import AsyncFollowing, SQLAlchemyFollowing, bloc
 from chronica_sqlalchemy.held_reads import HeldReads
 from chronica_sqlalchemy.plans import Plans, execute_plan
 from chronica_sqlalchemy.schema import Tables
-from chronica_sqlalchemy.sqlite_writers import database_file
+from chronica_sqlalchemy.sqlite_writers import database_file, on_worker_thread
 
 __all__ = [
     "AsyncSQLAlchemyStore",
@@ -503,7 +503,9 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
                 f"workers must be 1 on an engine whose pool gives each thread its own connection "
                 f"(SingletonThreadPool: an in-memory SQLite database per thread), got {workers}"
             )
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronica-sqlalchemy")
+        self._executor = ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="chronica-sqlalchemy", initializer=on_worker_thread
+        )
         self._held_reads = HeldReads(engine) if _keeps_read_connections(engine, workers) else None
 
     @classmethod

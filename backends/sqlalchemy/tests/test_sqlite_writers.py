@@ -381,34 +381,56 @@ def test_a_blocking_writer_alone_never_lets_go_of_the_interpreter(
 
 
 @pytest.mark.parametrize(
-    ("synchronous", "hands_over"), [("FULL", True), ("extra", True), ("NORMAL", False), ("OFF", False)]
+    ("writers", "synchronous", "hands_over"),
+    [
+        ("blocking", "FULL", True),
+        ("blocking", "extra", True),
+        ("blocking", "NORMAL", False),
+        ("blocking", "OFF", False),
+        ("worker threads", "FULL", False),  # the asyncio store's: never
+    ],
 )
-def test_a_blocking_writer_hands_the_interpreter_to_a_writer_waiting_for_its_turn_when_commits_sync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synchronous: str, hands_over: bool
+def test_a_writer_hands_the_interpreter_to_a_blocking_writer_waiting_for_its_turn_when_commits_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writers: str, synchronous: str, hands_over: bool
 ) -> None:
     url = f"sqlite:///{tmp_path / 'hand-over.db'}"
-    first, second = new_id(), new_id()
-    with SQLAlchemyStore.open(url, synchronous=synchronous) as store:
-        store.create(started(first))
-        store.create(started(second))
-        queue = writer_queue(store.engine)
-        assert queue is not None
-        yielded = _interpreter_yields(monkeypatch)
-        waiter = threading.Thread(target=store.record, args=(message(second, "waited"),))
+    chronicum_id = new_id()
+    with SQLAlchemyStore.open(url) as store:
+        store.create(started(chronicum_id))
+    yielded = _interpreter_yields(monkeypatch)
 
-        def start_a_waiter(connection: Any) -> None:  # the first write commits in its turn
-            if not waiter.is_alive() and waiter.ident is None:
+    def wait_behind(engine: Engine) -> threading.Thread:
+        """A blocking writer waiting for the turn as soon as the engine lends its next connection."""
+        queue = writer_queue(engine)
+        assert queue is not None
+        waiter = threading.Thread(target=lambda: sqlite_writers.take_turn(engine).give_back())  # type: ignore[union-attr]
+
+        def checked_out(*_: object) -> None:  # the write's connection, taken in the write's turn
+            if waiter.ident is None:
                 waiter.start()
                 deadline = time.monotonic() + 10
                 while queue.waiting == 0 and time.monotonic() < deadline:
                     time.sleep(0.001)
                 assert queue.waiting == 1
 
-        event.listen(store.engine, "commit", start_a_waiter)
-        store.record(message(first, "first"))
-        waiter.join(10)
-        assert not waiter.is_alive()
-        assert [actum.content for actum in store.acta(second, ActaQuery())] == ["waited"]
-    assert queue.waiting == 0
-    # The first write gave its turn to the waiting one; the waiting one had nobody behind it.
-    assert yielded == ([0] if hands_over else [])
+        event.listen(engine, "checkout", checked_out)
+        return waiter
+
+    if writers == "blocking":
+        with SQLAlchemyStore.open(url, synchronous=synchronous, auto_migrate=False) as store:
+            waiter = wait_behind(store.engine)
+            store.record(message(chronicum_id, "first"))
+    else:
+
+        async def write() -> threading.Thread:
+            async with open_async_store(url, synchronous=synchronous, auto_migrate=False) as store:
+                assert isinstance(store, AsyncThreadedSQLAlchemyStore)
+                await store.get(chronicum_id)  # opened (its check takes a connection, and no turn)
+                waiter = wait_behind(store.engine)
+                await store.record(message(chronicum_id, "first"))
+                return waiter
+
+        waiter = asyncio.run(write())
+    waiter.join(10)
+    assert not waiter.is_alive()
+    assert yielded == ([0] if hands_over else [])  # the waiter, given its turn, had nobody behind it
