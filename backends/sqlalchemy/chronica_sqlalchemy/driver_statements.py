@@ -239,10 +239,13 @@ def sqlite_rows(driver_connection: Any, statement: DriverStatement, parameters: 
     try:
         return sqlite_call(driver_connection, statement, values)
     except sqlite3.Error as error:
-        lost = statement.dialect.is_disconnect(cast(Any, error), None, None)
-        raise DBAPIError.instance(
-            statement.text, values, error, sqlite3.Error, connection_invalidated=lost
-        ) from error
+        raise _wrapped(statement, values, error) from error
+
+
+def _wrapped(statement: DriverStatement, values: Any, error: sqlite3.Error) -> DBAPIError:
+    """``error`` wrapped as SQLAlchemy would wrap it; a lost connection if the dialect reads it as one."""
+    lost = statement.dialect.is_disconnect(cast(Any, error), None, None)
+    return DBAPIError.instance(statement.text, values, error, sqlite3.Error, connection_invalidated=lost)
 
 
 def sqlite_call(driver_connection: sqlite3.Connection, statement: DriverStatement, values: Any) -> list[Any]:
@@ -265,10 +268,15 @@ def end_transaction(driver_connection: sqlite3.Connection, dialect: Dialect, end
     The driver's own call, as :func:`begin_immediate` began it; nothing is sent when no
     transaction is open, as a SQLAlchemy ``Connection`` would send nothing. Raises ``DBAPIError``
     as :func:`sqlite_rows` does (``OperationalError`` "disk I/O error" for a ``COMMIT`` that
-    could not be written).
+    could not be written, ``ProgrammingError`` for a connection closed underneath).
     """
-    if driver_connection.in_transaction:
-        sqlite_rows(driver_connection, _transaction_statement(end, dialect), {})
+    statement = _transaction_statement(end, dialect)
+    try:
+        open_transaction = driver_connection.in_transaction
+    except sqlite3.Error as error:  # a closed connection cannot say
+        raise _wrapped(statement, [], error) from error
+    if open_transaction:
+        sqlite_rows(driver_connection, statement, {})
 
 
 @functools.lru_cache(maxsize=32)

@@ -572,14 +572,16 @@ def configure_sqlite(
     """Set up a SQLite engine (blocking, or an ``AsyncEngine.sync_engine``) for many writers.
 
     Every new connection gets WAL mode (file databases), ``PRAGMA synchronous`` as given, a busy
-    timeout of ``busy_timeout`` seconds and foreign keys on. SQLAlchemy, not the driver, begins
-    transactions: ``BEGIN IMMEDIATE`` on connections that write (so a writer waits for the lock
+    timeout of ``busy_timeout`` seconds and foreign keys on. The store, not the driver's own
+    transaction handling, begins transactions (through SQLAlchemy's ``begin`` event here, or for a
+    single append by the driver itself: see :func:`chronica_sqlalchemy.plans.execute_plan`):
+    ``BEGIN IMMEDIATE`` on connections that write (so a writer waits for the lock
     up front, under the busy timeout, instead of failing with "database is locked" when it tries
     to upgrade a read lock), and none on those that only read (the store's reads are single
     statements, atomic by themselves in WAL mode). The writers of one file in this process take
     turns in-process, each waiting at most ``busy_timeout`` seconds for its turn, instead of in
     SQLite's busy handler, and with ``synchronous`` ``FULL`` or ``EXTRA`` a blocking writer hands
-    the interpreter to the next one as it gives back its turn (see
+    the interpreter to a blocking writer waiting for its turn as it gives it back (see
     :mod:`chronica_sqlalchemy.sqlite_writers`). Calling it twice on one engine does nothing more.
     """
     if event.contains(engine, "begin", _begin):

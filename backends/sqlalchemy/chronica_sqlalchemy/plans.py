@@ -309,6 +309,11 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
     # append's client CPU, all of it inside the writer's turn on the file.
     drives_sqlite = engine.dialect.driver == "pysqlite" and writer_queue(engine) is not None
 
+    def give_back_lent(pooled: PoolProxiedConnection, drop: bool) -> None:
+        if drives_sqlite:  # what the driver began and the plan did not end, as Connection.close() would
+            _roll_back_open_transaction(engine, pooled, failed)
+        _give_back_lent(pooled, drop=drop or pooled in failed)
+
     def perform(step: Step) -> Any:
         method = step.method
         if method in (RECONNECT.method, DROP_CONNECTION.method):
@@ -316,8 +321,7 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
                 connection = held.pop()
                 _release(connection, drop=step is DROP_CONNECTION or connection in failed)
             elif lent:
-                pooled = lent.pop()
-                _give_back_lent(pooled, drop=step is DROP_CONNECTION or pooled in failed)
+                give_back_lent(lent.pop(), drop=step is DROP_CONNECTION)
             _give_back(turns)
             return None
         if lent and not lent[0].is_valid:
@@ -375,13 +379,13 @@ def execute_plan(engine: Engine, plan: Plan[Step, Result], reads: Engine | None 
     try:
         return run_plan(plan, perform)
     finally:
-        if held:
-            _release(held[0], drop=held[0] in failed)
-        if lent:
-            if drives_sqlite:
-                _roll_back_open_transaction(engine, lent[0], failed)
-            _give_back_lent(lent[0], drop=lent[0] in failed)
-        _give_back(turns)
+        try:
+            if held:
+                _release(held[0], drop=held[0] in failed)
+            if lent:
+                give_back_lent(lent[0], drop=False)
+        finally:
+            _give_back(turns)  # whatever happened above: the file's next writer must not wait for ever
 
 
 _DRIVEN_ON_SQLITE = frozenset(("begin", COMMIT.method, ROLLBACK.method, DRIVER_CALL))
@@ -433,7 +437,7 @@ def _roll_back_open_transaction(
         return
     try:
         end_transaction(cast(sqlite3.Connection, pooled.driver_connection), engine.dialect, "ROLLBACK")
-    except SQLAlchemyError:
+    except Exception:  # noqa: BLE001 - the plan's result or error stands; the connection is ended
         failed.append(pooled)
 
 
@@ -1197,10 +1201,11 @@ class Plans:
     ) -> Plan[Step, datetime]:
         """:meth:`_append` on SQLite's own driver: the same two statements in the same transaction.
 
-        The transaction is begun by SQLAlchemy (``BEGIN IMMEDIATE``, in the writer's turn), so the
-        plan's ``COMMIT`` and ``ROLLBACK`` end it, and giving the connection back rolls back one
-        left open; the statements run on the driver connection (:class:`DriverRun`), their
-        errors wrapped as SQLAlchemy wraps them. Returns the actum's ``at``.
+        The ``begin`` step begins it (``BEGIN IMMEDIATE``, in the writer's turn): on a SQLite file
+        :func:`execute_plan` has the driver send it, and the plan's ``COMMIT`` or ``ROLLBACK``,
+        itself, and rolls back one the plan left open; elsewhere SQLAlchemy's ``Connection`` does.
+        The statements run on the driver connection (:class:`DriverRun`), their errors wrapped as
+        SQLAlchemy wraps them. Returns the actum's ``at``.
         """
         advance, insert_actum = statements
         chronicum_id, where = actum.chronicum_id, "sqlalchemy: record actum"

@@ -208,8 +208,9 @@ def queue_writers(engine: Engine, busy_timeout: float, *, hand_over: bool = Fals
 
     They share the queue of the engine's database file with every other engine of the process on
     that file, and wait in it for at most ``busy_timeout`` seconds. With ``hand_over`` a blocking
-    writer lets go of the interpreter lock as it gives back its turn (see the module's
-    docstring; for engines that sync at each commit). Nothing is done for an in-memory database,
+    writer lets go of the interpreter lock as it gives back its turn to another blocking writer
+    waiting for it, unless it runs on a store's worker thread (see the module's docstring; for
+    engines that sync at each commit). Nothing is done for an in-memory database,
     nor for an engine that has a queue already (the first settings stay).
     """
     path = database_file(engine.url)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from collections.abc import Generator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chronica_sqlalchemy import SQLAlchemyStore
 from chronica_sqlalchemy.driver_statements import BULKY_BYTES, DriverStatement, sqlite_rows
+from chronica_sqlalchemy.plans import RECONNECT, Step, execute_plan
 from chronica_sqlalchemy.schema import Content, UTCDateTime
+from chronica_sqlalchemy.sqlite_writers import writer_queue
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import DateTime, bindparam, create_engine, event, literal, select
@@ -79,6 +83,59 @@ def test_a_refused_record_leaves_no_write_transaction_open(tmp_path: Path) -> No
         finally:
             other.close()
         assert [actum.content for actum in store.acta(chronicum_id, EVERY_ACTUM)] == ["first"]
+
+
+def _write_lock_is_free(path: Path) -> bool:
+    """Whether another connection takes the file's write lock at once (nobody holds it)."""
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        other.close()
+
+
+def test_a_record_on_a_connection_closed_underneath_fails_as_a_store_error_and_the_next_one_lands(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "closed.db"
+    chronicum_id = new_id()
+    with SQLAlchemyStore.open(f"sqlite:///{path}", busy_timeout="1") as store:
+        store.create(Chronicum(chronicum_id, "ardian", started_at=datetime.now(UTC)))
+        store.record(message(chronicum_id, "kept"))
+        with store.engine.connect() as connection:  # the pool's one idle connection
+            driver_connection = connection.connection.driver_connection
+        assert driver_connection is not None
+        driver_connection.close()
+        with pytest.raises(StoreError) as failed:
+            store.record(message(chronicum_id, "lost"))
+        assert failed.value.where == "sqlalchemy: record actum"
+        assert "Cannot operate on a closed database" in failed.value.detail
+        queue = writer_queue(store.engine)
+        assert queue is not None and not queue.lock.locked()  # the turn was given back
+        assert store.record(message(chronicum_id, "landed")).content == "landed"
+        assert [actum.content for actum in store.acta(chronicum_id, EVERY_ACTUM)] == ["kept", "landed"]
+    assert _write_lock_is_free(path)
+
+
+def test_a_plan_that_takes_a_new_connection_rolls_back_what_the_driver_began_on_the_old(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "reconnect.db"
+    chronicum_id = new_id()
+    with SQLAlchemyStore.open(f"sqlite:///{path}") as store:
+        store.create(Chronicum(chronicum_id, "ardian", started_at=datetime.now(UTC)))
+
+        def plan() -> Generator[Step, Any, bool]:
+            yield Step("begin", (), write=True)  # the driver's BEGIN IMMEDIATE, on a lent connection
+            yield RECONNECT
+            return _write_lock_is_free(path)
+
+        assert execute_plan(store.engine, plan())
+        assert store.record(message(chronicum_id, "after")).content == "after"
 
 
 def test_a_write_lock_held_by_another_process_is_the_store_error_sqlite_gives(tmp_path: Path) -> None:
