@@ -504,11 +504,19 @@ class Baselines:
             return loader
         return next(iter(self.variants.values()))
 
-    def prepare_everywhere(self, chronicum_id: str, acta: Sequence[Actum] | None) -> None:
+    def prepare_everywhere(
+        self, chronicum_id: str, acta: Sequence[Actum] | None, variant: str | None = None
+    ) -> None:
         """Create ``chronicum_id`` and fill it with ``acta`` (``None``: create only) for every variant.
 
         Once when the variants share the store's tables (``fills_store``), else in each variant.
+        ``variant``: the only one that will write there (a writer thread's); created through it
+        when it has a ``prepare`` of its own, so that the thread opens no other connection.
         """
+        own = None if variant is None or acta else getattr(self.variants[variant], "prepare", None)
+        if own is not None and self.fills_store:
+            own(chronicum_id, OWNER)
+            return
         targets = [self.loader] if self.fills_store else list(self.variants.values())
         for baseline in targets:
             baseline.prepare(chronicum_id, OWNER)
@@ -1138,7 +1146,7 @@ class StoreBench:
             close: Closer = _nothing_to_close if own is shared else own.close
             try:
                 chronicum_id = fresh_id(f"raw-threads-{run_label}-{index}")
-                own.prepare_everywhere(chronicum_id, None)
+                own.prepare_everywhere(chronicum_id, None, variant=name)
                 baseline = own.variants[name]
                 acta = [story_actum(chronicum_id, number, with_id=True) for number in range(warmup + writes)]
             except BaseException:

@@ -71,13 +71,31 @@ class _Connection:
             self._connection.close()
 
 
-class _PlainInsert:
+class _OtherVariant:
+    """A variant beside the first, on a connection of its own: it creates, reads and closes there."""
+
+    def __init__(self, raw: _Connection) -> None:
+        self._raw = raw
+
+    def prepare(self, chronicum_id: str, owner_id: str) -> None:
+        """Insert the chronicum's row on its own connection (its writer threads open no other)."""
+        _create(self._raw, chronicum_id, owner_id)
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        return _window(self._raw, chronicum_id, n)
+
+    def close(self) -> None:
+        """Close its connection."""
+        self._raw.close()
+
+
+class _PlainInsert(_OtherVariant):
     """``INSERT INTO acta ... RETURNING at`` alone."""
 
     name = "psycopg plain INSERT"
 
     def __init__(self, raw: _Connection) -> None:
-        self._raw = raw  # its own connection
+        super().__init__(raw)
         self._sql = (
             sql.SQL(
                 "INSERT INTO {} (chronicum_id, seq, id, kind, actor_kind, actor, content, at)"
@@ -93,32 +111,25 @@ class _PlainInsert:
         parameters = (actum.chronicum_id, seq, *_fields(actum))
         self._raw.connection.execute(self._sql, parameters).fetchone()
 
-    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        return _window(self._raw, chronicum_id, n)
 
-    def close(self) -> None:
-        """Close its connection."""
-        self._raw.close()
-
-
-class _WithoutNotify:
+class _WithoutNotify(_OtherVariant):
     """The store's ``record`` statement without ``pg_notify`` (``Statements(schema, notify=False)``)."""
 
     name = "psycopg without NOTIFY"
 
     def __init__(self, raw: _Connection) -> None:
-        self._raw = raw  # its own connection
+        super().__init__(raw)
         self._record = Statements(raw.schema, notify=False).record
 
     def append(self, actum: Actum) -> None:
         self._raw.connection.execute(self._record, _record_parameters(actum)).fetchall()
 
-    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        return _window(self._raw, chronicum_id, n)
 
-    def close(self) -> None:
-        """Close its connection."""
-        self._raw.close()
+def _create(raw: _Connection, chronicum_id: str, owner_id: str) -> None:
+    """Insert the chronicum's row on ``raw``'s connection, as ``Store.create`` does."""
+    raw.connection.execute(
+        raw.statements.create, (chronicum_id, owner_id, datetime.now(UTC), None)
+    ).fetchall()
 
 
 def _window_query(raw: _Connection, chronicum_id: str, n: int) -> tuple[bytes, tuple[Any, ...]]:
@@ -187,9 +198,7 @@ class RawBaseline:
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
         """Insert the chronicum's row, as ``Store.create`` does."""
-        self._raw.connection.execute(
-            self._raw.statements.create, (chronicum_id, owner_id, datetime.now(UTC), None)
-        ).fetchall()
+        _create(self._raw, chronicum_id, owner_id)
 
     def fill_chronica(self, chronica: Sequence[Chronicum]) -> None:
         """Insert many chronica with the store's own create statement (pipelined), then ANALYZE."""
