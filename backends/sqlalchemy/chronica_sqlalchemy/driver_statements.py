@@ -47,7 +47,7 @@ from typing import Any, cast
 
 import sqlalchemy.util
 from sqlalchemy import Connection, Dialect, Engine, Executable
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.pool import PoolProxiedConnection
 
 __all__ = [
@@ -242,7 +242,7 @@ def sqlite_rows(driver_connection: Any, statement: DriverStatement, parameters: 
         raise _wrapped(statement, values, error) from error
 
 
-def _wrapped(statement: DriverStatement, values: Any, error: sqlite3.Error) -> DBAPIError:
+def _wrapped(statement: DriverStatement, values: Any, error: sqlite3.Error) -> StatementError:
     """``error`` wrapped as SQLAlchemy would wrap it; a lost connection if the dialect reads it as one."""
     lost = statement.dialect.is_disconnect(cast(Any, error), None, None)
     return DBAPIError.instance(statement.text, values, error, sqlite3.Error, connection_invalidated=lost)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import Generator
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -178,12 +178,14 @@ def test_a_driver_statement_binds_as_sqlalchemy_would() -> None:
     connection.close()
 
 
-_OFFSETS = st.none() | st.integers(-(23 * 60 + 59), 23 * 60 + 59).map(
+_OFFSETS: st.SearchStrategy[tzinfo] = st.integers(-(23 * 60 + 59), 23 * 60 + 59).map(
     lambda minutes: timezone(timedelta(minutes=minutes))
 )
+_EARLIEST, _LATEST = datetime(2, 1, 1), datetime(9998, 12, 30)
+_MOMENTS = st.datetimes(_EARLIEST, _LATEST) | st.datetimes(_EARLIEST, _LATEST, timezones=_OFFSETS)
 
 
-@given(st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 30), timezones=_OFFSETS))
+@given(_MOMENTS)
 def test_a_moment_is_bound_on_sqlite_as_the_text_sqlalchemy_stores(moment: datetime) -> None:
     dialect = create_engine("sqlite://").dialect
     column_type = UTCDateTime()
