@@ -196,8 +196,8 @@ class UTCDateTime(TypeDecorator[datetime]):
         """On SQLite write the stored text in one C call: ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 
         The same text SQLAlchemy's ``DATETIME`` writes after :meth:`process_bind_param` (a naive
-        value taken as UTC, microseconds always written), which took five times as long: a write
-        binds its moment twice, inside the writer's turn on the file.
+        value taken as UTC, microseconds always written), which took more than twice as long: a
+        write binds its moment twice, inside the writer's turn on the file.
         """
         if dialect.name != "sqlite":
             return super().bind_processor(dialect)
