@@ -113,6 +113,11 @@ def own_server(temporary_root: Path) -> Iterator[Any]:
         server.stop()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "standalone: on standalone servers of the test's own (tox -e redis)")
+    config.addinivalue_line("markers", "cluster: on a cluster of the test's own (tox -e redis-cluster)")
+
+
 def pytest_report_header() -> str:
     target = os.environ.get(URL_VARIABLE) or f"{SERVER} ({TOPOLOGY}) on free loopback ports"
     return f"chronica-redis: testing against {target}; redis-py {redis.__version__}"

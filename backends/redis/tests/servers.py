@@ -109,7 +109,7 @@ def standalone(directory: Path, *settings: str) -> Server:
 class Cluster:
     """Six nodes on loopback: three primaries, three replicas, cluster bus on ports of its own."""
 
-    def __init__(self, directory: Path, *, node_timeout_ms: int = 2000) -> None:
+    def __init__(self, directory: Path, *settings: str, node_timeout_ms: int = 2000) -> None:
         ports = free_ports(12)
         self.nodes: list[Server] = []
         try:
@@ -123,6 +123,7 @@ class Cluster:
                         "--cluster-node-timeout", str(node_timeout_ms),
                         "--appendonly", "yes",
                         "--save", "",
+                        *settings,
                         port=port,
                     )
                 )  # fmt: skip
