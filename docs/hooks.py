@@ -26,6 +26,7 @@ PAGES = {
     "backends/postgres/README.md": "readmes/postgres.md",
     "backends/sqlalchemy/README.md": "readmes/sqlalchemy.md",
     "backends/mongodb/README.md": "readmes/mongodb.md",
+    "backends/redis/README.md": "readmes/redis.md",
     "conformance/README.md": "readmes/conformance.md",
     "integrations/openai_agents/README.md": "readmes/openai-agents.md",
     "integrations/adk/README.md": "readmes/adk.md",

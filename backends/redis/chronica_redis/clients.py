@@ -14,6 +14,7 @@ refreshes the cluster client's map and sends the pair again: the node did not ru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any, Final
 
@@ -26,7 +27,7 @@ from redis.exceptions import AskError, MovedError, NoScriptError, RedisError, Tr
 from chronica_redis.operations import Batch, Call, NodesConfig, Operation, Run, Written
 from chronica_redis.urls import Settings
 
-__all__ = ["AsyncClient", "BlockingClient", "REDIRECTED_TRIES", "blocking_client", "open_async_client"]
+__all__ = ["REDIRECTED_TRIES", "AsyncClient", "BlockingClient", "blocking_client", "open_async_client"]
 
 REDIRECTED_TRIES: Final = 5
 """How many times a confirmed write is sent again after its node answered that it does not hold
@@ -52,7 +53,8 @@ def blocking_client(settings: Settings) -> redis.Redis | RedisCluster:
     target = settings.target
     if not target.cluster:
         return redis.Redis.from_url(target.url, **options)
-    others = [ClusterNode(host, port) for host, port in target.others]
+    node: Any = ClusterNode  # redis-py's blocking cluster module has no annotations
+    others = [node(host, port) for host, port in target.others]
     return RedisCluster.from_url(target.url, startup_nodes=others, **options)
 
 
@@ -60,7 +62,8 @@ class BlockingClient:
     """Performs operations with a blocking ``redis.Redis`` or ``redis.cluster.RedisCluster``."""
 
     def __init__(self, client: redis.Redis | RedisCluster, settings: Settings) -> None:
-        self.client = client
+        self.client: Any = client
+        """The ``redis.Redis`` or ``redis.cluster.RedisCluster`` (whose module has no annotations)."""
         self._wait = (settings.wait_replicas, round(settings.wait_timeout * 1000))
 
     def perform(self, operation: Operation) -> Any:
@@ -71,17 +74,15 @@ class BlockingClient:
             value = self._send(self.client, operation)
             return Written(value, None) if operation.writes else value
         if isinstance(operation, Batch):
-            pipeline = (
-                self.client.pipeline()
-                if isinstance(self.client, RedisCluster)
-                else self.client.pipeline(transaction=False)
-            )
+            client = self.client
+            cluster = isinstance(client, RedisCluster)
+            pipeline = client.pipeline() if cluster else client.pipeline(transaction=False)
             for call in operation.calls:
                 pipeline.execute_command(*call)
             return pipeline.execute()
         return self._nodes_config(operation)
 
-    def _send(self, client: redis.Redis | RedisCluster, operation: Run | Call) -> Any:
+    def _send(self, client: Any, operation: Run | Call) -> Any:
         try:
             return client.execute_command(*_command(operation))
         except NoScriptError:
@@ -113,29 +114,32 @@ class BlockingClient:
         assert failure is not None
         raise failure
 
-    def _node_for(self, key: str) -> redis.Redis:
+    def _node_for(self, key: str) -> Any:
+        client: Any = self.client
         if isinstance(self.client, RedisCluster):
-            return self.client.get_redis_connection(self.client.get_node_from_key(key))
-        return self.client
+            return client.get_redis_connection(client.get_node_from_key(key))
+        return client
 
     def _refresh(self, key: str) -> None:
         """Let the cluster client learn where ``key``'s slot lives now (a read through it)."""
         if isinstance(self.client, RedisCluster):
-            try:
+            with contextlib.suppress(RedisError):
                 self.client.exists(key)
-            except RedisError:
-                pass
 
     def _nodes_config(self, operation: NodesConfig) -> list[tuple[str, Any]]:
         if not isinstance(self.client, RedisCluster):
             pool = self.client.connection_pool.connection_kwargs
             name = f"{pool.get('host', 'localhost')}:{pool.get('port', 6379)}"
             return [(name, _config(lambda: self.client.execute_command("CONFIG", "GET", *operation.names)))]
-        cluster = self.client
+        cluster: Any = self.client
         return [
             (
                 node.name,
-                _config(lambda node=node: cluster.execute_command("CONFIG", "GET", *operation.names, target_nodes=node)),
+                _config(
+                    lambda node=node: cluster.execute_command(
+                        "CONFIG", "GET", *operation.names, target_nodes=node
+                    )
+                ),
             )
             for node in cluster.get_nodes()
         ]
@@ -224,28 +228,28 @@ class AsyncClient:
             return self.client
         await self.client.initialize()  # once per client: it reads the cluster's slots
         node = self.client.get_node_from_key(key)
-        address = (node.host, node.port)
+        assert node is not None
+        address = (str(node.host), int(node.port))
         client = self._nodes.get(address)
         if client is None:
             options = {**self._settings.client_options, "decode_responses": True}
-            url = self._settings.target.node_url(node.host, node.port)
+            url = self._settings.target.node_url(*address)
             client = self._nodes[address] = redis.asyncio.Redis.from_url(url, **options)
         return client
 
     async def _refresh(self, key: str) -> None:
         if isinstance(self.client, AsyncRedisCluster):
-            try:
+            with contextlib.suppress(RedisError):
                 await self.client.exists(key)
-            except RedisError:
-                pass
 
     async def _nodes_config(self, operation: NodesConfig) -> list[tuple[str, Any]]:
         names = operation.names
         if not isinstance(self.client, AsyncRedisCluster):
-            pool = self.client.connection_pool.connection_kwargs
+            server: Any = self.client
+            pool = server.connection_pool.connection_kwargs
             name = f"{pool.get('host', 'localhost')}:{pool.get('port', 6379)}"
             try:
-                return [(name, _as_dict(await self.client.execute_command("CONFIG", "GET", *names)))]
+                return [(name, _as_dict(await server.execute_command("CONFIG", "GET", *names)))]
             except RedisError as error:
                 return [(name, error)]
         await self.client.initialize()

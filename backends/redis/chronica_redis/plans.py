@@ -60,7 +60,10 @@ _ACTOR_KINDS: Final = tuple(ActorKind)
 
 
 def _entry_actum(chronicum_id: str, entry: Sequence[Any]) -> Actum:
-    """The actum a stream entry ``[entry id, [i, id, k, kind, a, actor kind, r, actor, c, content, t, at]]`` holds."""
+    """The actum a stream entry holds.
+
+    An entry is ``[entry id, [i, id, k, kind, a, actor kind, r, actor, c, content, t, at]]``.
+    """
     fields = entry[1]
     return build_actum(
         chronicum_id,
@@ -142,7 +145,9 @@ class RedisPlans:
         yield from self._index(chronicum, "create chronicum")
         keys = self.keys(chronicum.id)
         created = yield from self.run(
-            Run(scripts.CREATE, (keys.meta,), (chronicum.owner_id, micros(chronicum.started_at)), writes=True),
+            Run(
+                scripts.CREATE, (keys.meta,), (chronicum.owner_id, micros(chronicum.started_at)), writes=True
+            ),
             "create chronicum",
         )
         if created != 1:
@@ -221,7 +226,9 @@ class RedisPlans:
             raise ChronicumNotFound(chronicum_id)
         return [_entry_actum(chronicum_id, entry) for entry in entries]
 
-    def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> Plan[Operation, list[Actum] | None]:
+    def acta_after(
+        self, chronicum_id: str, after: str | None, limit: int
+    ) -> Plan[Operation, list[Actum] | None]:
         """Up to ``limit`` acta after the actum ``after`` (see ``FollowStore.acta_after``).
 
         The script looks back from the newest actum for ``after``, :data:`FOLLOW_LOOK` acta a round
@@ -328,7 +335,9 @@ class RedisPlans:
             raise ChronicumNotFound(chronicum_id)
         return erased
 
-    def _erase(self, chronicum_id: str, digest: str, owner_id: str, where: str) -> Plan[Operation, int | None]:
+    def _erase(
+        self, chronicum_id: str, digest: str, owner_id: str, where: str
+    ) -> Plan[Operation, int | None]:
         """Erase one chronicum (of ``owner_id`` only, unless ``""``); ``None`` if there was none to erase."""
         keys = self.keys(chronicum_id)
         answer = yield from self.run(
@@ -395,4 +404,3 @@ class RedisPlans:
             "reopen chronicum",
         )
         return bool(reopened == 1)
-

@@ -105,9 +105,7 @@ class RedisStore(_Following, PlannedStore):
         self._start_following()
         try:
             self._client = BlockingClient(blocking_client(settings), settings)
-            self.plans.server_content_limit = run_plan(
-                self.plans_for_open(), self._client.perform
-            )
+            self.plans.server_content_limit = run_plan(self.plans_for_open(), self._client.perform)
         except (RedisError, RedisClusterException) as error:
             redact_error(error, url)
             raise StoreError("redis: open", str(error)) from error

@@ -143,11 +143,15 @@ def _target(url: str) -> tuple[Target, dict[str, str]]:
     try:
         others = [_host_port(host) for host in named[1:]]
     except ValueError:
-        raise StoreError("redis: open", "a redis+cluster:// URL's hosts are host:port, comma-separated") from None
+        raise StoreError(
+            "redis: open", "a redis+cluster:// URL's hosts are host:port, comma-separated"
+        ) from None
     if parts.path.strip("/") not in ("", "0"):
         raise StoreError("redis: open", "a Redis Cluster has only database 0: give no database in the URL")
     at = f"{credentials}@" if credentials else ""
-    first = parts._replace(scheme=scheme.removesuffix("+cluster"), netloc=f"{at}{named[0]}", path="", query=rest)
+    first = parts._replace(
+        scheme=scheme.removesuffix("+cluster"), netloc=f"{at}{named[0]}", path="", query=rest
+    )
     return Target(True, first.geturl(), tuple(others)), ours
 
 
@@ -198,7 +202,9 @@ def settings_of(url: str, options: Mapping[str, Any]) -> Settings:
     if not prefix or "{" in prefix or "}" in prefix:
         raise InvalidOption(BACKEND, "prefix", f"expected text without braces, got {prefix!r}")
     wait_replicas = count_option(BACKEND, "wait_replicas", given.get("wait_replicas", 0), least=0, most=64)
-    wait_timeout = seconds_option(BACKEND, "wait_timeout", given.get("wait_timeout", 1.0), least=0.001, most=60.0)
+    wait_timeout = seconds_option(
+        BACKEND, "wait_timeout", given.get("wait_timeout", 1.0), least=0.001, most=60.0
+    )
     durability = Durability(
         flag_option(BACKEND, "accept_eviction_loss", given.get("accept_eviction_loss", False)),
         flag_option(BACKEND, "accept_restart_loss", given.get("accept_restart_loss", False)),
@@ -210,6 +216,6 @@ def settings_of(url: str, options: Mapping[str, Any]) -> Settings:
         raise InvalidOption(
             BACKEND,
             "socket_timeout",
-            f"must be longer than wait_timeout ({wait_timeout:g} s): a write waits that long for its replicas",
+            f"must be longer than wait_timeout ({wait_timeout:g} s): a write waits that long for replicas",
         )
     return Settings(target, prefix, wait_replicas, wait_timeout, durability, max_content, client)

@@ -137,7 +137,12 @@ class RedisFaults:
 
     @contextlib.contextmanager
     def inject(
-        self, store: RedisStore | AsyncRedisStore, kind: FailureKind, *, after: int = 0, times: int | None = None
+        self,
+        store: RedisStore | AsyncRedisStore,
+        kind: FailureKind,
+        *,
+        after: int = 0,
+        times: int | None = None,
     ) -> Iterator[Injection]:
         injection = Injection(kind, after, times)
         with pytest.MonkeyPatch.context() as patch:

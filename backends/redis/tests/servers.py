@@ -171,12 +171,14 @@ class Cluster:
     def primary_of(self, key: str) -> Server:
         """The node that holds ``key``'s slot now."""
         for node in self.running():
-            with contextlib.suppress(redis.exceptions.RedisError):
-                with redis.Redis(port=node.port, socket_timeout=1, decode_responses=True) as client:
-                    slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))
-                    for start, end, primary, *_ in client.execute_command("CLUSTER", "SLOTS"):
-                        if int(start) <= slot <= int(end):
-                            return next(server for server in self.nodes if server.port == int(primary[1]))
+            with (
+                contextlib.suppress(redis.exceptions.RedisError),
+                redis.Redis(port=node.port, socket_timeout=1, decode_responses=True) as client,
+            ):
+                slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))
+                for start, end, primary, *_ in client.execute_command("CLUSTER", "SLOTS"):
+                    if int(start) <= slot <= int(end):
+                        return next(server for server in self.nodes if server.port == int(primary[1]))
         raise RuntimeError(f"no node holds the slot of {key!r}")
 
     def stop(self) -> None:

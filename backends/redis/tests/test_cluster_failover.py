@@ -8,6 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chronica_redis import RedisStore
+from servers import Cluster
+
 from chronica_core import (
     ActaQuery,
     ActorKind,
@@ -17,8 +20,6 @@ from chronica_core import (
     StoreError,
     new_actum_id,
 )
-from chronica_redis import RedisStore
-from servers import Cluster
 
 pytestmark = pytest.mark.cluster
 
@@ -61,7 +62,9 @@ def test_a_primary_restarted_at_once_with_aof_keeps_every_actum(cluster: Cluster
     """SIGKILL and restart within a moment (before any failover): its acta are all there."""
     with RedisStore(cluster.url, wait_replicas=1) as store:
         chronicarius = Chronicarius(store)
-        written = [chronicarius.record_actum("ardian", _actum("quick", f"m{index}")).id for index in range(200)]
+        written = [
+            chronicarius.record_actum("ardian", _actum("quick", f"m{index}")).id for index in range(200)
+        ]
         victim = cluster.primary_of(store.plans.keys("quick").meta)
         victim.kill()
         victim.start()
@@ -90,7 +93,8 @@ def test_a_primary_killed_under_forty_writers_and_a_follower(cluster: Cluster) -
         owner = "ardian"
         ids = [f"failover-{number}" for number in range(CHRONICA)]
         starts = {
-            chronicum_id: _until_confirmed(chronicarius, owner, _actum(chronicum_id, "start")) for chronicum_id in ids
+            chronicum_id: _until_confirmed(chronicarius, owner, _actum(chronicum_id, "start"))
+            for chronicum_id in ids
         }
         followed = ids[0]
         victim = cluster.primary_of(store.plans.keys(followed).meta)

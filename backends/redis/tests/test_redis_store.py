@@ -1,4 +1,4 @@
-"""The Redis store's own behaviour on the session's server or cluster: keys, options, clock, crashes, forks."""
+"""The Redis store's own behaviour on the session's server or cluster: keys, options, clock, crashes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from chronica_redis import AsyncRedisStore, RedisStore
+from chronica_redis.keys import chronicum_keys
+from conftest import store_options
+from redis.crc import key_slot
+
 from chronica_core import (
     ActaQuery,
     ActorKind,
@@ -26,10 +31,6 @@ from chronica_core import (
     open_async_store,
     open_store,
 )
-from chronica_redis import AsyncRedisStore, RedisStore
-from chronica_redis.keys import chronicum_keys
-from conftest import store_options
-from redis.crc import key_slot
 
 
 def _actum(chronicum_id: str, content: str, kind: ActumKind = ActumKind.MESSAGE) -> Actum:
@@ -55,7 +56,9 @@ def test_every_key_of_a_chronicum_is_in_one_slot(store: RedisStore) -> None:
     for chronicum_id in ids:
         chronicarius.record_actum("ardian", _actum(chronicum_id, f"in {chronicum_id}"))
     for chronicum_id in ids:
-        assert [actum.content for actum in chronicarius.get_acta("ardian", chronicum_id)] == [f"in {chronicum_id}"]
+        assert [actum.content for actum in chronicarius.get_acta("ardian", chronicum_id)] == [
+            f"in {chronicum_id}"
+        ]
 
 
 def test_what_an_append_writes(store: RedisStore) -> None:
@@ -128,7 +131,7 @@ def test_options_are_checked_before_connecting() -> None:
 
 
 def test_urls() -> None:
-    """A cluster URL with a database, or with a host that is not host:port, is refused; so is another scheme."""
+    """A cluster URL with a database or a host that is not host:port is refused; so is another scheme."""
     for url in ("redis+cluster://127.0.0.1:1/3", "redis+cluster://127.0.0.1:1,host:port", "redis+cluster://"):
         with pytest.raises(StoreError) as refused:
             open_store(url)
@@ -219,7 +222,9 @@ def test_a_lost_create_race_leaves_no_second_listing_entry(store: RedisStore) ->
     store.create(first)
     with pytest.raises(ChronicumExists):
         store.create(Chronicum("raced", "ardian", datetime(2026, 1, 2, tzinfo=UTC)))
-    assert [chronicum.started_at for chronicum in store.list_chronica("ardian", 10, None)] == [first.started_at]
+    assert [chronicum.started_at for chronicum in store.list_chronica("ardian", 10, None)] == [
+        first.started_at
+    ]
 
 
 def _child_uses(store_kind: str, url: str, prefix: str, queue: Any) -> None:
@@ -289,4 +294,3 @@ def test_the_plugin_is_registered() -> None:
         backend = registry().backend_for(url)
         assert backend.name == "redis"
         assert set(backend.capabilities) == {"batch", "listing", "erasure", "follow"}
-

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import redis
+from chronica_redis import RedisStore, WriteUnconfirmed
+
 from chronica_core import (
     ActaQuery,
     ActorKind,
@@ -18,7 +20,6 @@ from chronica_core import (
     new_actum_id,
     open_async_store,
 )
-from chronica_redis import RedisStore, WriteUnconfirmed
 
 pytestmark = pytest.mark.standalone
 
