@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from chronica_redis import RedisStore
+from chronica_redis import RedisStore, scripts
 from chronica_redis.operations import Run
 from chronica_redis.plans import RedisPlans
 
@@ -126,20 +126,13 @@ def _raw_record(store: RedisStore, plans: RedisPlans, chronicum_id: str) -> Call
     def call() -> Any:
         actum = _actum(chronicum_id, next(counter))
         index = keys.index(actum.kind, actum.actor_kind)
-        script = plans_script(plans, "record")
         return client.evalsha(
-            script.sha, 5, keys.meta, keys.acta, keys.keys, keys.followed, index,
+            scripts.RECORD.sha, 5, keys.meta, keys.acta, keys.keys, keys.followed, index,
             chronicum_id, plans.channel, "", "", 1,
             actum.id, str(actum.kind), str(actum.actor_kind), actum.actor, actum.content, 1,
         )  # fmt: skip
 
     return call
-
-
-def plans_script(plans: RedisPlans, name: str) -> Any:
-    from chronica_redis import scripts
-
-    return {"record": scripts.RECORD, "window": scripts.WINDOW}[name]
 
 
 def _raw_window(store: RedisStore, plans: RedisPlans, chronicum_id: str) -> Callable[[], Any]:

