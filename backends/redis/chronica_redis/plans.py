@@ -339,22 +339,23 @@ class RedisPlans:
         self, chronicum_id: str, digest: str, owner_id: str, where: str
     ) -> Plan[Operation, int | None]:
         """Erase one chronicum (of ``owner_id`` only, unless ``""``); ``None`` if there was none to erase."""
-        keys = self.keys(chronicum_id)
-        answer = yield from self.run(
-            Run(
-                scripts.ERASE,
-                (keys.meta, keys.acta, keys.keys, keys.followed, *keys.every_index()),
-                (digest, owner_id, chronicum_id, self.channel),
-                writes=True,
-            ),
-            where,
-        )
+        answer = yield from self.run(self._erase_script(chronicum_id, digest, owner_id), where)
         if answer[0] != "erased":
             return None
         count, started = int(answer[1]), answer[2]
         member = listing_member(from_micros(started), chronicum_id)
         yield from self.run(Call(("ZREM", owner_index_key(self.prefix, digest), member), writes=True), where)
         return count
+
+    def _erase_script(self, chronicum_id: str, digest: str, owner_id: str) -> Run:
+        """The script that turns a chronicum into its marker (see :data:`chronica_redis.scripts.ERASE`)."""
+        keys = self.keys(chronicum_id)
+        return Run(
+            scripts.ERASE,
+            (keys.meta, keys.acta, keys.keys, keys.followed, *keys.every_index()),
+            (digest, owner_id, chronicum_id, self.channel),
+            writes=True,
+        )
 
     def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Operation, int]:
         """Erase every chronicum the owner's index names that is the owner's; return how many.
@@ -372,16 +373,8 @@ class RedisPlans:
             )
             for member in members:
                 _, chronicum_id = parse_listing_member(member)
-                keys = self.keys(chronicum_id)
-                answer = yield from self.run(
-                    Run(
-                        scripts.ERASE,
-                        (keys.meta, keys.acta, keys.keys, keys.followed, *keys.every_index()),
-                        (owner_digest, owner_id, chronicum_id, self.channel),
-                        writes=True,
-                    ),
-                    where,
-                )
+                erasing = self._erase_script(chronicum_id, owner_digest, owner_id)
+                answer = yield from self.run(erasing, where)
                 if answer[0] == "erased":
                     erased += 1
                 if answer[0] != "gone":

@@ -91,6 +91,8 @@ WINDOW: Final = Script(
     """
 -- KEYS: chronicum, acta, then the index lists the filters keep (none: every actum).
 -- ARGV: last n (0: all). Returns nil for a missing or erased chronicum, else the entries, oldest first.
+-- With filters: the last n of each list, merged; then the entries, in one range read when they lie
+-- within four times their number of each other, else one lookup each.
 if redis.call('HEXISTS', KEYS[1], 'owner') == 0 then return false end
 local n = tonumber(ARGV[1])
 if #KEYS == 2 then
@@ -111,6 +113,18 @@ table.sort(seqs)
 local from = 1
 if n > 0 and #seqs > n then from = #seqs - n + 1 end
 local window = {}
+if #seqs == 0 then return window end
+local first, last = seqs[from], seqs[#seqs]
+if last - first < 4 * (#seqs - from + 1) then
+  -- the kept acta are close together: one range read, the others passed over
+  local kept = {}
+  for position = from, #seqs do kept[seqs[position]] = true end
+  local span = redis.call('XRANGE', KEYS[2], string.format('%d-0', first), string.format('%d-0', last))
+  for _, entry in ipairs(span) do
+    if kept[tonumber(string.match(entry[1], '^(%d+)'))] then window[#window + 1] = entry end
+  end
+  return window
+end
 for position = from, #seqs do
   local id = string.format('%d-0', seqs[position])
   window[#window + 1] = redis.call('XRANGE', KEYS[2], id, id)[1]
