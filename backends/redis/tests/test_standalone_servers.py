@@ -106,7 +106,7 @@ def test_wait_for_a_replica_confirms_or_raises_a_typed_error_a_keyed_retry_settl
     primary = own_server("--appendonly", "yes", "--save", "")
     replica = own_server("--appendonly", "yes", "--save", "", "--replicaof", "127.0.0.1", str(primary.port))
     _until_replicated(primary.port)
-    with RedisStore(primary.url, wait_replicas=1, wait_timeout=0.2) as store:
+    with RedisStore(primary.url, wait_replicas=1, wait_timeout=2) as store:
         chronicarius = Chronicarius(store)
         confirmed = chronicarius.record_actum("ardian", _actum("waited", "confirmed"))
         batch = chronicarius.record_acta("ardian", [_actum("waited", "b1"), _actum("waited", "b2")])
