@@ -19,7 +19,7 @@ from typing import Any, Final, TypeVar
 
 from redis.exceptions import RedisClusterException, RedisError
 
-from chronica_core.errors import ChronicumNotFound, StoreError
+from chronica_core.errors import ChronicaError, ChronicumNotFound, StoreError
 from chronica_core.follow import follow_reads
 from chronica_core.loops import PerLoop
 from chronica_core.model import Actum
@@ -55,6 +55,7 @@ class _Following:
     """What both stores keep for their followers: the listener (made on the first wait) and marks."""
 
     _settings: Settings
+    _closed: bool
     plans: RedisPlans
 
     def _start_following(self) -> None:
@@ -68,6 +69,16 @@ class _Following:
                 settings = self._settings
                 listener = self._listener = Listener(lambda: blocking_client(settings), self.plans.channel)
             return listener
+
+    def _closed_underneath(self, error: Exception, where: str) -> None:
+        """Raise ``StoreError(where, "the store is closed")`` from ``error`` if the store closed meanwhile.
+
+        redis-py tears down a connection closed in the middle of a command in ways of its own (an
+        ``AttributeError`` from its reader, say): an operation that ``close`` overtook fails as
+        every operation on a closed store does. Chronica's own errors pass unchanged.
+        """
+        if self._closed and not isinstance(error, ChronicaError):
+            raise StoreError(where, "the store is closed") from error
 
     def _stop_following(self) -> None:
         if self._listener is not None and self._listener.pid == os.getpid():
@@ -124,7 +135,11 @@ class RedisStore(_Following, PlannedStore):
         return self._client.client
 
     def _run(self, plan: Plan[Any, Result]) -> Result:
-        return run_plan(plan, self._client.perform)
+        try:
+            return run_plan(plan, self._client.perform)
+        except Exception as error:
+            self._closed_underneath(error, "redis: store")
+            raise
 
     def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`chronica_core.FollowStore.acta_after`: one script, looking back from the newest."""
@@ -205,7 +220,11 @@ class AsyncRedisStore(_Following, AsyncPlannedStore):
                 raise
             self.plans.server_content_limit = limit
             self._checked = True
-        return await run_plan_async(plan, client.perform)
+        try:
+            return await run_plan_async(plan, client.perform)
+        except Exception as error:
+            self._closed_underneath(error, self._where)
+            raise
 
     async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`RedisStore.acta_after`."""

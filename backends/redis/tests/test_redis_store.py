@@ -294,3 +294,39 @@ def test_the_plugin_is_registered() -> None:
         backend = registry().backend_for(url)
         assert backend.name == "redis"
         assert set(backend.capabilities) == {"batch", "listing", "erasure", "follow"}
+
+
+def test_an_operation_overtaken_by_close_is_a_store_error(redis_url: str, prefix: str) -> None:
+    """redis-py's reader fails in its own way when ``close`` pulls the connection away mid-command
+    (an ``AttributeError``): the operation says the store is closed, as a StoreError."""
+    store = RedisStore(redis_url, prefix=prefix, **store_options())
+
+    def closed_underneath(operation: Any) -> Any:
+        store.close()
+        raise AttributeError("'NoneType' object has no attribute 'readline'")
+
+    store._client.perform = closed_underneath  # type: ignore[method-assign]
+    with pytest.raises(StoreError, match="the store is closed") as closed:
+        store.get("anything")
+    assert isinstance(closed.value.__cause__, AttributeError)
+
+
+def test_an_async_operation_overtaken_by_close_is_a_store_error(
+    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chronica_redis.clients import AsyncClient
+
+    store = AsyncRedisStore(redis_url, prefix=prefix, **store_options())
+
+    async def run() -> None:
+        await store.create(Chronicum("overtaken", "ardian", datetime.now(UTC)))
+
+        async def closed_underneath(client: AsyncClient, operation: Any) -> Any:
+            await store.close()
+            raise AttributeError("'NoneType' object has no attribute 'readline'")
+
+        monkeypatch.setattr(AsyncClient, "perform", closed_underneath)
+        await store.get("overtaken")
+
+    with pytest.raises(StoreError, match="the store is closed"):
+        asyncio.run(run())
