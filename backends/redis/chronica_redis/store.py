@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -29,6 +30,7 @@ from chronica_core.redaction import masked_url, redact_error
 from chronica_redis import durability
 from chronica_redis.clients import AsyncClient, BlockingClient, blocking_client, open_async_client
 from chronica_redis.follow import MAX_WAIT_SECONDS, Listener, Markings, waker_for_running_loop
+from chronica_redis.operations import Operation
 from chronica_redis.plans import RedisPlans
 from chronica_redis.urls import Settings, settings_of
 
@@ -221,7 +223,7 @@ class AsyncRedisStore(_Following, AsyncPlannedStore):
             self.plans.server_content_limit = limit
             self._checked = True
         try:
-            return await run_plan_async(plan, client.perform)
+            return await run_plan_async(plan, functools.partial(_perform, client))
         except Exception as error:
             self._closed_underneath(error, self._where)
             raise
@@ -267,6 +269,21 @@ class AsyncRedisStore(_Following, AsyncPlannedStore):
     def _forked(self) -> None:
         """In a child process: forget the parent's clients (their sockets are the parent's)."""
         self._clients = PerLoop(self._where, self._open_client, _close, _drop)
+
+
+async def _perform(client: AsyncClient, operation: Operation) -> Any:
+    """Perform ``operation``, then honour a cancellation the driver swallowed.
+
+    On Python 3.11, ``asyncio.wait_for`` (which redis-py sends each command through when
+    ``socket_timeout`` is set) returns its result, dropping the cancellation, when the task is
+    cancelled just as the command completes; a follower cancelled at that moment polled for ever.
+    The task still counts the request (``Task.cancelling()``), so it is raised here.
+    """
+    answer = await client.perform(operation)
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+    return answer
 
 
 async def _close(client: AsyncClient) -> None:

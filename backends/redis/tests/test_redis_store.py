@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import subprocess
 import sys
@@ -330,3 +331,34 @@ def test_an_async_operation_overtaken_by_close_is_a_store_error(
 
     with pytest.raises(StoreError, match="the store is closed"):
         asyncio.run(run())
+
+
+def test_a_cancellation_the_driver_swallowed_is_honoured(
+    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task cancelled as its command completes (Python 3.11's ``asyncio.wait_for`` then drops the
+    cancellation) ends cancelled, instead of going on: a follower so cancelled polled for ever."""
+    from chronica_redis.clients import AsyncClient
+
+    store = AsyncRedisStore(redis_url, prefix=prefix, **store_options())
+    perform = AsyncClient.perform
+
+    async def swallowing(client: AsyncClient, operation: Any) -> Any:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):  # as wait_for does when its inner task just finished
+            await asyncio.sleep(0)
+        return await perform(client, operation)
+
+    async def run() -> bool:
+        await store.create(Chronicum("cancelled", "ardian", datetime.now(UTC)))
+        monkeypatch.setattr(AsyncClient, "perform", swallowing)
+        reader = asyncio.create_task(store.acta("cancelled", ActaQuery()))
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        monkeypatch.setattr(AsyncClient, "perform", perform)
+        await store.close()
+        return reader.cancelled()
+
+    assert asyncio.run(run())
