@@ -347,7 +347,7 @@ def test_a_cancellation_the_driver_swallowed_is_honoured(
         task = asyncio.current_task()
         assert task is not None
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):  # as wait_for does when its inner task just finished
+        with contextlib.suppress(asyncio.CancelledError):  # as wait_for does when its task just ended
             await asyncio.sleep(0)
         return await perform(client, operation)
 
