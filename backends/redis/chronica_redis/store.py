@@ -116,20 +116,19 @@ class RedisStore(_Following, PlannedStore):
         self._secrets_of = url
         self.plans = _plans(settings)
         self._start_following()
+        client: BlockingClient | None = None
         try:
-            self._client = BlockingClient(blocking_client(settings), settings)
-            self.plans.server_content_limit = run_plan(self.plans_for_open(), self._client.perform)
-        except (RedisError, RedisClusterException) as error:
+            client = BlockingClient(blocking_client(settings), settings)
+            self.plans.server_content_limit = run_plan(durability.check(settings.durability), client.perform)
+        except (RedisError, RedisClusterException, StoreError) as error:
+            if client is not None:  # refused, or unreachable: its connections are closed
+                client.close()
             redact_error(error, url)
+            if isinstance(error, StoreError):
+                raise
             raise StoreError("redis: open", str(error)) from error
-        except StoreError as error:
-            redact_error(error, url)
-            raise
+        self._client = client
         _log.debug("opened a store on %s", masked_url(url))
-
-    def plans_for_open(self) -> Plan[Any, int]:
-        """The plan run when the store opens: the durability check (see :mod:`chronica_redis.durability`)."""
-        return durability.check(self._settings.durability)
 
     @property
     def client(self) -> Any:

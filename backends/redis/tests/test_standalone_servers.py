@@ -59,6 +59,8 @@ def test_a_server_that_loses_acknowledged_acta_is_refused_unless_the_risk_is_acc
     assert refused.value.where == "redis: open"
     assert named in str(refused.value) and option in str(refused.value)
     assert f"127.0.0.1:{server.port}" in str(refused.value)
+    with redis.Redis(port=server.port) as watcher:
+        assert len(watcher.client_list()) == 1, "the refused store left its connection open"
     with pytest.raises(StoreError, match=option):
         _first_operation_of_async_store(server.url)
     with RedisStore(server.url, **{option: True}) as store:
