@@ -10,7 +10,8 @@ too for the RedisSession rows)::
 Without ``--url`` / ``--cluster-url`` it starts its own servers from Debian's ``redis-server``
 on free loopback ports (one server with ``appendonly yes``, a six-node cluster), data in a
 temporary folder, and stops them by PID at the end; the keys it writes are never dropped, so
-point ``--url`` only at a throw-away server. It prints medians (µs) and ratios:
+point ``--url`` only at a throw-away server. It prints medians (µs) and ratios, the two sides'
+calls alternated:
 
 1. append (``Chronicarius.record_actum``, owner cached) and last-20 messages
    (``get_acta(kinds=[message], last_n=20)``) beside raw redis-py running the same scripts with
@@ -77,15 +78,18 @@ def _median_us(samples: list[float]) -> float:
     return statistics.median(samples) * 1e6
 
 
-def _timed(call: Callable[[], Any], repeat: int) -> float:
+def _paired(ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """Median µs of each, their calls alternated so that a busy machine slows both alike."""
     for _ in range(max(repeat // 10, 10)):
-        call()
-    samples = []
+        ours()
+        theirs()
+    samples: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    return _median_us(samples)
+        for call, kept in ((ours, samples[0]), (theirs, samples[1])):
+            start = time.perf_counter()
+            call()
+            kept.append(time.perf_counter() - start)
+    return _median_us(samples[0]), _median_us(samples[1])
 
 
 @contextmanager
@@ -167,10 +171,8 @@ def _history_row(chronicarius: Chronicarius, store: RedisStore, size: int, repea
     def append() -> Any:
         return chronicarius.record_actum(OWNER, _actum(chronicum_id, next(counter)))
 
-    read = _timed(window, repeat)
-    raw_read = _timed(_raw_window(store, store.plans, chronicum_id), repeat)
-    write = _timed(append, repeat)
-    raw_write = _timed(_raw_record(store, store.plans, chronicum_id), repeat)
+    read, raw_read = _paired(window, _raw_window(store, store.plans, chronicum_id), repeat)
+    write, raw_write = _paired(append, _raw_record(store, store.plans, chronicum_id), repeat)
     return (
         f"{size:>9,} {write:>9.1f} {raw_write:>9.1f} {write / raw_write:>6.2f} "
         f"{read:>9.1f} {raw_read:>9.1f} {read / raw_read:>6.2f}"
@@ -186,15 +188,20 @@ def history(url: str, sizes: list[int], repeat: int) -> None:
             print(_history_row(chronicarius, store, size, repeat))
 
 
-async def _timed_async(call: Callable[[], Any], repeat: int) -> float:
+async def _paired_async(
+    ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int
+) -> tuple[float, float]:
+    """:func:`_paired` for coroutines."""
     for _ in range(max(repeat // 10, 10)):
-        await call()
-    samples = []
+        await ours()
+        await theirs()
+    samples: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeat):
-        start = time.perf_counter()
-        await call()
-        samples.append(time.perf_counter() - start)
-    return _median_us(samples)
+        for call, kept in ((ours, samples[0]), (theirs, samples[1])):
+            start = time.perf_counter()
+            await call()
+            kept.append(time.perf_counter() - start)
+    return _median_us(samples[0]), _median_us(samples[1])
 
 
 async def _peer_row(chronicarius: AsyncChronicarius, session: Any, size: int, repeat: int) -> str:
@@ -211,10 +218,10 @@ async def _peer_row(chronicarius: AsyncChronicarius, session: Any, size: int, re
     def window() -> Any:
         return chronicarius.get_acta(OWNER, chronicum_id, actum_kinds=["message"], last_n=20)
 
-    write = await _timed_async(append, repeat)
-    peer_write = await _timed_async(lambda: session.add_items([{"role": "user", "content": CONTENT}]), repeat)
-    read = await _timed_async(window, repeat)
-    peer_read = await _timed_async(lambda: session.get_items(limit=20), repeat)
+    write, peer_write = await _paired_async(
+        append, lambda: session.add_items([{"role": "user", "content": CONTENT}]), repeat
+    )
+    read, peer_read = await _paired_async(window, lambda: session.get_items(limit=20), repeat)
     return (
         f"{size:>9,} {write:>9.1f} {peer_write:>9.1f} {write / peer_write:>6.2f} "
         f"{read:>9.1f} {peer_read:>9.1f} {read / peer_read:>6.2f}"

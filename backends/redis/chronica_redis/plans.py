@@ -59,16 +59,21 @@ _KINDS: Final = tuple(ActumKind)
 _ACTOR_KINDS: Final = tuple(ActorKind)
 
 
+_KIND_OF: Final = {str(kind): kind for kind in ActumKind}
+_ACTOR_KIND_OF: Final = {str(kind): kind for kind in ActorKind}
+
+
 def _entry_actum(chronicum_id: str, entry: Sequence[Any]) -> Actum:
     """The actum a stream entry holds.
 
     An entry is ``[entry id, [i, id, k, kind, a, actor kind, r, actor, c, content, t, at]]``.
+    Kinds are looked up in dicts (a context window builds twenty of these per read).
     """
     fields = entry[1]
     return build_actum(
         chronicum_id,
-        ActumKind(fields[3]),
-        ActorKind(fields[5]),
+        _KIND_OF[fields[3]],
+        _ACTOR_KIND_OF[fields[5]],
         fields[7],
         fields[9],
         fields[1],
