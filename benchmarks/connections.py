@@ -96,7 +96,10 @@ class Budget:
         """The budget as printed at the start of a run."""
         if server_port(self.url) is None:
             return "connection budget: none needed (no server)"
-        return f"connection budget: {self.most} server connections (--max-connections); a row may add its writers + {FEW}"
+        return (
+            f"connection budget: {self.most} server connections (--max-connections);"
+            f" a row may add its writers + {FEW}"
+        )
 
     def admit(self, row: str, writers: int) -> int | None:
         """Check that row ``row``, adding up to ``writers`` + :data:`FEW`, stays within the budget.

@@ -268,15 +268,17 @@ def _capability_lines(report: Report) -> list[str]:
         ratio = _median(ratios)
         out.append(
             f"\nbatch of {size} against one append: record_acta {_micro(batch)} us, record_actum"
-            f" {_micro(single)} us; batch/single: {ratio:.2f}x {_spread(ratios)}; per actum {ratio / size:.2f}x"
+            f" {_micro(single)} us; batch/single: {ratio:.2f}x {_spread(ratios)};"
+            f" per actum {ratio / size:.2f}x"
         )
     if report.listing:
         first = report.listing[0]
         counts = sorted({row.others for row in report.listing})
-        medians = ", ".join(
-            f"{others:,} others {_micro(_median([row.store.median_ns for row in report.listing if row.others == others]))} us"
+        by_count = {
+            others: _median([row.store.median_ns for row in report.listing if row.others == others])
             for others in counts
-        )
+        }
+        medians = ", ".join(f"{others:,} others {_micro(median)} us" for others, median in by_count.items())
         out.append(f"list_chronica limit {first.limit}, owner holds {first.owned}: {medians}")
         if report.listing_flat:
             flat = _median(report.listing_flat)

@@ -173,7 +173,7 @@ def run_threads(
     make_writer: Callable[[int], tuple[Writer, Closer]],
     warmup: int,
     writes: int,
-    when_warm: Callable[[], object] | None = None,
+    when_warm: Callable[[], None] | None = None,
 ) -> float:
     """Start ``writers`` threads, each writing ``warmup`` then ``writes`` times; return timed seconds.
 

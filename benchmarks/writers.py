@@ -140,7 +140,8 @@ class ManyWriters:
             return None, None
         if held is not None and before is not None and held - before > writers + FEW:
             self.note(
-                f"{name}: held {held - before} connections more than before it, past {writers} writers + {FEW}"
+                f"{name}: held {held - before} connections more than before it,"
+                f" past {writers} writers + {FEW}"
             )
         return taken, held
 

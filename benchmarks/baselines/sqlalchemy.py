@@ -20,11 +20,12 @@ Nothing here imports chronica-sqlalchemy: the tables are read from the database
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sqlite3
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     Engine,
@@ -88,8 +89,8 @@ def _engine(url: str, options: dict[str, str], **arguments: Any) -> Engine:
 class _Tables:
     """The store's ``chronica`` and ``acta`` tables, reflected once per database and schema."""
 
-    _cache: dict[tuple[str, str | None], _Tables] = {}
-    _lock = threading.Lock()
+    _cache: ClassVar[dict[tuple[str, str | None], _Tables]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, engine: Engine, schema: str | None) -> None:
         metadata = MetaData(schema=schema)
@@ -229,7 +230,8 @@ class _Statements:
         if self.dialect == "sqlite":
             self.advance = (
                 f"UPDATE {chronica} SET last_seq = last_seq + 1,"
-                f" last_actum_at = max(coalesce(last_actum_at, ?), ?) WHERE id = ? RETURNING last_seq, last_actum_at"
+                " last_actum_at = max(coalesce(last_actum_at, ?), ?) WHERE id = ?"
+                " RETURNING last_seq, last_actum_at"
             )
             self.insert = f"INSERT INTO {acta} ({columns}) VALUES (?, ?, {marks}, ?)"
         elif self.dialect == "mysql":
@@ -320,8 +322,7 @@ class _MySQLFloor:
 
     @staticmethod
     def _connect(statements: _Statements, *, autocommit: bool) -> Any:
-        import pymysql
-
+        pymysql = importlib.import_module("pymysql")  # installed with the mysql extra only
         return pymysql.connect(**statements.mysql_arguments(autocommit=autocommit))
 
     def append(self, actum: Actum) -> None:
