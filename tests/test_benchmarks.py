@@ -261,11 +261,11 @@ def test_the_writer_rows_refuse_a_row_past_the_budget_and_measure_none_of_it(
     budget = Budget(settings.url, most=60)
     many = writers.ManyWriters(settings, None, None, random.Random(1), budget, notes.append)
 
-    def row(runner: object) -> tuple[float, int | None]:
+    def measure(runner: object) -> tuple[float, int | None]:
         started.append("chronica threads")
         return 1.0, 70
 
-    monkeypatch.setattr(many, "rows", lambda: {"chronica threads": row})
+    monkeypatch.setattr(many, "rows", lambda: {"chronica threads": measure})
     [row] = many.measure(None)  # type: ignore[arg-type]
     assert started == [] and row.rounds == [None, None] and row.seconds == 0.0
     assert len(notes) == 2 and all("would pass the budget of 60" in note for note in notes)
