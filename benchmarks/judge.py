@@ -7,6 +7,7 @@ the run did not take (its phase not chosen, its column missing) yields no verdic
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 
 from benchmarks.acta import LAST_N
@@ -58,16 +59,21 @@ def _throughput(report: Report, mine: str, theirs: str) -> list[float]:
 
 def _async(report: Report, target: Target) -> tuple[list[float], float]:
     """Per run the worst async/sync ratio, and the limit: the target's, or ``or_driver_times``
-    the driver's worst asyncio/blocking ratio where that is higher."""
-    values, drivers = [], []
+    the driver's own asyncio/blocking ratio where that is higher (per operation and size the
+    median over the runs, then the highest of those)."""
+    values = []
+    drivers: dict[tuple[str, int], list[float]] = {}
     for run in _runs(report):
         rows = [row for row in report.latency if row.run == run and row.flavour == "async"]
         if rows:
             values.append(max(row.ratio["sync"] for row in rows))
-            drivers += [row.ratio["driver"] for row in rows if "driver" in row.ratio]
+        for row in rows:
+            if "driver" in row.ratio:
+                drivers.setdefault((row.operation, row.history), []).append(row.ratio["driver"])
     limit = target.limit
     if target.or_driver_times is not None and drivers:
-        limit = max(limit, target.or_driver_times * max(drivers))
+        driver = max(statistics.median(ratios) for ratios in drivers.values())
+        limit = max(limit, target.or_driver_times * driver)
     return values, limit
 
 
@@ -106,7 +112,8 @@ def _judge_one(report: Report, target: Target) -> Verdict | None:
     sign = "<=" if target.at_most is not None else ">="
     applied = target.limit if limit is None else limit
     column = f" {against}" if measure in ("read", "append", "threads") else ""
-    return Verdict.judge(target, f"{text} {sign} {applied:.2f}x{column}", values, limit)
+    over = "rounds" if measure in ("threads", "tasks") else "runs"
+    return Verdict.judge(target, f"{text} {sign} {applied:.2f}x{column}", values, limit, over)
 
 
 def judge(report: Report) -> list[Verdict]:

@@ -169,7 +169,7 @@ def verdicts(reports: Sequence[PeerReport]) -> list[Verdict]:
             if ours and theirs:
                 ratios = [own / other for own, other in zip(ours[0].rounds, theirs[0].rounds, strict=False)]
                 text = f"{ours[0].writers} {writer} {limit}'s {theirs[0].writer}"
-                found.append(Verdict.judge(target, text, ratios))
+                found.append(Verdict.judge(target, text, ratios, over="rounds"))
     return found
 
 

@@ -289,7 +289,8 @@ def verdicts(ratios: dict[str, list[float]]) -> list[Verdict]:
         if label is None or label not in ratios:
             continue
         sign = "<=" if target.at_most is not None else ">="
-        found.append(Verdict.judge(target, f"{label} {sign} {target.limit:g}x SQLiteSession", ratios[label]))
+        text = f"{label} {sign} {target.limit:g}x SQLiteSession"
+        found.append(Verdict.judge(target, text, ratios[label], over="rounds"))
     return found
 
 

@@ -129,20 +129,29 @@ class Verdict:
     holds: bool
     values: list[float] = field(default_factory=list)
     limit: float = 0.0
+    over: str = "runs"
 
     @classmethod
-    def judge(cls, target: Target, text: str, values: Sequence[float], limit: float | None = None) -> Verdict:
-        """Judge ``target`` (printed as ``text``) on the median of ``values`` (at least one)."""
+    def judge(
+        cls,
+        target: Target,
+        text: str,
+        values: Sequence[float],
+        limit: float | None = None,
+        over: str = "runs",
+    ) -> Verdict:
+        """Judge ``target`` (printed as ``text``) on the median of ``values`` (at least one), each
+        value one of ``over`` (``"runs"`` or ``"rounds"``)."""
         applied = target.limit if limit is None else limit
         value = float(statistics.median(values))
         holds = value <= applied if target.at_most is not None else value >= applied
-        return cls(text, value, holds, [float(one) for one in values], applied)
+        return cls(text, value, holds, [float(one) for one in values], applied, over)
 
     def spread(self) -> str:
         """``"3 runs 1.05-1.20"``: how many values and their range (one value: ``"1 run"``)."""
         if len(self.values) == 1:
-            return "1 run"
-        return f"{len(self.values)} runs {min(self.values):.2f}-{max(self.values):.2f}"
+            return f"1 {self.over.removesuffix('s')}"
+        return f"{len(self.values)} {self.over} {min(self.values):.2f}-{max(self.values):.2f}"
 
     def line(self) -> str:
         """The verdict as one printed line: ``ok``/``MISSED``, the target, the median, the spread."""

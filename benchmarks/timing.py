@@ -108,7 +108,8 @@ async def time_interleaved(
     (``None``: a generator seeded at random). An operation gets its round number (below
     ``warmup + repeat``), to pick pre-built input. The ``async_operations`` are awaited inside
     their timed span; the sync ones run blocking on the event loop, which is idle meanwhile. The
-    client CPU of each call is read around the timed span, not inside it.
+    client CPU of each call is read around the timed span, not inside it, less what those
+    readings cost by themselves.
 
     Bounded time: the warm-up ends early once it has used a tenth of ``budget_seconds`` (after one
     round), and the timed rounds end early once the whole budget is used (after
@@ -124,6 +125,7 @@ async def time_interleaved(
     samples: dict[str, list[int]] = {name: [] for name, _, _ in entries}
     cpu: dict[str, list[int]] = {name: [] for name, _, _ in entries}
     clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
+    reading = _clock_cost(clock, cpu_clock)
     began = time.perf_counter()
     timed_rounds = 0
     with quiet_collector():
@@ -145,13 +147,24 @@ async def time_interleaved(
                     start = clock()
                     await async_operation(round_number)
                     elapsed = clock() - start
-                cpu_spent = cpu_clock() - cpu_start
+                cpu_spent = max(0, cpu_clock() - cpu_start - reading)
                 if not warming:
                     samples[name].append(elapsed)
                     cpu[name].append(cpu_spent)
             if not warming:
                 timed_rounds += 1
     return {name: Timing.of(values, cpu[name]) for name, values in samples.items()}
+
+
+def _clock_cost(clock: Callable[[], int], cpu_clock: Callable[[], int]) -> int:
+    """The CPU the clock readings around a call cost by themselves (median of 101), to subtract."""
+    costs = []
+    for _ in range(101):
+        cpu_start = cpu_clock()
+        clock()
+        clock()
+        costs.append(cpu_clock() - cpu_start)
+    return int(statistics.median(costs))
 
 
 Writer = Callable[[int], object]

@@ -393,8 +393,8 @@ def test_peers_report_prints_ratios_and_the_sqlite_targets() -> None:
     assert "ok     last 20 at 100 <= 1.5x sqlite-session: 1.25 (1 run)" in text
     assert "MISSED last 20 (asyncio) at 100 <= 1x sqlite-session: 2.50 (1 run)" in text
     assert "ok     append (asyncio) at 100 <= 1x sqlite-session: 0.45 (1 run)" in text
-    assert "ok     40 chronica threads >= 0.9x sqlite-session's peer tasks: 0.90 (1 run)" in text
-    assert "ok     40 chronica tasks >= 0.8x sqlite-session's peer tasks: 0.85 (3 runs 0.80-0.90)" in text
+    assert "ok     40 chronica threads >= 0.9x sqlite-session's peer tasks: 0.90 (1 round)" in text
+    assert "ok     40 chronica tasks >= 0.8x sqlite-session's peer tasks: 0.85 (3 rounds 0.80-0.90)" in text
     [document] = json.loads(json.dumps([report.as_json()]))
     assert document["latency"][0]["ratio"] == 1.25
 
@@ -464,3 +464,14 @@ def test_side_by_side_judges_the_median_of_its_runs_ratios(
         == "  ok     postgresql+psycopg:// last-20 read <= 1.6x postgresql://: 1.25 (3 runs 1.20-1.90)"
     )
     assert lines[-1] == "  MISSED postgresql+psycopg:// append <= 1.6x postgresql://: 1.65 (3 runs 1.10-1.70)"
+
+
+def test_the_asyncio_target_allows_the_drivers_own_ratio_over_the_runs() -> None:
+    report = Report("postgresql://db", "postgres", {}, [100], 10, "3.11", "now", runs=3)
+    for run, (store, driver) in enumerate([(1.3, 1.5), (1.25, 1.0), (1.35, 1.15)], start=1):
+        ratio = {"sync": store, "driver": driver}
+        report.latency.append(LatencyRow("record_actum", "async", 100, run, Timing(1.0, 1.0, 1), {}, ratio))
+    [verdict] = [verdict for verdict in judge(report) if verdict.target.startswith("asyncio")]
+    assert verdict.limit == pytest.approx(1.1 * 1.15)  # the driver's median over the runs, not its worst
+    assert (verdict.value, verdict.holds) == (1.3, False)
+    assert verdict.target == "asyncio/blocking per op (worst) <= 1.26x"
