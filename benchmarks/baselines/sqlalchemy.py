@@ -37,7 +37,6 @@ from sqlalchemy import (
     create_engine,
     event,
     insert,
-    literal,
     make_url,
     select,
     text,
@@ -487,7 +486,7 @@ class AsyncFloor:
 
 
 class Core:
-    """SQLAlchemy Core on an engine of its own: the floor's jobs as Core statements."""
+    """SQLAlchemy Core on an engine of its own: the floor's jobs as Core statements, built once."""
 
     def __init__(self, url: str, options: dict[str, str]) -> None:
         self._url, self._options = url, options
@@ -495,7 +494,7 @@ class Core:
         self._dialect = _dialect(make_url(url))
         self._writes: Engine | None = None
         self._reads: Engine | None = None
-        acta = self._tables.acta
+        chronica, acta = self._tables.chronica, self._tables.acta
         self._window = (
             select(
                 acta.c.seq, acta.c.id, acta.c.kind, acta.c.actor_kind, acta.c.actor, acta.c.content, acta.c.at
@@ -504,50 +503,58 @@ class Core:
             .order_by(acta.c.seq.desc())
             .limit(20)
         )
-
-    def append(self, actum: Actum) -> None:
-        """Move the counter and insert the actum in one transaction (PostgreSQL: one statement)."""
-        if self._writes is None:
-            self._writes = _engine(self._url, self._options, pool_size=1, max_overflow=0)
-        chronica, acta = self._tables.chronica, self._tables.acta
-        now = _moment(self._dialect, datetime.now(UTC))
+        now = bindparam("now", type_=chronica.c.last_actum_at.type)
         moved = (
             update(chronica)
-            .where(chronica.c.id == actum.chronicum_id)
+            .where(chronica.c.id == bindparam("chronicum_id"))
             .values(
                 last_seq=chronica.c.last_seq + 1,
                 last_actum_at=case((chronica.c.last_actum_at > now, chronica.c.last_actum_at), else_=now),
             )
         )
-        values = {
-            "id": actum.id,
-            "kind": str(actum.kind),
-            "actor_kind": str(actum.actor_kind),
-            "actor": actum.actor,
-            "content": self._tables.content(actum.content),
+        fields = ["id", "kind", "actor_kind", "actor", "content"]
+        given = [bindparam(f"actum_{name}", type_=acta.c[name].type) for name in fields]
+        names = ["chronicum_id", "seq", *fields, "at"]
+        self._advance: Any = moved
+        self._insert: Any = insert(acta)
+        if self._dialect == "postgresql":  # one statement, in autocommit
+            chronicum = moved.returning(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at).cte()
+            source = select(chronicum.c.id, chronicum.c.last_seq, *given, chronicum.c.last_actum_at)
+            self._insert = insert(acta).from_select(names, source)
+        elif self._dialect == "sqlite":
+            self._advance = moved.returning(chronica.c.last_seq, chronica.c.last_actum_at)
+        else:
+            source = select(chronica.c.id, chronica.c.last_seq, *given, chronica.c.last_actum_at).where(
+                chronica.c.id == bindparam("chronicum_id")
+            )
+            self._insert = insert(acta).from_select(names, source)
+
+    def append(self, actum: Actum) -> None:
+        """Move the counter and insert the actum in one transaction (PostgreSQL: one statement)."""
+        if self._writes is None:
+            autocommit = {"isolation_level": "AUTOCOMMIT"} if self._dialect == "postgresql" else {}
+            self._writes = _engine(self._url, self._options, pool_size=1, max_overflow=0, **autocommit)
+        now = _moment(self._dialect, datetime.now(UTC))
+        content = self._tables.content(actum.content)
+        fields = {
+            "actum_id": actum.id,
+            "actum_kind": str(actum.kind),
+            "actum_actor_kind": str(actum.actor_kind),
+            "actum_actor": actum.actor,
+            "actum_content": content,
         }
-        names = ["chronicum_id", "seq", *values, "at"]
-        given = [literal(value, acta.c[name].type) for name, value in values.items()]
+        moving = {"chronicum_id": actum.chronicum_id, "now": now}
         with self._writes.begin() as connection:
             if self._dialect == "postgresql":
-                chronicum = moved.returning(
-                    chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at
-                ).cte()
-                source = select(chronicum.c.id, chronicum.c.last_seq, *given, chronicum.c.last_actum_at)
-                connection.execute(insert(acta).from_select(names, source))
+                connection.execute(self._insert, {**moving, **fields})
             elif self._dialect == "sqlite":
-                seq, at = connection.execute(
-                    moved.returning(chronica.c.last_seq, chronica.c.last_actum_at)
-                ).one()
-                connection.execute(
-                    insert(acta).values(chronicum_id=actum.chronicum_id, seq=seq, at=at, **values)
-                )
+                seq, at = connection.execute(self._advance, moving).one()
+                row = {"chronicum_id": actum.chronicum_id, "seq": seq, "at": at}
+                row.update((name.removeprefix("actum_"), value) for name, value in fields.items())
+                connection.execute(self._insert, row)
             else:
-                connection.execute(moved)
-                source = select(chronica.c.id, chronica.c.last_seq, *given, chronica.c.last_actum_at).where(
-                    chronica.c.id == actum.chronicum_id
-                )
-                connection.execute(insert(acta).from_select(names, source))
+                connection.execute(self._advance, moving)
+                connection.execute(self._insert, {"chronicum_id": actum.chronicum_id, **fields})
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
         """The newest 20 messages, oldest first, on the read engine (autocommit)."""
