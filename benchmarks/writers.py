@@ -148,10 +148,22 @@ class ManyWriters:
     def _held(self) -> int | None:
         return held_connections(self.settings.url)
 
+    def _timed_threads(self, make: Callable[[int], tuple[Writer, Closer]]) -> tuple[float, int | None]:
+        """:func:`run_threads` with this run's settings; its seconds and the connections held once warm."""
+        settings = self.settings
+        counted: list[int | None] = []
+        taken = run_threads(
+            settings.writers,
+            make,
+            settings.warmup,
+            settings.writes,
+            when_warm=lambda: counted.append(self._held()),
+        )
+        return taken, counted[0] if counted else None
+
     def _chronica_threads(self, runner: asyncio.Runner) -> tuple[float, int | None]:
         """Chronica's threads on a store of their own, timed on its second run (the first grows its pool)."""
         settings, label = self.settings, secrets.token_hex(3)
-        counted: list[int | None] = []
         with open_store(settings.url, **settings.options) as store:
             chronicarius = Chronicarius(store)
 
@@ -167,19 +179,11 @@ class ManyWriters:
                 return make
 
             run_threads(settings.writers, writer("untimed"), settings.warmup, settings.writes)
-            taken = run_threads(
-                settings.writers,
-                writer("timed"),
-                settings.warmup,
-                settings.writes,
-                when_warm=lambda: counted.append(self._held()),
-            )
-        return taken, counted[0] if counted else None
+            return self._timed_threads(writer("timed"))
 
     def _shared(self, runner: asyncio.Runner) -> tuple[float, int | None]:
         """Every thread appending to one chronicum, on a store of their own."""
         settings = self.settings
-        counted: list[int | None] = []
         with open_store(settings.url, **settings.options) as store:
             chronicarius = Chronicarius(store)
             shared_id = fresh_id("shared")
@@ -189,14 +193,7 @@ class ManyWriters:
                 acta = [story_actum(shared_id, number) for number in range(settings.warmup + settings.writes)]
                 return (lambda number: chronicarius.record_actum(OWNER, acta[number])), _nothing
 
-            taken = run_threads(
-                settings.writers,
-                make,
-                settings.warmup,
-                settings.writes,
-                when_warm=lambda: counted.append(self._held()),
-            )
-        return taken, counted[0] if counted else None
+            return self._timed_threads(make)
 
     def _writer_chronica(self, label: str) -> list[str]:
         """One chronicum a raw writer, created by the loader from this thread."""
@@ -210,7 +207,6 @@ class ManyWriters:
         assert self.baseline is not None
         settings, baseline = self.settings, self.baseline
         ids = self._writer_chronica(f"raw-threads-{secrets.token_hex(3)}")
-        counted: list[int | None] = []
 
         def make(index: int) -> tuple[Writer, Closer]:
             column = baseline.open_column(name, settings.url, settings.options)
@@ -220,14 +216,7 @@ class ManyWriters:
             ]
             return (lambda number: column.append(acta[number])), column.close
 
-        taken = run_threads(
-            settings.writers,
-            make,
-            settings.warmup,
-            settings.writes,
-            when_warm=lambda: counted.append(self._held()),
-        )
-        return taken, counted[0] if counted else None
+        return self._timed_threads(make)
 
     def _chronica_tasks(self, runner: asyncio.Runner) -> tuple[float, int | None]:
         """Chronica's asyncio tasks on a store of their own, timed on its second run."""

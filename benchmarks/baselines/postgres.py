@@ -124,18 +124,30 @@ class Loader:
         self._connection.close()
 
 
-class Floor:
-    """The floor: prepared statements on a connection kept from the first call."""
+class _Kept:
+    """One autocommit connection, opened on first use and kept until :meth:`close`."""
 
-    def __init__(self, url: str, options: dict[str, str]) -> None:
+    def __init__(self, url: str) -> None:
         self._url = url
-        self._append, self._window = _floor_statements(_schema(options))
         self._connection: psycopg.Connection[tuple[Any, ...]] | None = None
 
     def _connected(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self._connection is None:
             self._connection = _connect(self._url)
         return self._connection
+
+    def close(self) -> None:
+        """Close its connection."""
+        if self._connection is not None:
+            self._connection.close()
+
+
+class Floor(_Kept):
+    """The floor: prepared statements on a connection kept from the first call."""
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        super().__init__(url)
+        self._append, self._window = _floor_statements(_schema(options))
 
     def append(self, actum: Actum) -> None:
         """One prepared ``INSERT ... SELECT`` from the moved chronicum row."""
@@ -148,27 +160,16 @@ class Floor:
         rows.reverse()
         return rows
 
-    def close(self) -> None:
-        """Close its connection."""
-        if self._connection is not None:
-            self._connection.close()
 
-
-class StoreStatements:
+class StoreStatements(_Kept):
     """The store's own statements on psycopg as it comes (prepared after five runs, plans left auto)."""
 
     def __init__(self, url: str, options: dict[str, str]) -> None:
-        self._url = url
+        super().__init__(url)
         statements = Statements(_schema(options))
         self._record = statements.record
         self._window = statements.window(kinds=True, actor_kinds=False, limited=True)
         self._kinds = text_array(["message"])  # the parameter as the store sends it
-        self._connection: psycopg.Connection[tuple[Any, ...]] | None = None
-
-    def _connected(self) -> psycopg.Connection[tuple[Any, ...]]:
-        if self._connection is None:
-            self._connection = _connect(self._url)
-        return self._connection
 
     def append(self, actum: Actum) -> None:
         """The store's ``record`` statement, with the store's parameters (no NUL, no key)."""
@@ -179,11 +180,6 @@ class StoreStatements:
         """The store's window statement; its rows (the chronicum's own id in the first column)."""
         parameters = (chronicum_id, self._kinds, n, chronicum_id)
         return self._connected().execute(self._window, parameters).fetchall()
-
-    def close(self) -> None:
-        """Close its connection."""
-        if self._connection is not None:
-            self._connection.close()
 
 
 class AsyncFloor:
