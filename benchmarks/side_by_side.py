@@ -49,8 +49,7 @@ OWNER = "side-by-side"
 RUNS = 5
 """Runs by default, each opening its stores anew (new connections, new server processes). Their
 ratios are shown one by one beside their median: how far they agree says how far one figure can be
-trusted. On the 2-CPU test VM the runs of one invocation agreed within about 0.2x, while
-invocations some minutes apart differed more than that (the machine, not the code)."""
+trusted."""
 
 
 def _rounds(
