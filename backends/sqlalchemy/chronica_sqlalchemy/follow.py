@@ -5,9 +5,9 @@ on every thread and event loop. It runs in a daemon thread started by the first 
 connection of its own, and wakes the followers when the database may hold something new for them:
 
 - PostgreSQL on psycopg: ``LISTEN``/``NOTIFY``. Every append and every erasure notifies the
-  store's channel (:func:`follow_channel`) with the chronicum id from inside its own statement
-  (:func:`follow_notification`), so the notification is delivered when, and only if, the write
-  commits; the watcher listens with psycopg's ``Connection.notifies()`` and wakes the followers
+  store's channel with the chronicum id from inside its own statement (see
+  :mod:`chronica_sqlalchemy.dialects.postgresql`), so the notification is delivered when, and
+  only if, the write commits; the watcher listens with psycopg's ``Connection.notifies()`` and wakes the followers
   of the chronicum named. Nothing is read while followers are idle. When its connection is
   lost it wakes every follower (each reads again from its own position: no gap, no duplicate)
   and connects again after :data:`RECONNECT_PAUSE_SECONDS`.
@@ -44,17 +44,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import Engine, Table, create_engine, func, literal, select
-from sqlalchemy.engine import URL
+from sqlalchemy import Engine, Table, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import NullPool, SingletonThreadPool
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.pool import SingletonThreadPool
 
 from chronica_core import ActaQuery, Actum, ChronicumNotFound
 from chronica_core.follow import NEWEST, acta_after_by_windows, follow_reads, newest_actum_id
@@ -69,8 +66,6 @@ __all__ = [
     "UNWATCHED_WAIT_SECONDS",
     "WATCHER_NAME",
     "Watcher",
-    "follow_channel",
-    "follow_notification",
 ]
 
 SQLITE_PROBE_SECONDS: Final = 0.02
@@ -106,35 +101,6 @@ _CREATING: Final = threading.Lock()
 """Held while a store creates its watcher, so that racing first waits make one."""
 
 
-def follow_channel(schema: str | None) -> str:
-    """The PostgreSQL channel the appends and erasures of the tables in ``schema`` notify.
-
-    Args:
-        schema: the store's ``schema`` option (``None``: the connection's default schema).
-
-    Returns:
-        ``chronica_sqlalchemy_`` and 16 hex characters of a digest of the schema name: an
-        identifier needing no quotes, well under PostgreSQL's 63 bytes, whatever the schema is
-        called. The notification's payload is the chronicum id.
-    """
-    digest = hashlib.blake2b(f"chronica-sqlalchemy follow {schema or ''}".encode(), digest_size=8)
-    return f"chronica_sqlalchemy_{digest.hexdigest()}"
-
-
-def follow_notification(chronica: Table, schema: str | None) -> ColumnElement[Any]:
-    """The PostgreSQL expression ``pg_notify(channel, chronica.id)``, for a write's ``RETURNING``.
-
-    Returned by the statement that locks the chronicum's row (an append's counter update, an
-    erasure's marking), it queues the notification in that write's transaction: PostgreSQL
-    delivers it at commit, and drops it on rollback.
-
-    Args:
-        chronica: the store's ``chronica`` table.
-        schema: the store's ``schema`` option (see :func:`follow_channel`).
-    """
-    return func.pg_notify(literal(follow_channel(schema)), chronica.c.id)
-
-
 def _listens(engine: Engine) -> bool:
     """Whether the watcher on ``engine`` listens (PostgreSQL on psycopg 3) rather than probes."""
     return engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
@@ -154,7 +120,8 @@ class Watcher:
         engine: the blocking engine the watcher connects with; ``None`` for a store that has
             nothing to watch (its followers read again every :data:`UNWATCHED_WAIT_SECONDS`).
         chronica: the store's ``chronica`` table.
-        channel: the channel to listen on (see :func:`follow_channel`), used on PostgreSQL with psycopg.
+        channel: the channel to listen on, used on PostgreSQL with psycopg (see
+            :func:`chronica_sqlalchemy.dialects.postgresql.follow_channel`).
     """
 
     def __init__(self, engine: Engine | None, chronica: Table, channel: str) -> None:
@@ -255,19 +222,20 @@ class Watcher:
                     return
 
     def _listen(self, engine: Engine) -> None:
-        """``LISTEN`` on one connection of ``engine``'s pool, closed (never pooled again) when done."""
-        pooled = engine.raw_connection()
-        try:
-            connection: Any = pooled.driver_connection  # psycopg.Connection
-            connection.rollback()
-            connection.autocommit = True
-            connection.execute(f'LISTEN "{self._channel}"')
-            self._wake(None)  # whatever was written while it was not listening
-            while not self._ending():
-                for notification in connection.notifies(timeout=LISTEN_CHECK_SECONDS):
-                    self._wake({notification.payload})
-        finally:
-            pooled.invalidate()  # autocommit and LISTEN are not for the pool's other users
+        """``LISTEN`` on a connection of ``engine`` in autocommit, ended (never pooled again) when done.
+
+        SQLAlchemy has no notifications: they are read with psycopg's ``Connection.notifies()``.
+        """
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            try:
+                connection.exec_driver_sql(f'LISTEN "{self._channel}"')
+                listening: Any = connection.connection.driver_connection  # psycopg.Connection
+                self._wake(None)  # whatever was written while it was not listening
+                while not self._ending():
+                    for notification in listening.notifies(timeout=LISTEN_CHECK_SECONDS):
+                        self._wake({notification.payload})
+            finally:
+                connection.invalidate()  # LISTEN is not for the pool's other users
 
     def _probe_sqlite(self, connection: Any) -> None:
         """Ask ``data_version``; only when it changed, read the followed chronica's positions."""
@@ -431,25 +399,3 @@ class AsyncFollowing:
     def _close_watcher(self) -> None:
         if self._watcher is not None:
             self._watcher.close()
-
-
-def blocking_watcher_engine(url: URL) -> Engine | None:
-    """A pool-less blocking engine on ``url`` for the watcher of an asyncio store's driver.
-
-    Args:
-        url: the asyncio engine's URL (its password included); its driver is replaced by the
-            blocking twin (:func:`chronica_sqlalchemy.engines.sync_url`).
-
-    Returns:
-        The engine (SQLite's configured as the store's), or ``None`` when that driver is not
-        installed (the followers then read again every :data:`UNWATCHED_WAIT_SECONDS`).
-    """
-    from chronica_sqlalchemy.engines import configure_sqlite, sync_url
-
-    try:
-        engine = create_engine(sync_url(url), poolclass=NullPool)
-    except ModuleNotFoundError:
-        return None
-    if engine.dialect.name == "sqlite":
-        configure_sqlite(engine)
-    return engine
