@@ -61,6 +61,10 @@ def _padded(name: str, kinds: tuple[ActumKind | ActorKind, ...], count: int) -> 
     return {f"{name}_{index}": values[min(index, len(values) - 1)] for index in range(count)}
 
 
+def _first(plan: Plan[Step, list[Actum]]) -> Plan[Step, Actum]:
+    return (yield from plan)[0]
+
+
 def _slots(name: str, count: int) -> list[Any]:
     return [bindparam(f"{name}_{index}", type_=String()) for index in range(count)]
 
@@ -172,11 +176,11 @@ class Plans:
 
     def record(self, actum: Actum) -> Plan[Step, Actum]:
         """Append ``actum`` at the chronicum's next place; ``ChronicumNotFound`` if there is none."""
-        return translated("record actum", self._record(actum, None))
+        return translated("record actum", _first(self._record([actum], None)))
 
     def record_idempotent(self, actum: Actum, key: str) -> Plan[Step, Actum]:
         """Append ``actum`` under ``key``, or return the actum the key already holds in the chronicum."""
-        return translated("record actum", again_if_disconnected(lambda: self._record(actum, key)))
+        return translated("record actum", again_if_disconnected(lambda: _first(self._record([actum], key))))
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
         """Return the context window in one query; ``ChronicumNotFound`` if the chronicum is missing."""
@@ -190,8 +194,8 @@ class Plans:
         """
         batch = list(acta)
         if key is None:
-            return translated("record acta", self._record_many(batch, None))
-        return translated("record acta", again_if_disconnected(lambda: self._record_many(batch, key)))
+            return translated("record acta", self._record(batch, None))
+        return translated("record acta", again_if_disconnected(lambda: self._record(batch, key)))
 
     def list_chronica(
         self, owner_id: str, limit: int, after: ListingPosition | None
@@ -277,27 +281,7 @@ class Plans:
         check_row("sqlalchemy: get chronicum", "chronicum id", chronicum_id, row[0])
         return Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3])
 
-    def _record(self, actum: Actum, key: str | None) -> Plan[Step, Actum]:
-        limit = yield from self._limit(write=True)
-        check_content_size(actum.content, limit)
-        try:
-            try:
-                at = yield from self.rules.append(actum, key, datetime.now(UTC))
-            except DBAPIError as error:
-                yield from self._refused_as_too_large(error, actum.content)
-                raise
-            yield COMMIT
-        except IntegrityError:
-            if key is None:
-                raise
-            yield ROLLBACK  # another write holds the key: read it back instead
-            kept = yield from self._keyed(actum.chronicum_id, key)
-            if not kept:
-                raise
-            return kept[0]
-        return recorded_at(actum, at)
-
-    def _record_many(self, acta: list[Actum], key: str | None) -> Plan[Step, list[Actum]]:
+    def _record(self, acta: list[Actum], key: str | None) -> Plan[Step, list[Actum]]:
         """Check every content, move the counter by ``len(acta)``, insert them, commit.
 
         One ``at`` for the whole batch; the key and the batch's size on the first actum. A key
@@ -309,7 +293,7 @@ class Plans:
         sizes = [content_size(actum.content) for actum in acta]
         try:
             try:
-                at = yield from self.rules.append_many(acta, key, datetime.now(UTC), self._chunks(sizes))
+                at = yield from self.rules.append(acta, key, datetime.now(UTC), self._chunks(sizes))
             except DBAPIError as error:
                 yield from self._refused_as_too_large(
                     error, acta[max(range(len(acta)), key=sizes.__getitem__)].content

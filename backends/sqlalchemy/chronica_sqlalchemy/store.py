@@ -1,11 +1,8 @@
-"""The blocking and the asyncio SQLAlchemy stores: each runs the plans of :mod:`.plans`.
+"""The blocking and the asyncio stores: the operations of :class:`chronica_core.PlannedStore`.
 
-All keep the store contract (``chronica_core.store``) on every dialect, checked by
-``chronica-conformance``. Neither checks owners nor validates: that is ``Chronicarius``'s job.
-The operations are those of :class:`chronica_core.PlannedStore` and
-:class:`chronica_core.AsyncPlannedStore`; each store only says where a plan runs
-(:mod:`.executor`): on an ``Engine``'s connection, on an ``AsyncEngine``'s through
-``AsyncConnection.run_sync``, or on a worker thread.
+Each store only says where a plan of :mod:`.plans` runs (:mod:`.executor`): on an ``Engine``'s
+connection, on an ``AsyncEngine``'s through ``AsyncConnection.run_sync``, or on a worker thread.
+Owners and validation are ``Chronicarius``'s job, not theirs.
 """
 
 from __future__ import annotations
@@ -59,11 +56,8 @@ __all__ = [
 
 Result = TypeVar("Result")
 
-_SQLITE_WORKERS = 2
-"""Default worker threads of :class:`AsyncThreadedSQLAlchemyStore` on SQLite (see its ``workers``)."""
-
-_DEFAULT_POOL_SIZE = 5
-"""SQLAlchemy's default ``pool_size``: the threaded store's workers on a server pool of no limit."""
+_SQLITE_WORKERS = 2  # the threaded store's default on SQLite (see its ``workers``)
+_DEFAULT_POOL_SIZE = 5  # SQLAlchemy's default pool_size: its default on a server pool of no limit
 
 _log = logging.getLogger("chronica.sqlalchemy")
 
@@ -90,14 +84,11 @@ class _Store:
         self._auto_migrate = auto_migrate
         self._pending_open = True
         self._owns_engine = owns_engine
-        _log.debug("opened a %s on %s (%s)", type(self).__name__, self._shown(), type(engine.pool).__name__)
-
-    def _shown(self) -> str:
-        """The store's URL as it may be shown: its password masked."""
-        return masked_url(self._secrets_of)
+        shown, pool = masked_url(self._secrets_of), type(engine.pool).__name__
+        _log.debug("opened a %s on %s (%s)", type(self).__name__, shown, pool)
 
     def _log_closed(self) -> None:
-        _log.debug("closed the %s on %s", type(self).__name__, self._shown())
+        _log.debug("closed the %s on %s", type(self).__name__, masked_url(self._secrets_of))
 
 
 def _engines(url: str, options: EngineOptions) -> tuple[Engine, Engine | None]:
@@ -130,9 +121,10 @@ class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
             ``acta`` tables chronica-sqlalchemy did not create: they are left untouched, and the
             message names them and what to do.
         InvalidOption: ``schema`` given for SQLite, or empty, or ``max_content_bytes`` not a whole
-            number from 0 to the most the dialect could take (checked before anything is written).
+            number from 0 to the most the dialect could take (before anything is written).
     """
 
+    plans: Plans
     backend_name = "sqlalchemy"
 
     engine: Engine
@@ -216,6 +208,7 @@ class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
 class _AsyncStore(AsyncPlannedStore, _Store):
     """What both asyncio stores share: migrate (or check) before the first operation, then run each plan."""
 
+    plans: Plans
     backend_name = "sqlalchemy"
 
     @abstractmethod
@@ -248,12 +241,10 @@ class AsyncSQLAlchemyStore(AsyncFollowing, _AsyncStore):
     ``open_async_store(url)`` gives this store for MariaDB/MySQL, PostgreSQL and
     ``sqlite+aiosqlite://``; for other SQLite URLs :class:`AsyncThreadedSQLAlchemyStore`.
 
-    Opened from a URL (:meth:`open`), one store serves every event loop of the process, one after
-    another and at once: each loop gets engines of its own on its first operation, so that no
-    pooled connection crosses loops (loops one after another take turns with :attr:`engine`),
-    disposed of when that loop closes, and every one at :meth:`close` (see
-    :class:`chronica_core.loops.PerLoop`). An engine given to the constructor is used as it is
-    in every loop: give it a ``NullPool`` to use it from several loops, or give a URL.
+    Opened from a URL, one store serves every event loop of the process: each loop gets engines
+    of its own (loops one after another take turns with :attr:`engine`), disposed of when that
+    loop closes, and every one at :meth:`close` (see :class:`chronica_core.loops.PerLoop`). An
+    engine given to the constructor serves every loop: give it a ``NullPool`` then.
 
     On SQLite an operation runs to its end even when the task awaiting it is cancelled (the task
     stops waiting at once; a write may still land, so retry it with the same idempotency key):

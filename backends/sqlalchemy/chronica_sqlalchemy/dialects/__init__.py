@@ -22,5 +22,5 @@ _ROOMS: dict[str, type[StoreDialect]] = {
 
 
 def store_dialect_class(dialect_name: str) -> type[StoreDialect]:
-    """The room for SQLAlchemy's ``dialect_name`` (``"sqlite"``, ``"mariadb"``...): its own, or the default."""
+    """The room for SQLAlchemy's ``dialect_name`` (``"sqlite"``, ``"mariadb"``...), or the default one."""
     return _ROOMS.get(dialect_name, StoreDialect)

@@ -25,7 +25,6 @@ from sqlalchemy import (
     bindparam,
     case,
     insert,
-    literal_column,
     or_,
     select,
     true,
@@ -96,8 +95,7 @@ class StoreDialect:
     def __init__(self, tables: Tables, dialect: Dialect, schema: str | None) -> None:
         self.tables, self.dialect, self.schema = tables, dialect, schema
         acta, chronica = tables.acta, tables.chronica
-        self.advance: Executable = self._advance(literal_column("1"))
-        self.advance_many: Executable = self._advance(bindparam("count", type_=Integer()))
+        self.advance: Executable = self._advance(bindparam("count", type_=Integer()))
         # by whether the database echoes inserted rows (MariaDB tells once connected)
         self.inserts: dict[bool, Executable] = {
             False: insert(acta),
@@ -134,7 +132,7 @@ class StoreDialect:
         """``statement`` returning ``columns`` where the database can (else its rowcount tells)."""
         return statement.returning(*columns) if self.dialect.update_returning else statement
 
-    def _advance(self, by: Any) -> Executable:
+    def _advance(self, by: Any) -> Update:
         """Lock a live chronicum's row, move ``last_seq`` on by ``by`` and decide ``at`` there.
 
         ``at`` is the writer's clock (parameter ``at``), raised to ``last_actum_at`` when that is
@@ -170,31 +168,24 @@ class StoreDialect:
         check_row(where, "chronicum id", chronicum_id, row[0])
         return int(row[1]), row[2]
 
-    def append(self, actum: Actum, key: str | None, now: datetime) -> Plan[Step, datetime]:
-        """Give ``actum`` the chronicum's next place and insert it; return its ``at``.
-
-        Raises ``ChronicumNotFound``, or ``StoreError`` when a row answers for another than asked.
-        """
-        where = "sqlalchemy: record actum"
-        parameters = {"chronicum_id": actum.chronicum_id, "at": now}
-        seq, at = yield from self.moved(self.advance, parameters, where)
-        echoes = self.echoes
-        inserted: CursorResult[Any] = yield execute(self.inserts[echoes], actum_row(actum, seq, at, key))
-        self.check_inserted(inserted, [actum], echoes)
-        return at  # type: ignore[no-any-return]
-
-    def append_many(
+    def append(
         self, acta: list[Actum], key: str | None, now: datetime, ends: list[int]
     ) -> Plan[Step, datetime]:
-        """Move the counter by ``len(acta)``, insert them in statements ending at ``ends``; return ``at``."""
-        count, where = len(acta), "sqlalchemy: record acta"
+        """Give ``acta`` the chronicum's next places and insert them, in statements ending at ``ends``.
+
+        Returns their ``at``. Raises ``ChronicumNotFound``, or ``StoreError`` when a row answers
+        for another chronicum or actum than asked.
+        """
+        count = len(acta)
+        where = "sqlalchemy: record actum" if count == 1 else "sqlalchemy: record acta"
         parameters = {"chronicum_id": acta[0].chronicum_id, "count": count, "at": now}
-        last_seq, at = yield from self.moved(self.advance_many, parameters, where)
+        last_seq, at = yield from self.moved(self.advance, parameters, where)
         first, start, echoes = last_seq - count + 1, 0, bool(self.dialect.insert_executemany_returning)
         for end in ends:
             rows = [batch_row(acta[i], i, count, first + i, at, key) for i in range(start, end)]
-            inserted: CursorResult[Any] = yield execute(self.inserts_many[echoes], rows)
-            self.check_inserted(inserted, acta[start:end], echoes)
+            statement = self.inserts_many[echoes] if len(rows) > 1 else self.inserts[self.echoes]
+            inserted: CursorResult[Any] = yield execute(statement, rows if len(rows) > 1 else rows[0])
+            self.check_inserted(inserted, acta[start:end], echoes if len(rows) > 1 else self.echoes)
             start = end
         return at  # type: ignore[no-any-return]
 

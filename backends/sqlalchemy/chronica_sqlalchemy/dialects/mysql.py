@@ -16,7 +16,7 @@ from sqlalchemy import (
     CursorResult,
     Executable,
     Integer,
-    String,
+    Update,
     bindparam,
     column,
     func,
@@ -34,8 +34,7 @@ from sqlalchemy.exc import DBAPIError
 from chronica_core.errors import ChronicumNotFound, StoreError
 from chronica_core.model import Actum
 from chronica_core.plans import Plan
-from chronica_sqlalchemy.dialects.default import EPOCH, MICROSECOND, StoreDialect, actum_row, batch_row
-from chronica_sqlalchemy.schema import Content, Identifier, Tables
+from chronica_sqlalchemy.dialects.default import EPOCH, MICROSECOND, StoreDialect, batch_row
 from chronica_sqlalchemy.steps import Step, execute
 
 __all__ = ["STATEMENT_RESERVE", "MySQLStoreDialect"]
@@ -60,35 +59,6 @@ class MySQLStoreDialect(StoreDialect):
     creates_schemas: ClassVar[bool] = True
     add_column_guard: ClassVar[str] = " IF NOT EXISTS"  # a step cut short is finished by the next
 
-    def __init__(self, tables: Tables, dialect: Any, schema: str | None) -> None:
-        super().__init__(tables, dialect, schema)
-        acta, chronica = tables.acta, tables.chronica
-        row = select(
-            chronica.c.id,
-            chronica.c.last_seq,
-            bindparam("id", type_=Identifier()),
-            bindparam("kind", type_=String()),
-            bindparam("actor_kind", type_=String()),
-            bindparam("actor", type_=Identifier()),
-            bindparam("content", type_=Content()),
-            chronica.c.last_actum_at,
-            bindparam("idempotency_key", type_=Identifier()),
-        ).where(chronica.c.id == bindparam("chronicum_id"))
-        names = (
-            "chronicum_id",
-            "seq",
-            "id",
-            "kind",
-            "actor_kind",
-            "actor",
-            "content",
-            "at",
-            "idempotency_key",
-        )
-        from_chronicum = insert(acta).from_select([acta.c[name] for name in names], row)
-        # MariaDB 10.5+ echoes the inserted row's ids; MySQL cannot
-        self.inserts = {False: from_chronicum, True: from_chronicum.returning(acta.c.chronicum_id, acta.c.id)}
-
     @classmethod
     def schema_name_problem(cls, name: str) -> str | None:
         """Names the server refuses, reads otherwise, or could not keep apart from another."""
@@ -108,7 +78,7 @@ class MySQLStoreDialect(StoreDialect):
             )
         return None
 
-    def _advance(self, by: Any) -> Executable:
+    def _advance(self, by: Any) -> Update:
         """Move the counter; ``at`` (parameter ``at_us``, in microseconds) goes back as ``lastrowid``."""
         chronica = self.tables.chronica
         epoch: Any = literal_column("'1970-01-01 00:00:00'")
@@ -132,21 +102,13 @@ class MySQLStoreDialect(StoreDialect):
             raise ChronicumNotFound(parameters["chronicum_id"])
         return EPOCH + int(moved.lastrowid) * MICROSECOND
 
-    def append(self, actum: Actum, key: str | None, now: datetime) -> Plan[Step, datetime]:
-        """The counter's ``UPDATE``, then ``INSERT ... SELECT`` from the chronicum's row."""
-        at = yield from self._moved_at(self.advance, {"chronicum_id": actum.chronicum_id}, now)
-        echoes = self.echoes
-        inserted: CursorResult[Any] = yield execute(self.inserts[echoes], actum_row(actum, 0, now, key))
-        self.check_inserted(inserted, [actum], echoes)
-        return at
-
-    def append_many(
+    def append(
         self, acta: list[Actum], key: str | None, now: datetime, ends: list[int]
     ) -> Plan[Step, datetime]:
         """Each row's ``seq`` read from the chronicum's row this transaction moved and holds."""
         acta_table, chronica, count = self.tables.acta, self.tables.chronica, len(acta)
         parameters = {"chronicum_id": acta[0].chronicum_id, "count": count}
-        at = yield from self._moved_at(self.advance_many, parameters, now)
+        at = yield from self._moved_at(self.advance, parameters, now)
         last_seq = select(chronica.c.last_seq).where(chronica.c.id == acta[0].chronicum_id).scalar_subquery()
         start, echoes = 0, self.echoes
         for end in ends:
@@ -162,8 +124,9 @@ class MySQLStoreDialect(StoreDialect):
         return at
 
     def window(self, filters: list[ColumnElement[bool]], limited: bool) -> Executable:
-        """The acta and the chronicum's row as a ``UNION ALL`` (a derived table of them would be
-        materialised, ``LONGTEXT`` and all, in an on-disk temporary table); :meth:`in_order` sorts.
+        """The acta and the chronicum's row as a ``UNION ALL``; :meth:`in_order` sorts them.
+
+        A derived table of them would be materialised, ``LONGTEXT`` and all, on disk.
         """
         chronica, acta = self.tables.chronica, self.tables.acta
         recent = select(acta.c.chronicum_id, acta.c.seq, *self.actum_columns()).where(

@@ -42,7 +42,6 @@ from chronica_core.errors import ChronicumNotFound
 from chronica_core.limits import POSTGRESQL_MAX_CONTENT_BYTES
 from chronica_core.model import Actum
 from chronica_core.plans import Plan
-from chronica_core.rows import check_row
 from chronica_sqlalchemy.dialects.default import StoreDialect
 from chronica_sqlalchemy.schema import Content, Identifier, Tables
 from chronica_sqlalchemy.steps import Step, execute
@@ -122,7 +121,7 @@ class PostgreSQLStoreDialect(StoreDialect):
         writers of one chronicum commit in ``seq`` order. Returns ``(chronicum id, id, at)``.
         """
         acta = self.tables.acta
-        moved = self._advance(literal_column("1")).cte("moved")  # type: ignore[attr-defined]
+        moved = self._advance(literal_column("1")).cte("moved")
         row = select(
             moved.c.id,
             moved.c.last_seq,
@@ -144,7 +143,7 @@ class PostgreSQLStoreDialect(StoreDialect):
         batch's size. Returns ``(chronicum id, id, at)`` per actum.
         """
         acta, count = self.tables.acta, bindparam("count", type_=Integer())
-        moved = self._advance(count).cte("moved")  # type: ignore[attr-defined]
+        moved = self._advance(count).cte("moved")
         given = (
             func.unnest(
                 bindparam("actum_ids", type_=ARRAY(Identifier())),
@@ -186,47 +185,38 @@ class PostgreSQLStoreDialect(StoreDialect):
             "idempotency_key": key,
         }
 
-    def append(self, actum: Actum, key: str | None, now: datetime) -> Plan[Step, datetime]:
-        """The append's one statement, in autocommit; no row back means no live chronicum."""
-        where = "sqlalchemy: record actum"
-        parameters = self.record_parameters(actum, now, key)
-        stored: CursorResult[Any] = yield execute(
-            self.record_statement, parameters, write=True, autocommit=True
-        )
-        row: Any = stored.first()
-        if row is None:
-            raise ChronicumNotFound(actum.chronicum_id)
-        check_row(where, "chronicum id", actum.chronicum_id, row[0])
-        check_row(where, "actum id", actum.id, row[1])
-        return row[2]  # type: ignore[no-any-return]
-
-    def append_many(
+    def append(
         self, acta: list[Actum], key: str | None, now: datetime, ends: list[int]
     ) -> Plan[Step, datetime]:
         """One statement in autocommit; a batch too large for one, in a transaction (the default's)."""
         if len(ends) > 1:
-            return (yield from super().append_many(acta, key, now, ends))
+            return (yield from super().append(acta, key, now, ends))
+        if len(acta) == 1:
+            statement, parameters = self.record_statement, self.record_parameters(acta[0], now, key)
+        else:
+            statement, parameters = self._record_many, self._batch_parameters(acta, key, now)
+        inserted: CursorResult[Any] = yield execute(statement, parameters, write=True, autocommit=True)
+        rows = [tuple(row) for row in inserted.all()]
+        if not rows:
+            raise ChronicumNotFound(acta[0].chronicum_id)
+        self.check_echoed(acta, rows)
+        return rows[0][2]  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _batch_parameters(acta: list[Actum], key: str | None, now: datetime) -> dict[str, Any]:
         count = len(acta)
-        parameters = {
+        return {
             "chronicum_id": acta[0].chronicum_id,
             "at": now,
             "count": count,
             "idempotency_key": key,
-            "batch_size": count if key is not None and count > 1 else None,
+            "batch_size": count if key is not None else None,
             "actum_ids": [actum.id for actum in acta],
             "kinds": [actum.kind.value for actum in acta],
             "actor_kinds": [actum.actor_kind.value for actum in acta],
             "actors": [actum.actor for actum in acta],
             "contents": [actum.content.encode("utf-8") for actum in acta],
         }
-        inserted: CursorResult[Any] = yield execute(
-            self._record_many, parameters, write=True, autocommit=True
-        )
-        rows = [tuple(row) for row in inserted.all()]
-        if not rows:
-            raise ChronicumNotFound(acta[0].chronicum_id)
-        self.check_echoed(acta, rows)
-        return rows[0][2]  # type: ignore[no-any-return]
 
     def listed_id(self) -> Any:
         """``id COLLATE "C"``: code point order, whatever the database's collation."""
