@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from chronica_sqlalchemy.dialects.default import actum_row
 from chronica_sqlalchemy.engines import (
+    AUTOCOMMIT,
     EngineOptions,
     create_async_read_engine,
     create_async_store_engine,
@@ -37,9 +39,9 @@ from chronica_sqlalchemy.engines import (
     create_store_engine,
     sync_url,
 )
-from chronica_sqlalchemy.plans import AUTOCOMMIT, WRITE_OPTION, Plans, actum_row
+from chronica_sqlalchemy.plans import Plans
 from chronica_sqlalchemy.schema import Tables, is_mysql
-from sqlalchemy import Engine, update
+from sqlalchemy import Connection, Engine, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
@@ -86,22 +88,26 @@ class _Core:
             self.read_engine.dispose()
 
 
+def _begin_writing(connection: Connection) -> None:
+    """SQLite: begin with ``BEGIN IMMEDIATE``, as the store's writes do."""
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def _append(engine: Engine, plans: Plans, actum: Actum) -> None:
-    now = datetime.now(UTC)
+    """The statements of the store's dialect room for one append, each run on the Connection."""
     with engine.connect() as connection:
-        connection.execution_options(**{WRITE_OPTION: True})
-        if plans.record_statement is not None:  # PostgreSQL: one statement, its own transaction
+        if plans.autocommit:  # PostgreSQL: one statement, its own transaction
             connection.execution_options(isolation_level=AUTOCOMMIT)
-            connection.execute(plans.record_statement, plans.record_parameters(actum, now)).all()
-        elif plans.counter == "returning":
-            row = connection.execute(
-                plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": now}
-            ).one()
-            connection.execute(plans.insert_actum_statement, actum_row(actum, row[1], row[2])).all()
-        else:  # MariaDB/MySQL: the insert takes seq and at from the chronicum's row
-            at_us = (now - _EPOCH) // timedelta(microseconds=1)
-            connection.execute(plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at_us": at_us})
-            connection.execute(plans.insert_actum_statement, actum_row(actum, 0, now))
+        else:
+            _begin_writing(connection)
+        statements = plans.rules.append([actum], None, datetime.now(UTC), [1])
+        outcome = None
+        try:
+            while True:
+                outcome = connection.execute(*statements.send(outcome).args)
+        except StopIteration:
+            pass
         connection.commit()
 
 
@@ -355,7 +361,7 @@ class RawBaseline:
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
         """Insert the chronicum's row, as ``Store.create`` does."""
         with self._core.engine.connect() as connection:
-            connection.execution_options(**{WRITE_OPTION: True})
+            _begin_writing(connection)
             connection.execute(
                 self._core.plans.tables.chronica.insert(),
                 _chronicum_row(chronicum_id, owner_id, datetime.now(UTC)),
@@ -366,7 +372,7 @@ class RawBaseline:
         """Insert many chronica's rows in batches (executemany), in one transaction, then ANALYZE."""
         table = self._core.plans.tables.chronica
         with self._core.engine.connect() as connection:
-            connection.execution_options(**{WRITE_OPTION: True})
+            _begin_writing(connection)
             for start in range(0, len(chronica), _FILL_BATCH):
                 rows = [
                     _chronicum_row(chronicum.id, chronicum.owner_id, chronicum.started_at)
@@ -382,7 +388,7 @@ class RawBaseline:
         """Insert the history in batches (executemany) and move the chronicum's counter past it."""
         tables = self._core.plans.tables
         with self._core.engine.connect() as connection:
-            connection.execution_options(**{WRITE_OPTION: True})  # one transaction on SQLite too
+            _begin_writing(connection)  # one transaction on SQLite too
             for start in range(0, len(acta), _FILL_BATCH):
                 batch = acta[start : start + _FILL_BATCH]
                 rows = [

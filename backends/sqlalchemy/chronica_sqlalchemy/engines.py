@@ -21,11 +21,13 @@ COMMITTED`` with ``utf8mb4``, its reads on a second engine in autocommit.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, pool
+from sqlalchemy import Engine, create_engine, event, pool
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -39,7 +41,7 @@ from chronica_core.redaction import redact_error
 from chronica_core.urls import split_schema
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.dialects import store_dialect_class
-from chronica_sqlalchemy.executor import DEFAULT_LEVEL, WRITE_OPTION, Connections
+from chronica_sqlalchemy.executor import DEFAULT_LEVEL, Connections
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
@@ -50,7 +52,6 @@ __all__ = [
     "DEFAULT_SYNCHRONOUS",
     "OPTION_NAMES",
     "SET_UTC",
-    "WRITE_OPTION",
     "EngineOptions",
     "async_url",
     "blocking_watcher_engine",
@@ -101,6 +102,8 @@ OPTION_NAMES = (
 """Every option ``open_store(url, **options)`` understands on this backend."""
 
 _BACKEND = "sqlalchemy"
+_SET_UP: weakref.WeakSet[Engine] = weakref.WeakSet()  # SQLite engines configure_sqlite set up
+_SET_UP_GUARD = threading.Lock()
 _SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _SECONDS_MOST = 3600.0  # an hour: the longest busy_timeout and operation_timeout
 _POOL_MOST = 1000  # the most pool_size and max_overflow
@@ -405,8 +408,8 @@ def plan_connections(
         levels = {False: DEFAULT_LEVEL} if made_here else {True: AUTOCOMMIT, False: DEFAULT_LEVEL}
     elif given_in_autocommit:
         levels = {False: DEFAULT_LEVEL}
-    write_options = {WRITE_OPTION: True} if engine.dialect.name == "sqlite" else {}
-    return Connections(engine, reads, levels, write_options)
+    begin_writes = "BEGIN IMMEDIATE" if engine.dialect.name == "sqlite" else None
+    return Connections(engine, reads, levels, begin_writes)
 
 
 def blocking_watcher_engine(url: URL) -> Engine | None:
@@ -467,14 +470,15 @@ def configure_sqlite(
 
     Every new connection gets WAL mode (file databases), ``PRAGMA synchronous`` as given, a busy
     timeout of ``busy_timeout`` seconds and foreign keys on. The driver begins no transaction of
-    its own: a connection that writes (execution option :data:`WRITE_OPTION`) begins with ``BEGIN
-    IMMEDIATE``, waiting for the write lock up front instead of failing to upgrade a read lock,
-    and one that only reads begins none (each read is one statement). The writers of one file in
-    this process take turns in-process first (:mod:`.sqlite_writers`), each waiting at most
-    ``busy_timeout`` seconds. Calling it twice on one engine does nothing more.
+    its own: a store's write plan begins with ``BEGIN IMMEDIATE`` (see :mod:`.executor`), and a
+    read, one statement, with none. The writers of one file in this process take turns
+    in-process first (:mod:`.sqlite_writers`), each waiting at most ``busy_timeout`` seconds.
+    Calling it twice on one engine does nothing more.
     """
-    if event.contains(engine, "begin", _begin):
-        return
+    with _SET_UP_GUARD:
+        if engine in _SET_UP:
+            return
+        _SET_UP.add(engine)
     queue_writers(engine, busy_timeout)
 
     def connect(dbapi_connection: Any, connection_record: Any) -> None:
@@ -489,7 +493,6 @@ def configure_sqlite(
             cursor.close()
 
     event.listen(engine, "connect", connect)
-    event.listen(engine, "begin", _begin)
 
 
 def _use_write_ahead_log(cursor: Any, busy_timeout: float) -> None:
@@ -510,9 +513,3 @@ def _use_write_ahead_log(cursor: Any, busy_timeout: float) -> None:
                 raise
         cursor.execute("BEGIN IMMEDIATE")
         cursor.execute("ROLLBACK")
-
-
-def _begin(connection: Connection) -> None:
-    """A writing SQLite connection begins with ``BEGIN IMMEDIATE``; one that reads, with nothing."""
-    if connection.get_execution_options().get(WRITE_OPTION, False):
-        connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,9 +1,9 @@
 """Runs a plan on one SQLAlchemy connection: a ``Connection``, or an ``AsyncConnection``'s ``run_sync``.
 
 The plan's first step says which connection it needs (:meth:`Connections.source`): a write takes
-the SQLite file's writer turn first (:mod:`.sqlite_writers`) and is marked so SQLite begins with
-``BEGIN IMMEDIATE``; the isolation level is switched where the plan's autocommit flag and the
-engine's own level differ. A failure to connect, or to get the turn, is thrown into the plan at
+the SQLite file's writer turn first (:mod:`.sqlite_writers`) and begins with ``BEGIN IMMEDIATE``
+there; the isolation level is switched where the plan's autocommit flag and the engine's own
+level differ. A failure to connect, or to get the turn, is thrown into the plan at
 its first step, so its error translation covers it. A step that fails with anything but a
 refused constraint ends the connection (the pool replaces it): the database may still hold its
 transaction or a lock. Giving a connection back never raises.
@@ -26,13 +26,10 @@ from chronica_sqlalchemy.dialects import store_dialect_class
 from chronica_sqlalchemy.sqlite_writers import take_turn, take_turn_async
 from chronica_sqlalchemy.steps import CALL, CONNECT, Step, detail
 
-__all__ = ["DEFAULT_LEVEL", "WRITE_OPTION", "Connections", "execute", "execute_async", "run_on"]
+__all__ = ["DEFAULT_LEVEL", "Connections", "execute", "execute_async", "run_on"]
 
 Result = TypeVar("Result")
 AnyEngine = TypeVar("AnyEngine", Engine, AsyncEngine)
-
-WRITE_OPTION = "chronica_write"
-"""Execution option marking a connection that writes (SQLite then begins with ``BEGIN IMMEDIATE``)."""
 
 DEFAULT_LEVEL = "default"
 """In :attr:`Connections.levels`: the connection's ``default_isolation_level`` (the server's own)."""
@@ -48,13 +45,14 @@ class Connections(Generic[AnyEngine]):
             plan that asks for autocommit and does not write takes its connection there, as it is.
         levels: the isolation level a connection of ``engine`` is set to, by the plan's
             autocommit flag (``"AUTOCOMMIT"``, :data:`DEFAULT_LEVEL`); absent: left as lent.
-        write_options: execution options of a writing plan's connection.
+        begin_writes: the statement a writing plan begins with (SQLite: ``BEGIN IMMEDIATE``, so
+            that it waits for the write lock up front instead of failing to upgrade a read lock).
     """
 
     engine: AnyEngine
     reads: AnyEngine | None = None
     levels: Mapping[bool, str] = field(default_factory=dict)
-    write_options: Mapping[str, Any] = field(default_factory=dict)
+    begin_writes: str | None = None
 
     def on_reads(self, step: Step) -> bool:
         """Whether the plan beginning with ``step`` runs on :attr:`reads`."""
@@ -64,16 +62,18 @@ class Connections(Generic[AnyEngine]):
         """The engine the plan beginning with ``step`` takes its connection from."""
         return self.reads if self.reads is not None and self.on_reads(step) else self.engine
 
-    def prepare(self, connection: Connection, step: Step) -> None:
-        """Set up ``connection`` for the plan beginning with ``step`` (no round trip on psycopg)."""
-        if step.write and self.write_options:
-            connection.execution_options(**self.write_options)
+    def prepare(self, connection: Connection, step: Step) -> str | None:
+        """Set ``connection``'s level for the plan beginning with ``step``; return a statement to run first.
+
+        Switching the level costs no round trip on psycopg.
+        """
         level = self.levels.get(step.autocommit)
         if level is not None and not self.on_reads(step):
             default = level == DEFAULT_LEVEL
             connection.execution_options(
                 isolation_level=connection.default_isolation_level if default else level
             )
+        return self.begin_writes if step.write else None
 
 
 def _perform(connection: Connection, step: Step) -> Any:
@@ -93,9 +93,12 @@ def run_on(
     connection: Connection, connections: Connections[Any], plan: Plan[Step, Result], step: Step
 ) -> Result:
     """Run ``plan``, whose first step ``step`` it yielded already, to its end on ``connection``."""
-    connections.prepare(connection, step)
+    begin = connections.prepare(connection, step)
     while True:
         try:
+            if begin is not None:
+                statement, begin = begin, None
+                _perform(connection, Step("exec_driver_sql", (statement,)))
             outcome, error = _perform(connection, step), None
         except Exception as failure:  # noqa: BLE001 - handed to the plan, which decides
             outcome, error = None, failure
