@@ -366,7 +366,10 @@ class AsyncSQLAlchemyStore(AsyncFollowing, _AsyncStore):
             raise
         if not self._runs_to_the_end:
             return await execute_async(connections, plan)
-        running = asyncio.ensure_future(execute_async(connections, plan))
+        # the store's own task, not its caller's: it ends with the operation, whoever waits
+        running = asyncio.create_task(
+            execute_async(connections, plan), name="chronica-shared-sqlite-operation"
+        )
         self._running.add(running)
         running.add_done_callback(self._running.discard)
         return await asyncio.shield(running)
