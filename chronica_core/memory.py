@@ -372,8 +372,8 @@ class AsyncMemoryStore(
 ):
     """The asyncio face of :class:`MemoryStore`.
 
-    Every operation is a few dictionary and list steps under a lock held for microseconds, so
-    it runs on the event loop without blocking it for any noticeable time. After :meth:`close`
+    Every operation is a few dictionary and list steps under a lock held only for those steps,
+    so it runs on the event loop without blocking it for any noticeable time. After :meth:`close`
     every operation raises ``StoreError("memory: async store", "the store is closed")``.
 
     Args:

@@ -84,8 +84,9 @@ class Actum:
     ) -> None:
         # The generated __init__ of a frozen dataclass sets each field through
         # object.__setattr__; context windows build acta by the thousand, so set the slots
-        # directly (half the cost). The instance is as frozen as ever. build_actum builds the
-        # same instance another way: keep the two doing the same (setting the slots, no more).
+        # directly, without that call per field. The instance is as frozen as ever. build_actum
+        # builds the same instance another way: keep the two doing the same (setting the slots,
+        # no more).
         _set_chronicum_id(self, chronicum_id)
         _set_kind(self, kind)
         _set_actor_kind(self, actor_kind)
@@ -183,7 +184,8 @@ build_actum = cast(
 )
 """``build_actum(chronicum_id, kind, actor_kind, actor, content, id, at)``: the same ``Actum`` as
 ``Actum(chronicum_id, kind, actor_kind, actor, content, id, at)`` (every argument given, by
-position), built in half the time, for stores that turn rows into acta by the thousand. Checks
+position), built without the constructor's keyword handling, for stores that turn rows into acta
+by the thousand. Checks
 nothing, as ``Actum`` does not; a missing argument raises ``TypeError`` (naming
 ``_ActumInTheMaking.__init__``). It sets the slots and nothing else, as ``Actum.__init__`` does:
 whatever ``Actum.__init__`` is ever given to do must be done here too."""

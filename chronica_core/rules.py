@@ -85,7 +85,7 @@ Kind = TypeVar("Kind", ActumKind, ActorKind)
 StoreCall = tuple[str, tuple[Any, ...]]
 """An operation of a rules plan: ``(method, arguments)``, to call ``store.method(*arguments)``.
 
-A plain tuple: one is built for every store call, and a named tuple costs ten times as much."""
+A plain tuple rather than a named one, since one is built for every store call."""
 
 
 def _text_problem(value: object) -> str | None:
