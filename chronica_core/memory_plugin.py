@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, LISTING
 from chronica_core.hookspecs import Backend, hookimpl
-from chronica_core.memory import AsyncMemoryStore, MemoryStore
+from chronica_core.memory import MemoryStore
+from chronica_core.memory_async import AsyncMemoryStore
 
 __all__ = ["chronica_backends"]
 
