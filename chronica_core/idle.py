@@ -99,7 +99,7 @@ def idle_limit(check_idle_after: float, server_idle_timeout: float | None) -> fl
 def socket_readable(connection_socket: socket.socket | int | None) -> bool:
     """Whether an idle connection's socket has something to read: a message, or its end (closed).
 
-    No round trip: one ``select`` that does not wait (a few microseconds). Nothing arrives on an
+    No round trip: one ``select`` that does not wait. Nothing arrives on an
     idle database connection unless the server sent its reason before closing it (PostgreSQL) or
     closed it (end of file). A proxy or firewall that drops a connection without closing the
     socket cannot be seen this way.

@@ -155,7 +155,7 @@ class Actum:
     ) -> None:
         # The generated __init__ of a frozen dataclass sets each field through
         # object.__setattr__; context windows build acta by the thousand, so set the slots
-        # directly (half the cost). The instance is as frozen as ever. build_actum builds the
+        # directly. The instance is as frozen as ever. build_actum builds the
         # same instance another way: keep the two doing the same (setting the slots, no more).
         _set_chronicum_id(self, chronicum_id)
         _set_kind(self, kind)

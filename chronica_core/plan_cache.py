@@ -5,11 +5,11 @@ then plans it with each call's values for five more runs and afterwards keeps a 
 if that plan's estimate is no worse than those custom plans' average. A context window's ``LIMIT``
 defeats that test: the generic plan must assume a tenth of the chronicum's estimated acta, a custom
 plan for ``LIMIT 20`` looks far cheaper, so once the tables have statistics (autovacuum gathers
-them) every read was planned again, about 0.15 ms a read, half the time of a short one on a local
-server. The stores' statements all go along an index whatever their values (a chronicum's or an
-owner's key, the newest first; a parameter that may be NULL gates its lookup by a condition of its
-own, which a generic plan checks once), so a generic plan is as good as a custom one for each of
-them: the PostgreSQL backends set :data:`GENERIC_PLANS_SQL` on every connection they open.
+them) every read would be planned again. The stores' statements all go along an index whatever
+their values (a chronicum's or an owner's key, the newest first; a parameter that may be NULL
+gates its lookup by a condition of its own, which a generic plan checks once), so a generic plan
+is as good as a custom one for each of them: the PostgreSQL backends set
+:data:`GENERIC_PLANS_SQL` on every connection they open.
 """
 
 from __future__ import annotations

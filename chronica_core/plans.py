@@ -47,8 +47,7 @@ def run_plan(plan: Plan[Operation, Result], perform: Callable[[Operation], Any])
 
     Same contract as :func:`run_plan_async`, of which it is the synchronous flavour, written out
     as a plain loop on the caller's thread: every Chronicarius call and every planned store
-    operation goes through it, and wrapping the asyncio flavour (one coroutine per plan and
-    one per operation) cost about a microsecond a call.
+    operation goes through it, so it makes no coroutine per plan or per operation.
     """
     outcome: Any = None
     error: Exception | None = None

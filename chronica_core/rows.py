@@ -39,7 +39,7 @@ def check_rows(
 ) -> None:
     """:func:`check_row` for the value in ``column`` of every row of ``rows`` (a read's answer).
 
-    A plain loop, no call per row: checking a context window costs about a microsecond.
+    A plain loop with no call per row, since every context window is checked.
 
     Raises:
         StoreError: a row holds another value than ``expected`` there.

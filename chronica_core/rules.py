@@ -75,7 +75,7 @@ _KINDS_NEEDING_CONTENT = frozenset({ActumKind.MESSAGE, ActumKind.THOUGHT})
 StoreCall = tuple[str, tuple[Any, ...]]
 """An operation of a rules plan: ``(method, arguments)``, to call ``store.method(*arguments)``.
 
-A plain tuple: one is built for every store call, and a named tuple costs ten times as much."""
+A plain tuple rather than a named one, since one is built for every store call."""
 
 
 def _answering(actum: Actum, request_id: str) -> Actum:

@@ -68,29 +68,31 @@ def test_batches_listing_erasure_and_the_json_form() -> None:
     ]
 
 
-README = EXAMPLES.parent / "README.md"
+DOCS = EXAMPLES.parent / "docs"
 
 
-def readme_block(containing: str) -> str:
-    """The README's Python code block that contains ``containing``."""
-    blocks = README.read_text().split("```python\n")[1:]
+def python_block(page: Path, containing: str) -> str:
+    """The page's Python code block that contains ``containing``."""
+    blocks = page.read_text().split("```python\n")[1:]
     [block] = [block.split("```", 1)[0] for block in blocks if containing in block]
     return block
 
 
-def test_the_readme_shows_the_capabilities_example_as_it_runs() -> None:
+def test_the_docs_show_the_capabilities_example_as_it_runs() -> None:
     example = (EXAMPLES / "capabilities.py").read_text()
     imports = example.split("from __future__ import annotations\n\n", 1)[1].split("url = sys.argv", 1)[0]
     body = example.split('url = sys.argv[1] if len(sys.argv) > 1 else "memory://"\n', 1)[1]
     body = body.replace(
         "with open_store(url) as store:", 'with open_store("memory://") as store:  # or any bundled store'
     )
-    assert readme_block("record_acta") == imports.replace("import sys\n", "") + body
+    page = DOCS / "how-to" / "capabilities.md"
+    assert python_block(page, "record_acta") == imports.replace("import sys\n", "") + body
 
 
-def test_the_readme_store_with_a_capability_lists() -> None:
+def test_the_docs_store_with_a_capability_lists() -> None:
+    page = DOCS / "how-to" / "write-a-backend.md"
     namespace: dict[str, Any] = {}
-    exec(compile(readme_block("class ListingNotebookStore"), "README.md", "exec"), namespace)
+    exec(compile(python_block(page, "class ListingNotebookStore"), str(page), "exec"), namespace)
     [backend] = namespace["chronica_backends"]()
     assert backend.capabilities == ("listing",)
     with backend.open("notebook://") as store:

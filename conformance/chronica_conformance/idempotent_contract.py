@@ -44,7 +44,7 @@ class IdempotentContract(SuiteBase):
     # -- S10 on the store ----------------------------------------------------------------------
 
     def test_s10_same_key_returns_the_first(self, idempotent_harness: Harness) -> None:
-        """Go suite: same key returns the first actum; the chronicum holds it once."""
+        """Same key returns the first actum; the chronicum holds it once."""
         harness = idempotent_harness
         created = new_chronicum()
         harness.create(created)
@@ -56,7 +56,7 @@ class IdempotentContract(SuiteBase):
         assert ids(harness.acta(created.id)) == [first.id]
 
     def test_s10_stored_actum_wins_over_a_reworded_retry(self, idempotent_harness: Harness) -> None:
-        """Go suite: the stored actum wins over a reworded retry (other content, kind and actor)."""
+        """The stored actum wins over a reworded retry (other content, kind and actor)."""
         harness = idempotent_harness
         created = new_chronicum()
         harness.create(created)
@@ -69,7 +69,7 @@ class IdempotentContract(SuiteBase):
         assert_same_actum(only, first, at=stored.at)
 
     def test_s10_forty_concurrent_calls_with_one_key(self, idempotent_harness: Harness) -> None:
-        """Go suite: 40 concurrent calls with one key store one actum and all return it."""
+        """40 concurrent calls with one key store one actum and all return it."""
         harness = idempotent_harness
         created = new_chronicum()
         harness.create(created)

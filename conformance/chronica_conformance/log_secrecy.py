@@ -4,7 +4,7 @@
 operation of :class:`chronica_core.Chronicarius` on it (writes, a keyed retry, a batch, reads, a
 listing, another owner refused reading and writing, erasure) and returns every record the
 ``chronica`` loggers wrote, at every level from DEBUG. :func:`assert_records_keep_secrets` then
-checks the rules of the logging documentation (README, "Logging"):
+checks the rules of the logging documentation (``docs/how-to/logging.md``):
 
 - no record, at any level, shows the URL's password (any spelling, as
   :func:`chronica_conformance.secrecy.leaked` finds it) or an actum's content;

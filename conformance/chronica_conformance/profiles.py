@@ -29,7 +29,7 @@ PROFILES: dict[str, dict[str, object]] = {
         "suppress_health_check": [HealthCheck.too_slow],
     },
     # What a project gets without selecting a profile: hypothesis's own default (100 examples of
-    # 50 steps) ran the stateful test for over 7 minutes per flavour on an emulated MongoDB; these
+    # 50 steps) makes the stateful test take many minutes per flavour on a slow backend; these
     # 20 examples of 20 steps are about a sixth of the ci profile's work.
     "default": {
         "deadline": None,

@@ -132,7 +132,7 @@ class StoreContract(SuiteBase):
     # -- S1 ----------------------------------------------------------------------------------
 
     def test_s1_get_returns_the_stored_owner(self, chronica_harness: Harness) -> None:
-        """Go suite: get returns the stored owner (and the rest of the chronicum as created)."""
+        """Get returns the stored owner (and the rest of the chronicum as created)."""
         created = new_chronicum()
         chronica_harness.create(created)
         got = chronica_harness.get(created.id)
@@ -143,7 +143,7 @@ class StoreContract(SuiteBase):
         assert got.last_actum_at is None
 
     def test_s1_create_of_a_taken_id_raises_chronicum_exists(self, chronica_harness: Harness) -> None:
-        """Go suite: create of a taken id; the first owner stays."""
+        """Create of a taken id; the first owner stays."""
         first = new_chronicum()
         chronica_harness.create(first)
         with pytest.raises(ChronicumExists):
@@ -153,12 +153,12 @@ class StoreContract(SuiteBase):
     # -- S2 ----------------------------------------------------------------------------------
 
     def test_s2_get_of_a_missing_id_raises_not_found(self, chronica_harness: Harness) -> None:
-        """Go suite: get of a missing id."""
+        """Get of a missing id."""
         with pytest.raises(ChronicumNotFound):
             chronica_harness.get(new_id("missing"))
 
     def test_s2_record_into_a_missing_chronicum_raises_not_found(self, chronica_harness: Harness) -> None:
-        """Go suite: record into a missing chronicum; nothing is created by it."""
+        """Record into a missing chronicum; nothing is created by it."""
         missing = new_id("missing")
         with pytest.raises(ChronicumNotFound):
             chronica_harness.record(make_actum(missing))
@@ -166,7 +166,7 @@ class StoreContract(SuiteBase):
             chronica_harness.get(missing)
 
     def test_s2_acta_of_a_missing_chronicum_raises_not_found(self, chronica_harness: Harness) -> None:
-        """Go suite: acta of a missing chronicum is ChronicumNotFound for every query, never []."""
+        """Acta of a missing chronicum is ChronicumNotFound for every query, never []."""
         missing = new_id("missing")
         queries = [
             ActaQuery(),
@@ -188,7 +188,7 @@ class StoreContract(SuiteBase):
     # -- S3 ----------------------------------------------------------------------------------
 
     def test_s3_record_returns_the_full_actum(self, chronica_harness: Harness) -> None:
-        """Go suite: record returns the full actum, its id kept as given and ``at`` set in UTC."""
+        """Record returns the full actum, its id kept as given and ``at`` set in UTC."""
         created = new_chronicum()
         chronica_harness.create(created)
         sent = make_actum(
@@ -204,7 +204,7 @@ class StoreContract(SuiteBase):
         )
 
     def test_s3_last_actum_time_moves(self, chronica_harness: Harness) -> None:
-        """Go suite: last-actum time moves with every record."""
+        """Last-actum time moves with every record."""
         created = new_chronicum()
         chronica_harness.create(created)
         previous: datetime | None = None
@@ -223,7 +223,7 @@ class StoreContract(SuiteBase):
     # -- S4 ----------------------------------------------------------------------------------
 
     def test_s4_order_of_1000(self, chronica_harness: Harness) -> None:
-        """Go suite: 1,000 acta in sequence come back in sequence."""
+        """1,000 acta in sequence come back in sequence."""
         created = new_chronicum()
         chronica_harness.create(created)
         sent = [make_actum(created.id, f"actum {index}") for index in range(1000)]
@@ -249,7 +249,7 @@ class StoreContract(SuiteBase):
     # -- S5 ----------------------------------------------------------------------------------
 
     def test_s5_forty_concurrent_appends_all_land_once(self, chronica_harness: Harness) -> None:
-        """Go suite: 40 concurrent appends into one chronicum all land, each exactly once."""
+        """40 concurrent appends into one chronicum all land, each exactly once."""
         created = new_chronicum()
         chronica_harness.create(created)
         sent = [make_actum(created.id, f"writer {index}") for index in range(CONCURRENT_WRITERS)]
@@ -265,7 +265,7 @@ class StoreContract(SuiteBase):
     # -- S6 ----------------------------------------------------------------------------------
 
     def test_s6_filter_then_limit(self, chronica_harness: Harness) -> None:
-        """Go suite: filter then limit; the last three messages, with thoughts and tools between them."""
+        """Filter then limit; the last three messages, with thoughts and tools between them."""
         created = new_chronicum()
         chronica_harness.create(created)
         history = _mixed_history(created.id)
@@ -276,7 +276,7 @@ class StoreContract(SuiteBase):
         assert ids(window) == ids(messages[-3:])
 
     def test_s6_actor_kind_filter(self, chronica_harness: Harness) -> None:
-        """Go suite: actor-kind filter (alone, with a limit, and with a kind filter)."""
+        """Actor-kind filter (alone, with a limit, and with a kind filter)."""
         created = new_chronicum()
         chronica_harness.create(created)
         history = _mixed_history(created.id)

@@ -89,9 +89,10 @@ _BOUNDED = {name.lower(): (name, *bounds) for name, bounds in BOUNDED_CLIENT_OPT
 
 DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5000
 """How long, in milliseconds, an operation waits for a server it can use before it fails, unless
-``serverSelectionTimeoutMS`` is given (as an option or in the URL). pymongo's own default is 30 s:
-a URL with no server behind it took 31 s to fail. A replica set electing a new primary (about
-10-12 s at the server's default ``electionTimeoutMillis``) may want more: give it."""
+``serverSelectionTimeoutMS`` is given (as an option or in the URL). pymongo's own default, 30 s,
+keeps a caller waiting half a minute on a URL with no server behind it. A replica set electing a
+new primary (about 10-12 s at the server's default ``electionTimeoutMillis``) may want more: give
+it."""
 
 _BACKEND = "mongodb"
 _CREATING = threading.Lock()

@@ -116,8 +116,8 @@ class Statement:
 
     A statement with parameters asks for its rows in PostgreSQL's binary format (``binary``):
     psycopg then reads timestamps and numbers from their binary form instead of parsing text,
-    about a fifth less client CPU for a context window, and ``bytea`` arrives as its bytes instead
-    of hex text. The rows are the same Python values either way.
+    which spares the client work on every row of a context window, and ``bytea`` arrives as its
+    bytes instead of hex text. The rows are the same Python values either way.
 
     ``bulky`` says that ``params`` carry content longer than :data:`BULKY_CONTENT_CHARS`: the
     blocking store runs each statement on a cursor it keeps (psycopg then reuses the cursor's
@@ -227,9 +227,9 @@ class Options:
             or closed by the server meanwhile, is checked (one round trip) and replaced if dead.
         notify: whether appends and erasures call ``pg_notify`` to wake followers at once (default
             ``True``). PostgreSQL lets one notifying transaction commit at a time, so many writers
-            write several times faster without it; followers of a store with ``notify=False``
-            read again every :data:`chronica_postgres.follow.UNWATCHED_WAIT_SECONDS` instead of
-            listening. Turn it off on every store of a schema, or on none: a listening follower
+            to followed chronica wait for each other's commits with it; followers of a store with
+            ``notify=False`` read again every :data:`chronica_postgres.follow.UNWATCHED_WAIT_SECONDS`
+            instead of listening. Turn it off on every store of a schema, or on none: a listening follower
             learns of a write that did not notify only when its wait ends (30 s at most).
     """
 

@@ -98,7 +98,7 @@ class _PooledConnection(psycopg.Connection[TupleRow]):
 
     psycopg's ``Connection.execute`` builds a new cursor for every call, with its own copy of the
     adapters and a new transformer that looks up again how to send each parameter and read each
-    column: about a fifth of psycopg's client work per call. A kept cursor run again
+    column, on every call. A kept cursor run again
     on the same statement reuses all of that (psycopg keeps a cursor's transformer while its
     query stays the same object). Each cursor is used by one operation at a time, as its
     connection is; it goes when the connection goes.
@@ -230,7 +230,7 @@ class PostgresStore(PostgresFollowing, PlannedStore):
 
     def _perform(self, operation: Operation) -> Rows:
         if type(operation) is Statement and self.options.operation_timeout is None:
-            # The usual operation, without the timeout's two context managers (a few µs a call).
+            # The usual operation, without the two context managers only a timeout needs.
             connection = self._borrow(None)
             try:
                 return _run_statement(connection, operation)
@@ -468,7 +468,7 @@ class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
 
     async def _perform(self, pool: AsyncConnectionPool, operation: Operation) -> Rows:
         if type(operation) is Statement and self.options.operation_timeout is None:
-            # The usual operation, without the timeout's two context managers (a few µs a call).
+            # The usual operation, without the two context managers only a timeout needs.
             connection = await self._borrow(pool, None)
             try:
                 if not connection.autocommit:  # a pool given by the caller

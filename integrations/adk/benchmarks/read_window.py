@@ -16,7 +16,7 @@ the two sessions it made: point it at a throw-away schema or file.
 On PostgreSQL, ``--analyze`` runs ``ANALYZE`` on the schema's ``acta`` table (through psycopg)
 after filling it. A table just created has no statistics until autovacuum analyzes it; until
 then the planner may read a chronicum's whole history for a filtered window (a bitmap scan and a
-sort: 0.5 ms at 1,000 acta, growing with them) instead of walking its index backwards.
+sort, whose cost grows with the history) instead of walking its index backwards.
 """
 
 from __future__ import annotations

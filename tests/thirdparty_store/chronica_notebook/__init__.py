@@ -1,1 +1,2 @@
-"""A minimal third-party Chronica backend: the example the README shows, tested as written."""
+"""A minimal third-party Chronica backend, tested as written: the example of the documentation's
+"Write your own backend" page (``docs/how-to/write-a-backend.md``)."""
