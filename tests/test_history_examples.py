@@ -1,4 +1,4 @@
-"""The fork and long-session examples run as written (on memory://; backend environments run them on theirs)."""
+"""The fork and long-session examples run as written (on memory://; backend environments on theirs)."""
 
 from __future__ import annotations
 
