@@ -242,7 +242,7 @@ class ExchangeContract(HistoryBase):
         harness = history_harness
         owner = new_owner()
         fork_id, history = _shaped_fork(harness, owner, new_id("source"))
-        befores = [history[index].id for index in (0, 2, 4, 9, 10, 12, 13)]  # two summaries among them
+        befores = [history[index].id for index in (0, 2, 4, 9, 10, 12, 13, 14)]  # 12 and 14: summaries
         for before, view, kinds, last_n, exchanges, newest_first in itertools.product(
             befores, ("summarized", "as_written"), _KIND_FILTERS[:3], (0, 2, 3), _EXCHANGES, (False, True)
         ):
