@@ -49,6 +49,9 @@ StoreCall = tuple[str, tuple[Any, ...]]
 
 Done = TypeVar("Done")
 
+_NEVER = ("no layout has this version",)
+"""A layout version no store holds: a ``record_summary`` given it writes nothing."""
+
 _NEWEST_AS_WRITTEN = WindowQuery(last_n=1, view=View.AS_WRITTEN, tool_exchanges=ToolExchanges.AS_WRITTEN)
 
 
@@ -269,7 +272,10 @@ class HistoryRules:
         """Check the range ``actum.summarizes`` names, then append the summary.
 
         A summary's range is checked against the layout it is written on: should the layout
-        change before the write (another summary landed), it is read and checked again.
+        change before the write (another summary landed), it is read and checked again. A keyed
+        summary whose range no longer passes (a wider summary landed since its first write) is
+        still answered with the first write when its key was used (rule R8): the store is asked
+        with a version that never matches, so it returns the keyed write or writes nothing.
         """
         assert actum.summarizes is not None  # the caller routes only summaries here
         span = actum.summarizes
@@ -277,16 +283,20 @@ class HistoryRules:
             layout = yield from self.layout(owner_id, actum.chronicum_id, "a write", fresh=True)
             found: dict[str, Located] = yield ("locate", (layout.lineage, (span.first, span.last)))
             first, last = found.get(span.first), found.get(span.last)
+            problem = None
             for name, located in (("first", first), ("last", last)):
                 if located is None:
-                    raise InvalidActum(
-                        "summarizes", f"{name}: no actum {getattr(span, name)!r} in the chronicum's history"
-                    )
-            assert first is not None and last is not None
-            start = _end(layout, first, start=True)
-            end = _end(layout, last, start=False)
-            problem = summary_range_problem(layout.summaries, start, end)
+                    problem = f"{name}: no actum {getattr(span, name)!r} in the chronicum's history"
+            if first is not None and last is not None:
+                start, end = _end(layout, first, start=True), _end(layout, last, start=False)
+                problem = summary_range_problem(layout.summaries, start, end)
             if problem is not None:
+                if key is not None:
+                    try:  # a retry of a summary that landed: its first write (rule R8)
+                        kept: Actum = yield ("record_summary", (actum, 0, 0, _NEVER, key))
+                        return kept
+                    except StaleLayout:
+                        pass
                 raise InvalidActum("summarizes", problem)
             try:
                 stored: Actum = yield ("record_summary", (actum, start, end, layout.version, key))

@@ -242,8 +242,8 @@ class HistoryStore(Store, Protocol):
     - every actum gets a position, growing along its chronicum's write order; a fork's own acta
       get positions after the one it branched at;
     - ``record``, ``record_idempotent`` and ``record_many`` keep ``Actum.answers`` as given;
-    - ``erase`` (with the ``erasure`` capability) also erases every fork of the chronicum, forks
-      of forks included, and counts their acta in what it returns;
+    - ``erase`` (with the ``erasure`` capability) also erases every fork whose lineage names the
+      chronicum (forks of forks included), forks first, and counts their acta in what it returns;
     - ``get`` and ``list_chronica`` return a fork with its ``forked_from``;
     - ``acta``, ``acta_after`` and ``wait_for_acta`` concern the chronicum's own acta only, and
       ``acta`` raises :class:`chronica_core.history.StaleLayout` for a chronicum that has a

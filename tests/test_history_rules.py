@@ -205,3 +205,19 @@ def test_a_layout_remembered_from_before_an_erasure_is_read_again() -> None:
     assert finder.get_actum("ardian", "fork", call.id) == call
     assert reader.get_acta("ardian", "fork") == [call, answer]
     assert reader.get_chronicum("ardian", "fork").forked_from is None
+
+
+def test_a_keyed_summary_retried_after_a_wider_one_landed_returns_its_first_write() -> None:
+    """Rule R8 for summaries: the retry's range now lies inside the wider summary's, yet it lands once."""
+    chronicarius = Chronicarius(MemoryStore())
+    said = [chronicarius.record_actum("ardian", message("long", f"m{n}")) for n in range(4)]
+    summary = replace(message("long", "the first two"), summarizes=Span(said[0].id, said[1].id))
+    first = chronicarius.record_actum("ardian", summary, idempotency_key="summary-1")
+    wider = replace(message("long", "all four"), summarizes=Span(first.id, said[3].id))
+    chronicarius.record_actum("ardian", wider)
+    retried = chronicarius.record_actum("ardian", summary, idempotency_key="summary-1")
+    assert retried == first
+    with pytest.raises(InvalidActum) as refused:  # without its key, the same range is refused
+        chronicarius.record_actum("ardian", summary)
+    assert refused.value.field == "summarizes"
+    assert [actum.content for actum in chronicarius.get_acta("ardian", "long")] == ["all four"]
