@@ -10,6 +10,7 @@ from chronica_core._version import __version__
 from chronica_core.chronicarius import AsyncChronicarius, AsyncFollower, Chronicarius
 from chronica_core.closable import Closable
 from chronica_core.errors import (
+    ActumNotFound,
     ActumTooLarge,
     BackendConflict,
     BackendUnavailable,
@@ -27,9 +28,11 @@ from chronica_core.errors import (
     StoreError,
     UnknownBackend,
 )
+from chronica_core.history import ToolExchanges, View
 from chronica_core.hookspecs import Backend, hookimpl
 from chronica_core.ids import new_actum_id, new_chronicum_id
-from chronica_core.memory import AsyncMemoryStore, MemoryStore
+from chronica_core.memory import MemoryStore
+from chronica_core.memory_async import AsyncMemoryStore
 from chronica_core.model import (
     MAX_ID_LENGTH,
     MAX_LAST_N,
@@ -39,6 +42,9 @@ from chronica_core.model import (
     ActumKind,
     ChronicaPage,
     Chronicum,
+    ForkPoint,
+    Native,
+    Span,
 )
 from chronica_core.planned import AsyncPlannedStore, PlannedStore, StorePlans
 from chronica_core.registry import list_backends, open_async_store, open_store
@@ -46,15 +52,19 @@ from chronica_core.store import (
     AsyncBatchStore,
     AsyncErasableStore,
     AsyncFollowStore,
+    AsyncHistoryStore,
     AsyncIdempotentStore,
     AsyncListingStore,
+    AsyncNativeStore,
     AsyncStore,
     BatchStore,
     ErasableStore,
     FollowStore,
+    HistoryStore,
     IdempotentStore,
     ListingPosition,
     ListingStore,
+    NativeStore,
     Store,
 )
 
@@ -65,15 +75,18 @@ __all__ = [
     "ActorKind",
     "Actum",
     "ActumKind",
+    "ActumNotFound",
     "ActumTooLarge",
     "AsyncBatchStore",
     "AsyncChronicarius",
     "AsyncErasableStore",
     "AsyncFollowStore",
     "AsyncFollower",
+    "AsyncHistoryStore",
     "AsyncIdempotentStore",
     "AsyncListingStore",
     "AsyncMemoryStore",
+    "AsyncNativeStore",
     "AsyncPlannedStore",
     "AsyncStore",
     "Backend",
@@ -91,6 +104,8 @@ __all__ = [
     "EmptyOwnerID",
     "ErasableStore",
     "FollowStore",
+    "ForkPoint",
+    "HistoryStore",
     "IdempotencyUnsupported",
     "IdempotentStore",
     "InvalidActum",
@@ -101,11 +116,16 @@ __all__ = [
     "ListingPosition",
     "ListingStore",
     "MemoryStore",
+    "Native",
+    "NativeStore",
     "PlannedStore",
+    "Span",
     "Store",
     "StoreError",
     "StorePlans",
+    "ToolExchanges",
     "UnknownBackend",
+    "View",
     "__version__",
     "hookimpl",
     "list_backends",

@@ -13,6 +13,11 @@ backends`` lists each backend's.
 - ``erasure``: ``erase``, ``erase_owner`` and ``reopen`` (:class:`chronica_core.ErasableStore`).
 - ``follow``: ``acta_after`` and ``wait_for_acta`` (:class:`chronica_core.FollowStore`); without
   it ``Chronicarius.follow`` still works, by polling the newest acta.
+- ``native``: ``keeps_native`` (:class:`chronica_core.NativeStore`): acta keep a framework's own
+  form beside their content.
+- ``history``: ``layout``, ``window``, ``locate``, ``fork`` and ``record_summary``
+  (:class:`chronica_core.HistoryStore`): forks, summaries, tool exchanges, an actum read by its
+  id and pages before an actum.
 """
 
 from __future__ import annotations
@@ -24,13 +29,17 @@ from chronica_core.store import (
     AsyncBatchStore,
     AsyncErasableStore,
     AsyncFollowStore,
+    AsyncHistoryStore,
     AsyncIdempotentStore,
     AsyncListingStore,
+    AsyncNativeStore,
     BatchStore,
     ErasableStore,
     FollowStore,
+    HistoryStore,
     IdempotentStore,
     ListingStore,
+    NativeStore,
 )
 
 __all__ = [
@@ -38,8 +47,10 @@ __all__ = [
     "BATCH",
     "ERASURE",
     "FOLLOW",
+    "HISTORY",
     "IDEMPOTENCY",
     "LISTING",
+    "NATIVE",
     "store_capabilities",
 ]
 
@@ -48,8 +59,10 @@ BATCH: Final = "batch"
 LISTING: Final = "listing"
 ERASURE: Final = "erasure"
 FOLLOW: Final = "follow"
+NATIVE: Final = "native"
+HISTORY: Final = "history"
 
-ALL_CAPABILITIES: Final = (IDEMPOTENCY, BATCH, LISTING, ERASURE, FOLLOW)
+ALL_CAPABILITIES: Final = (IDEMPOTENCY, BATCH, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY)
 """Every capability, in the order ``chronica backends`` shows them."""
 
 _ARGUMENTS: Final = {
@@ -58,6 +71,8 @@ _ARGUMENTS: Final = {
     LISTING: {"list_chronica": 3},
     ERASURE: {"erase": 2, "erase_owner": 2, "reopen": 2},
     FOLLOW: {"acta_after": 3, "wait_for_acta": 3},
+    NATIVE: {"keeps_native": 0},
+    HISTORY: {"layout": 1, "window": 2, "locate": 2, "fork": 2, "record_summary": 5},
 }
 """How many positional arguments each capability's methods take (after ``self``)."""
 
@@ -67,6 +82,8 @@ _PROTOCOLS: Final = {
     LISTING: (ListingStore, AsyncListingStore),
     ERASURE: (ErasableStore, AsyncErasableStore),
     FOLLOW: (FollowStore, AsyncFollowStore),
+    NATIVE: (NativeStore, AsyncNativeStore),
+    HISTORY: (HistoryStore, AsyncHistoryStore),
 }
 
 

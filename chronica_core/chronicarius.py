@@ -20,6 +20,7 @@ from chronica_core.follow import (
     follow_reads,
     follow_step,
 )
+from chronica_core.history import ToolExchanges, View
 from chronica_core.ids import new_actum_id
 from chronica_core.listing import DEFAULT_LIST_LIMIT
 from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage, Chronicum
@@ -137,8 +138,17 @@ class Chronicarius(_Keeper[Store]):
         actum_kinds: Iterable[ActumKind | str] | None = None,
         actor_kinds: Iterable[ActorKind | str] | None = None,
         last_n: int = 0,
+        before: str | None = None,
+        newest_first: bool = False,
+        view: View | str = View.SUMMARIZED,
+        tool_exchanges: ToolExchanges | str = ToolExchanges.WHOLE,
     ) -> list[Actum]:
         """Return a context window: filter by kinds, then keep the newest ``last_n``, oldest first.
+
+        On a store with the ``history`` capability the window is over the chronicum's whole
+        history (a fork's shared prefix included); each summary stands in its range's place
+        (unless ``view="as_written"``) and counts as one ``message``; and a tool response never
+        comes without the request it answers (see ``tool_exchanges``).
 
         Args:
             owner_id: the person asking.
@@ -146,20 +156,92 @@ class Chronicarius(_Keeper[Store]):
             actum_kinds: kinds to keep (enums or their string values); ``None`` or empty keeps all.
             actor_kinds: actor kinds to keep; ``None`` or empty keeps all.
             last_n: how many of the newest to keep; ``0`` or negative keeps all.
+            before: an actum id: keep only what stands before it (a page back from it); the
+                ``history`` capability.
+            newest_first: return the window newest first (for a page scrolled backwards).
+            view: ``"summarized"`` (each summary instead of the acta it stands for) or
+                ``"as_written"`` (every actum at its own place, summaries included).
+            tool_exchanges: for a tool response whose request the filters or the limit left
+                out: ``"whole"`` adds the request at its own place (the window may then hold
+                more than ``last_n``), ``"drop_orphans"`` leaves the response out,
+                ``"as_written"`` keeps the window as the filters and the limit made it.
 
         Returns:
-            The acta in the order they were recorded.
+            The acta in the order they were recorded (newest first with ``newest_first``).
 
         Raises:
             ChronicumNotFound: the chronicum does not exist or is not the owner's (the same
                 message either way).
-            InvalidQuery: an unknown kind or a ``last_n`` that is not an int.
+            ActumNotFound: ``before`` is not an actum of the chronicum's history.
+            InvalidQuery: an unknown kind, view or ``tool_exchanges``, a ``last_n`` that is not
+                an int, a ``newest_first`` that is not a bool (``.field`` names it).
+            CapabilityUnsupported: ``before`` on a store without the ``history`` capability.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception.
         """
-        plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n)
+        shape = (
+            None  # the usual window
+            if before is None
+            and newest_first is False
+            and view is View.SUMMARIZED
+            and tool_exchanges is ToolExchanges.WHOLE
+            else (before, newest_first, view, tool_exchanges)
+        )
+        plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n, shape)
         return run_plan(plan, self._perform)
+
+    def get_actum(self, owner_id: str, chronicum_id: str, actum_id: str) -> Actum:
+        """Return one actum of the owner's chronicum by its id (the ``history`` capability).
+
+        Any actum of the chronicum's history: a fork's shared prefix included (such an actum
+        keeps the ``chronicum_id`` it was written in).
+
+        Raises:
+            ChronicumNotFound: the chronicum does not exist or is not the owner's (the same
+                message either way).
+            ActumNotFound: the chronicum's history holds no actum with that id.
+            CapabilityUnsupported: the store has no ``history`` capability.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        return run_plan(self._rules.get_actum(owner_id, chronicum_id, actum_id), self._perform)
+
+    def fork_chronicum(
+        self, owner_id: str, chronicum_id: str, *, at: str | None = None, fork_id: str | None = None
+    ) -> Chronicum:
+        """Fork one of the owner's chronica: a new chronicum sharing its history up to an actum.
+
+        The fork's history is the source's, up to and including the actum ``at``, then its own.
+        Nothing is copied: forking costs the same whatever the length of the shared history.
+        The source is unchanged; both go on independently. Erasing a chronicum also erases its
+        forks, since they share its acta.
+
+        Args:
+            owner_id: the person the source belongs to (and so the fork).
+            chronicum_id: the chronicum to fork (itself a fork or not).
+            at: id of the last actum of the source's history the fork shares; ``None``: its
+                newest now.
+            fork_id: the new chronicum's id; ``None`` (the default) makes an unguessable one
+                (:func:`chronica_core.new_chronicum_id`).
+
+        Returns:
+            The fork, with ``forked_from`` set to the source and the shared actum.
+
+        Raises:
+            ChronicumNotFound: the source does not exist or is not the owner's (the same message
+                either way), or it was erased while being forked; nothing is created.
+            ChronicumExists: ``fork_id`` is taken; nothing is created.
+            ActumNotFound: ``at`` is not an actum of the source's history; nothing is created.
+            InvalidQuery: ``fork_id`` is not a usable id (``field="fork_id"``), or ``at`` is not
+                a str (``field="at"``).
+            CapabilityUnsupported: the store has no ``history`` capability.
+            EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        return run_plan(self._rules.fork_chronicum(owner_id, chronicum_id, at, fork_id), self._perform)
 
     def get_chronicum(self, owner_id: str, chronicum_id: str) -> Chronicum:
         """Return the owner's chronicum as the store has it now.
@@ -379,9 +461,32 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         actum_kinds: Iterable[ActumKind | str] | None = None,
         actor_kinds: Iterable[ActorKind | str] | None = None,
         last_n: int = 0,
+        before: str | None = None,
+        newest_first: bool = False,
+        view: View | str = View.SUMMARIZED,
+        tool_exchanges: ToolExchanges | str = ToolExchanges.WHOLE,
     ) -> list[Actum]:
         """See :meth:`Chronicarius.get_acta`."""
-        plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n)
+        shape = (
+            None  # the usual window
+            if before is None
+            and newest_first is False
+            and view is View.SUMMARIZED
+            and tool_exchanges is ToolExchanges.WHOLE
+            else (before, newest_first, view, tool_exchanges)
+        )
+        plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n, shape)
+        return await run_plan_async(plan, self._perform)
+
+    async def get_actum(self, owner_id: str, chronicum_id: str, actum_id: str) -> Actum:
+        """See :meth:`Chronicarius.get_actum`."""
+        return await run_plan_async(self._rules.get_actum(owner_id, chronicum_id, actum_id), self._perform)
+
+    async def fork_chronicum(
+        self, owner_id: str, chronicum_id: str, *, at: str | None = None, fork_id: str | None = None
+    ) -> Chronicum:
+        """See :meth:`Chronicarius.fork_chronicum`."""
+        plan = self._rules.fork_chronicum(owner_id, chronicum_id, at, fork_id)
         return await run_plan_async(plan, self._perform)
 
     async def get_chronicum(self, owner_id: str, chronicum_id: str) -> Chronicum:

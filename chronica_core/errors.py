@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ActumNotFound",
     "ActumTooLarge",
     "BackendConflict",
     "BackendUnavailable",
@@ -36,6 +37,24 @@ class ChronicumNotFound(ChronicaError, LookupError):
     def __init__(self, chronicum_id: str) -> None:
         self.chronicum_id = chronicum_id
         super().__init__(f"chronicum {chronicum_id!r} not found")
+
+
+class ActumNotFound(ChronicaError, LookupError):
+    """The chronicum's history holds no actum with that id.
+
+    Raised for an actum asked for by its id (``get_actum``, a fork's ``at``, a page's ``before``).
+    A chronicum that does not exist or is not the caller's raises :class:`ChronicumNotFound`
+    instead, before any actum is looked for.
+
+    Attributes:
+        chronicum_id: the chronicum searched.
+        actum_id: the id that was asked for.
+    """
+
+    def __init__(self, chronicum_id: str, actum_id: str) -> None:
+        self.chronicum_id = chronicum_id
+        self.actum_id = actum_id
+        super().__init__(f"actum {actum_id!r} not found in chronicum {chronicum_id!r}")
 
 
 class ChronicumExists(ChronicaError):

@@ -32,6 +32,8 @@ from typing import Final
 
 from chronica_core.capabilities import FOLLOW
 from chronica_core.errors import ChronicumNotFound, InvalidQuery
+from chronica_core.history import Layout
+from chronica_core.history_rules import locate, page_after
 from chronica_core.model import ActaQuery, Actum
 from chronica_core.plans import Plan
 
@@ -158,6 +160,11 @@ class Following:
         capabilities: the store's capabilities (names of :mod:`chronica_core.capabilities`).
         poll_interval: seconds between reads when the store cannot wait itself.
         timeout: seconds each step of a blocking follower waits for news (``None``: no limit).
+        layout: on a store with the ``history`` capability, the chronicum's layout: reads then
+            follow its whole history (a fork's shared prefix included) by position.
+        place: with ``layout``, the position of ``position`` (``None`` until a given ``after``
+            is found by the first read).
+        read_to: with ``layout``, the position of the last actum the latest read returned.
     """
 
     chronicum_id: str
@@ -167,6 +174,19 @@ class Following:
     capabilities: frozenset[str]
     poll_interval: float
     timeout: float | None = None
+    layout: Layout | None = None
+    place: int | None = None
+    read_to: int | None = None
+
+    def waits_after(self) -> str | None:
+        """The ``after`` to give ``wait_for_acta``: the position, or ``None`` in a fork's shared prefix.
+
+        ``wait_for_acta`` looks at the chronicum's own acta only; a follower still in the prefix
+        a fork shares waits for the fork's first own actum.
+        """
+        if self.layout is None or self.place is None or self.place > self.layout.lineage[-1].after:
+            return self.position
+        return None
 
 
 def _matches(actum: Actum, query: ActaQuery) -> bool:
@@ -202,6 +222,15 @@ def acta_after_by_windows(
 
 def _acta_after(following: Following) -> Plan[tuple[str, tuple[object, ...]], list[Actum] | None]:
     """Read what was recorded after the follower's position (``None``: the position is not there)."""
+    if following.layout is not None:
+        if following.place is None:  # a given `after`, not found yet
+            located = yield from locate(following.layout, following.position or "")
+            if located is None:
+                return None
+            following.place = located.position
+        rows = yield from page_after(following.layout, following.place, FOLLOW_PAGE)
+        following.read_to = rows[-1][0] if rows else following.place
+        return [actum for _, actum in rows]
     if FOLLOW in following.capabilities:
         page: list[Actum] | None = yield (
             "acta_after",
@@ -246,6 +275,7 @@ def follow_step(
         following.checked = True
         if page:
             following.position = page[-1].id
+            following.place = following.read_to
             kept = [actum for actum in page if _matches(actum, following.query)]
             if kept:
                 return kept
@@ -255,7 +285,7 @@ def follow_step(
         if remaining is not None and remaining <= 0:
             return None
         if FOLLOW in following.capabilities and not (woken and not page):
-            yield ("wait_for_acta", (following.chronicum_id, following.position, remaining))
+            yield ("wait_for_acta", (following.chronicum_id, following.waits_after(), remaining))
             woken = True
         else:  # no capability, or a wake-up that brought nothing: pause, never spin
             woken = False

@@ -1,7 +1,8 @@
 r"""How large an actum's content may be: one size, one check and one option, shared by every store.
 
 The size of an actum is the size of its content encoded as UTF-8, in bytes (``"é"`` is 2, an
-emoji 4). A store has one limit on that size, stated in its README, which holds for any content
+emoji 4), plus that of its native data where it has a native form (:class:`chronica_core.Native`).
+A store has one limit on that size, stated in its README, which holds for any content
 (every character, quotes and ``"\x00"`` included) and any valid ids: a store reserves room for
 the rest of the row or document at its largest. Content above it raises :class:`ActumTooLarge`
 before anything is sent.
@@ -12,10 +13,13 @@ from __future__ import annotations
 from typing import Final
 
 from chronica_core.errors import ActumTooLarge, InvalidOption
+from chronica_core.model import Actum
 
 __all__ = [
     "MAX_CONTENT_OPTION",
     "POSTGRESQL_MAX_CONTENT_BYTES",
+    "actum_size",
+    "check_actum_size",
     "check_content_size",
     "content_limit_option",
     "content_size",
@@ -72,6 +76,41 @@ def check_content_size(content: str, limit: int | None) -> None:
     if limit is None or len(content) * _UTF8_MOST_BYTES <= limit:
         return
     size = content_size(content)
+    if size > limit:
+        raise ActumTooLarge(size, limit)
+
+
+def actum_size(actum: Actum) -> int:
+    """Return the size of ``actum`` as Chronica counts it: its content's and its native data's.
+
+    In bytes of UTF-8: :func:`content_size` of the content plus that of ``actum.native.data``
+    (``0`` without a native form). A store's limit holds for this sum.
+    """
+    size = content_size(actum.content)
+    if actum.native is not None:
+        size += content_size(actum.native.data)
+    return size
+
+
+def check_actum_size(actum: Actum, limit: int | None) -> None:
+    """Raise :class:`ActumTooLarge` when ``actum`` is larger than ``limit`` bytes (see :func:`actum_size`).
+
+    Cheap for ordinary acta, as :func:`check_content_size` is.
+
+    Args:
+        actum: the actum a store is about to write.
+        limit: the most bytes of UTF-8 the store accepts for content and native data together;
+            ``None`` for no limit.
+
+    Raises:
+        ActumTooLarge: ``.size`` is the actum's size in bytes, ``.limit`` the limit.
+    """
+    if actum.native is None:
+        check_content_size(actum.content, limit)
+        return
+    if limit is None or (len(actum.content) + len(actum.native.data)) * _UTF8_MOST_BYTES <= limit:
+        return
+    size = actum_size(actum)
     if size > limit:
         raise ActumTooLarge(size, limit)
 

@@ -2,41 +2,62 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import bisect
+import itertools
+import operator
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from chronica_core.closable import Closable
 from chronica_core.errors import ChronicumExists, ChronicumNotFound, InvalidOption
-from chronica_core.limits import MAX_CONTENT_OPTION, check_content_size, content_limit_option
-from chronica_core.model import ActaQuery, Actum, ActumKind, Chronicum
+from chronica_core.history import (
+    Layout,
+    Located,
+    PositionsRead,
+    RangeRead,
+    Segment,
+    StaleLayout,
+    SummaryMark,
+    WindowReads,
+    WindowRows,
+)
+from chronica_core.limits import MAX_CONTENT_OPTION, check_actum_size, content_limit_option
+from chronica_core.model import ActaQuery, Actum, ActumKind, Chronicum, recorded_at
 from chronica_core.store import (
-    AsyncBatchStore,
-    AsyncErasableStore,
-    AsyncFollowStore,
-    AsyncIdempotentStore,
-    AsyncListingStore,
     BatchStore,
     ErasableStore,
     FollowStore,
+    HistoryStore,
     IdempotentStore,
     ListingPosition,
     ListingStore,
+    NativeStore,
 )
 
-__all__ = ["AsyncMemoryStore", "MemoryStore"]
+__all__ = ["MemoryStore"]
+
+
+_ANSWERS: Callable[[Actum], str] = operator.attrgetter("answers")
+
+_SERIALS = itertools.count(1)
+"""Numbers each entry: part of its layout version, so an id erased and written to afresh differs."""
 
 
 @dataclass(slots=True)
 class _Entry:
-    """One chronicum's state, guarded by its own lock."""
+    """One chronicum's state, guarded by its own lock.
+
+    Its acta have positions ``base + 1``, ``base + 2``, ...: ``base`` is ``0``, or for a fork the
+    position it branched at.
+    """
 
     chronicum: Chronicum
+    lineage: tuple[Segment, ...] = ()
+    """Its history's segments (the last one its own acta); set by ``__post_init__`` for a plain one."""
     acta: list[Actum] = field(default_factory=list)
     keyed: dict[str, list[Actum]] = field(default_factory=dict)
     """What each idempotency key's write stored: one actum, or a whole batch."""
@@ -48,13 +69,32 @@ class _Entry:
     """Each actum's index in ``acta``, by id (for followers)."""
     of_kind: dict[ActumKind, list[Actum]] = field(default_factory=dict)
     """The acta of each actum kind, in order: a window of one kind is the tail of its list."""
+    kind_indexes: dict[ActumKind, list[int]] = field(default_factory=dict)
+    """The index in ``acta`` of each of ``of_kind``'s acta (to read a range of one kind)."""
     changed: threading.Condition = field(init=False)
     """Notified, under ``lock``, by every append and by the erasure: wakes blocking followers."""
     wakers: set[Callable[[], None]] = field(default_factory=set)
     """Called, under ``lock``, by every append and by the erasure: wake asyncio followers."""
+    marks: list[SummaryMark] = field(default_factory=list)
+    """A mark for each of its own summaries, in position order."""
+    shaped: bool = False
+    """Set, under ``lock``, by its first summary or tool response naming its request."""
+    serial: int = field(default_factory=lambda: next(_SERIALS))
 
     def __post_init__(self) -> None:
         self.changed = threading.Condition(self.lock)
+        if not self.lineage:
+            self.lineage = (Segment(self.chronicum.id, 0, None),)
+
+    @property
+    def base(self) -> int:
+        """The position before its first own actum."""
+        return self.lineage[-1].after
+
+    @property
+    def version(self) -> Hashable:
+        """Under ``lock``: its layout version (see :class:`chronica_core.history.Layout`)."""
+        return (self.serial, len(self.marks))
 
     def wake(self) -> None:
         """Under ``lock``: wake every follower of the chronicum."""
@@ -68,7 +108,6 @@ class _Entry:
 
 
 _WHERE = "memory: store"
-_ASYNC_WHERE = "memory: async store"
 
 _MEMORY_CEILING = sys.maxsize
 """The largest ``max_content_bytes`` the memory store takes (it has no limit of its own)."""
@@ -95,14 +134,18 @@ def _listing_key(chronicum: Chronicum) -> ListingPosition:
     return chronicum.started_at, chronicum.id
 
 
-class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, FollowStore, Closable):
+class MemoryStore(
+    IdempotentStore, BatchStore, ListingStore, ErasableStore, FollowStore, NativeStore, HistoryStore, Closable
+):
     """Keeps everything in this process's memory; gone when the process ends.
 
     Each chronicum has its own lock, so writers to different chronica never wait for each other.
     Each owner's chronica are indexed by owner, so listing them never looks at other owners'.
     Followers wait on the chronicum's condition, woken by each write (no polling); asyncio
     followers are woken through their event loop's ``call_soon_threadsafe``.
-    An erased chronicum's acta and fields are dropped; only its id and owner digest stay.
+    An erased chronicum's acta and fields are dropped; only its id and owner digest stay, and its
+    forks are erased with it. A fork keeps its lineage and reads its ancestors' entries; it
+    copies nothing.
     Each chronicum's acta are also kept per actum kind, so a window of the newest ``last_n`` of one
     kind (or of every kind), the usual agent read, is a slice whatever the history; any other
     filter scans backwards from the newest actum and stops once it has ``last_n``.
@@ -154,10 +197,21 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
         return chronica[:limit]
 
     def erase(self, chronicum_id: str, owner_digest: str) -> int:
-        """Erase the chronicum, keeping its marker; return the acta erased. Raises ``ChronicumNotFound``."""
+        """Erase the chronicum and its forks, keeping their markers; return the acta erased.
+
+        Raises ``ChronicumNotFound``.
+        """
         self._refuse_if_closed(None, _WHERE)
         with self._create_lock:
-            return self._erase(chronicum_id, owner_digest)
+            if chronicum_id not in self._entries:
+                raise ChronicumNotFound(chronicum_id)
+            forks = [
+                fork_id
+                for fork_id, entry in self._entries.items()
+                if fork_id != chronicum_id and any(s.chronicum_id == chronicum_id for s in entry.lineage)
+            ]
+            # forks first: a read of a fork, which holds the fork's lock, never finds its source gone
+            return sum(self._erase(erased, owner_digest) for erased in (*forks, chronicum_id))
 
     def erase_owner(self, owner_id: str, owner_digest: str) -> int:
         """Erase every chronicum of ``owner_id``; return how many."""
@@ -167,6 +221,10 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
             for chronicum_id in owned:
                 self._erase(chronicum_id, owner_digest)
         return len(owned)
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: acta keep their native form (see ``NativeStore``)."""
+        return True
 
     def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
         """Replace the marker of ``chronicum.id`` with ``chronicum`` if its digest is ``owner_digest``."""
@@ -178,9 +236,9 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
             self._add(chronicum)
             return True
 
-    def _add(self, chronicum: Chronicum) -> None:
+    def _add(self, chronicum: Chronicum, lineage: tuple[Segment, ...] = ()) -> None:
         """Under ``_create_lock``: save a fresh chronicum and index it under its owner."""
-        self._entries[chronicum.id] = _Entry(chronicum)
+        self._entries[chronicum.id] = _Entry(chronicum, lineage)
         self._owned.setdefault(chronicum.owner_id, {})[chronicum.id] = None
 
     def _erase(self, chronicum_id: str, owner_digest: str) -> int:
@@ -195,6 +253,7 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
             entry.keyed = {}
             entry.positions = {}
             entry.of_kind = {}
+            entry.kind_indexes = {}
             entry.wake()
         owner_id = entry.chronicum.owner_id
         owned = self._owned[owner_id]
@@ -217,7 +276,7 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
 
         Raises ``ChronicumNotFound``, or ``ActumTooLarge`` above ``max_content_bytes``.
         """
-        check_content_size(actum.content, self._content_limit)
+        check_actum_size(actum, self._content_limit)
         entry = self._entry(actum.chronicum_id)
         with entry.lock:
             self._check_live(entry)
@@ -228,7 +287,7 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
 
         Raises ``ChronicumNotFound``, or ``ActumTooLarge`` above ``max_content_bytes``.
         """
-        check_content_size(actum.content, self._content_limit)
+        check_actum_size(actum, self._content_limit)
         entry = self._entry(actum.chronicum_id)
         with entry.lock:
             self._check_live(entry)
@@ -243,7 +302,7 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
         Raises ``ChronicumNotFound``, or ``ActumTooLarge`` above ``max_content_bytes`` (nothing written).
         """
         for actum in acta:
-            check_content_size(actum.content, self._content_limit)
+            check_actum_size(actum, self._content_limit)
         entry = self._entry(acta[0].chronicum_id)
         with entry.lock:
             self._check_live(entry)
@@ -255,11 +314,17 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
             return list(stored)
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        """Return the context window, oldest first. Raises ``ChronicumNotFound``."""
+        """Return the context window of the chronicum's own acta, oldest first.
+
+        Raises ``ChronicumNotFound``, or ``StaleLayout`` once the chronicum has a summary (see
+        ``HistoryStore``).
+        """
         entry = self._entry(chronicum_id)
         kinds, actor_kinds, wanted = query.actum_kinds, query.actor_kinds, query.last_n
         with entry.lock:
             self._check_live(entry)
+            if entry.shaped:
+                raise StaleLayout(chronicum_id)
             if wanted <= 0:
                 return [actum for actum in entry.acta if _matches(actum, query)]
             if actor_kinds is None:  # the usual windows: a slice, whatever the history
@@ -351,157 +416,144 @@ class MemoryStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Foll
         last = entry.chronicum.last_actum_at
         if last is not None and last > at:
             at = last
-        stored = Actum(
-            actum.chronicum_id, actum.kind, actum.actor_kind, actum.actor, actum.content, actum.id, at
-        )
+        stored = recorded_at(actum, at)
+        if stored.answers or stored.summarizes is not None:
+            entry.shaped = True
         entry.positions[actum.id] = len(entry.acta)
         entry.acta.append(stored)
         of_kind = entry.of_kind.get(stored.kind)
         if of_kind is None:
             entry.of_kind[stored.kind] = [stored]
+            entry.kind_indexes[stored.kind] = [len(entry.acta) - 1]
         else:
             of_kind.append(stored)
+            entry.kind_indexes[stored.kind].append(len(entry.acta) - 1)
         chronicum = entry.chronicum
-        entry.chronicum = Chronicum(chronicum.id, chronicum.owner_id, chronicum.started_at, at)
+        entry.chronicum = Chronicum(
+            chronicum.id, chronicum.owner_id, chronicum.started_at, at, chronicum.forked_from
+        )
         entry.wake()
         return stored
 
+    # -- the history capability ----------------------------------------------------------------
 
-class AsyncMemoryStore(
-    AsyncIdempotentStore, AsyncBatchStore, AsyncListingStore, AsyncErasableStore, AsyncFollowStore, Closable
-):
-    """The asyncio face of :class:`MemoryStore`.
+    def layout(self, chronicum_id: str) -> Layout:
+        """Return the chronicum's layout (see ``HistoryStore.layout``). Raises ``ChronicumNotFound``."""
+        entry = self._entry(chronicum_id)
+        with entry.lock:
+            self._check_live(entry)
+            chronicum, lineage, version = entry.chronicum, entry.lineage, entry.version
+        marks: list[SummaryMark] = []
+        for segment in lineage:
+            source = entry if segment.chronicum_id == chronicum_id else self._entry(segment.chronicum_id)
+            with source.lock:
+                marks.extend(mark for mark in source.marks if segment.holds(mark.position))
+        return Layout(chronicum, lineage, tuple(marks), version)
 
-    Every operation is a few dictionary and list steps under a lock held only for those steps,
-    so it runs on the event loop without blocking it for any noticeable time. After :meth:`close`
-    every operation raises ``StoreError("memory: async store", "the store is closed")``.
+    def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
+        """Perform ``reads`` (see ``HistoryStore.window``). Raises ``ChronicumNotFound``."""
+        entry = self._entry(chronicum_id)
+        with entry.lock:  # the chronicum's own acta and version, in one snapshot
+            self._check_live(entry)
+            if len(reads.reads) == 1:
+                positions, acta = self._read(entry, reads.reads[0])
+            else:
+                positions, acta = [], []
+                for read in reads.reads:
+                    more_positions, more_acta = self._read(entry, read)
+                    positions.extend(more_positions)
+                    acta.extend(more_acta)
+            version = entry.version
+        answered: list[Located] = []
+        if reads.answered_in is not None and any(map(_ANSWERS, acta)):
+            wanted = tuple({actum.answers for actum in acta if actum.answers})
+            answered = list(self.locate(reads.answered_in, wanted).values())
+        return WindowRows(acta, positions, answered, version)
 
-    Args:
-        url: ``memory://`` (anything after the scheme is ignored).
-        store: an existing :class:`MemoryStore` to share (a fresh one when ``None``).
-        options: as for :class:`MemoryStore` (``max_content_bytes``), for the fresh one.
+    def _read(self, own: _Entry, read: RangeRead | PositionsRead) -> tuple[Sequence[int], list[Actum]]:
+        """The positions and acta of one read, in position order.
 
-    Raises:
-        InvalidOption: as for :class:`MemoryStore`, or options given together with ``store``.
-    """
-
-    backend_name = "memory"
-
-    def __init__(self, url: str = "memory://", *, store: MemoryStore | None = None, **options: Any) -> None:
-        if store is not None and options:
-            raise InvalidOption("memory", sorted(options)[0], "give it to the shared store instead")
-        self._owns_store = store is None
-        self.sync_store = store if store is not None else MemoryStore(url, **options)
-        self._wakers: set[Callable[[], None]] = set()
-        """The wakers of this face's waiting followers: :meth:`close` calls them."""
-        self._wakers_lock = threading.Lock()
-
-    async def create(self, chronicum: Chronicum) -> None:
-        """See :meth:`MemoryStore.create`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        self.sync_store.create(chronicum)
-
-    async def get(self, chronicum_id: str) -> Chronicum:
-        """See :meth:`MemoryStore.get`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.get(chronicum_id)
-
-    async def max_content_bytes(self) -> int | None:
-        """See :meth:`MemoryStore.max_content_bytes`."""
-        return self.sync_store.max_content_bytes()
-
-    async def record(self, actum: Actum) -> Actum:
-        """See :meth:`MemoryStore.record`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.record(actum)
-
-    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
-        """See :meth:`MemoryStore.record_idempotent`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.record_idempotent(actum, key)
-
-    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        """See :meth:`MemoryStore.acta`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.acta(chronicum_id, query)
-
-    async def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
-        """See :meth:`MemoryStore.record_many`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.record_many(acta, key)
-
-    async def list_chronica(
-        self, owner_id: str, limit: int, after: ListingPosition | None
-    ) -> list[Chronicum]:
-        """See :meth:`MemoryStore.list_chronica`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.list_chronica(owner_id, limit, after)
-
-    async def erase(self, chronicum_id: str, owner_digest: str) -> int:
-        """See :meth:`MemoryStore.erase`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.erase(chronicum_id, owner_digest)
-
-    async def erase_owner(self, owner_id: str, owner_digest: str) -> int:
-        """See :meth:`MemoryStore.erase_owner`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.erase_owner(owner_id, owner_digest)
-
-    async def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
-        """See :meth:`MemoryStore.reopen`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.reopen(chronicum, owner_digest)
-
-    async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
-        """See :meth:`MemoryStore.acta_after`."""
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        return self.sync_store.acta_after(chronicum_id, after, limit)
-
-    async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
-        """Wait, without blocking the loop, until a write or an erasure wakes it; see ``FollowStore``.
-
-        The wake-up comes through the running loop's ``call_soon_threadsafe`` (writers may be
-        other threads); closing the face or its store wakes it too. On return or cancellation
-        the waiter is removed, leaving nothing behind.
+        ``own``'s lock is held: an ancestor's shared acta never change.
         """
-        self._refuse_if_closed(None, _ASYNC_WHERE)
-        loop = asyncio.get_running_loop()
-        woken = asyncio.Event()
+        if isinstance(read, PositionsRead):
+            entry = own if read.chronicum_id == own.chronicum.id else self._entry(read.chronicum_id)
+            held = sorted(p for p in read.positions if 0 < p - entry.base <= len(entry.acta))
+            return held, [entry.acta[position - entry.base - 1] for position in held]
+        segment = read.segment
+        entry = own if segment.chronicum_id == own.chronicum.id else self._entry(segment.chronicum_id)
+        acta, base = entry.acta, entry.base
+        start = max(segment.after - base, 0)
+        stop = len(acta) if segment.upto is None else min(segment.upto - base, len(acta))
+        kinds, actor_kinds, limit = read.actum_kinds, read.actor_kinds, read.limit
+        if actor_kinds is None and (kinds is None or len(kinds) == 1) and (read.summaries or not entry.marks):
+            # the usual windows: a slice, whatever the history
+            if kinds is None:
+                of_kind: Sequence[int] = range(len(acta))
+                low, high = start, max(start, stop)
+            else:
+                of_kind = entry.kind_indexes.get(kinds[0], [])
+                low, high = bisect.bisect_left(of_kind, start), bisect.bisect_left(of_kind, stop)
+            if limit > 0:
+                low, high = (max(low, high - limit), high) if read.newest else (low, min(high, low + limit))
+            if kinds is None:  # two slices
+                return range(base + low + 1, base + high + 1), acta[low:high]
+            indexes = of_kind[low:high]
+            return [base + 1 + index for index in indexes], [acta[index] for index in indexes]
+        rows: list[tuple[int, Actum]] = []
+        for index in range(stop - 1, start - 1, -1) if read.newest else range(start, stop):
+            actum = acta[index]
+            if (
+                (kinds is None or actum.kind in kinds)
+                and (actor_kinds is None or actum.actor_kind in actor_kinds)
+                and (read.summaries or actum.summarizes is None)
+            ):
+                rows.append((base + index + 1, actum))
+                if len(rows) == limit:
+                    break
+        if read.newest:
+            rows.reverse()
+        return [position for position, _ in rows], [actum for _, actum in rows]
 
-        def waker() -> None:
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-                loop.call_soon_threadsafe(woken.set)
-
-        with self._wakers_lock:
-            self._wakers.add(waker)
-        try:
-            if self._closed:  # closed since the check above: close may have missed this waker
-                return
-            entry = self.sync_store._watch(chronicum_id, after, waker)
+    def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
+        """Return the acta of ``lineage`` with these ids (see ``HistoryStore.locate``)."""
+        self._refuse_if_closed(None, _WHERE)
+        found: dict[str, Located] = {}
+        for segment in lineage:
+            entry = self._entries.get(segment.chronicum_id)
             if entry is None:
-                return
-            try:
-                async with asyncio.timeout(timeout):
-                    await woken.wait()
-            except TimeoutError:
-                pass
-            finally:
-                self.sync_store._unwatch(entry, waker)
-        finally:
-            with self._wakers_lock:
-                self._wakers.discard(waker)
+                continue
+            with entry.lock:
+                for actum_id in actum_ids:
+                    index = entry.positions.get(actum_id)
+                    if index is not None and segment.holds(entry.base + index + 1):
+                        found[actum_id] = Located(entry.base + index + 1, entry.acta[index])
+        return found
 
-    async def close(self) -> None:
-        """Refuse every later call on this face (``StoreError``).
+    def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
+        """Save the fork ``chronicum`` with ``lineage`` (see ``HistoryStore.fork``)."""
+        self._refuse_if_closed(None, _WHERE)
+        assert chronicum.forked_from is not None
+        with self._create_lock:
+            if chronicum.id in self._entries or chronicum.id in self._erased:
+                raise ChronicumExists(chronicum.id)
+            if chronicum.forked_from.chronicum_id not in self._entries:
+                raise ChronicumNotFound(chronicum.forked_from.chronicum_id)
+            self._add(chronicum, lineage)
 
-        A :class:`MemoryStore` given as ``store`` stays open: it is the caller's to close; one
-        this face made itself is closed with it. Every follower waiting on this face is woken,
-        and its next read raises ``StoreError("memory: async store", "the store is closed")``.
-        """
-        self._mark_closed()
-        with self._wakers_lock:
-            wakers = list(self._wakers)
-        for waker in wakers:
-            waker()
-        if self._owns_store:
-            self.sync_store.close()
+    def record_summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Actum:
+        """Append the summary ``actum`` (see ``HistoryStore.record_summary``)."""
+        check_actum_size(actum, self._content_limit)
+        entry = self._entry(actum.chronicum_id)
+        with entry.lock:
+            self._check_live(entry)
+            if key is not None and key in entry.keyed:
+                return entry.keyed[key][0]
+            if entry.version != version:
+                raise StaleLayout(actum.chronicum_id)
+            stored = self._append(entry, actum)
+            entry.marks.append(SummaryMark(entry.base + len(entry.acta), first, last, stored.actor_kind))
+            if key is not None:
+                entry.keyed[key] = [stored]
+            return stored

@@ -11,39 +11,49 @@ against a sync or an async store; neither holds a rule of its own.
 
 from __future__ import annotations
 
-import functools
-import logging
-import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Final
 
-from chronica_core.capabilities import BATCH, ERASURE, IDEMPOTENCY, LISTING
+from chronica_core.capabilities import BATCH, ERASURE, HISTORY, IDEMPOTENCY, LISTING, NATIVE
+from chronica_core.checks import (
+    MAX_FOLLOW_TIMEOUT,
+    Shape,
+    acta_query,
+    check_owner,
+    checked_shape,
+    encoding_problem,
+    enum_value,
+    follow_timeout,
+    refused,
+    text_problem,
+)
 from chronica_core.erasure import owner_digest
 from chronica_core.errors import (
     CapabilityUnsupported,
     ChronicumExists,
     ChronicumNotFound,
-    EmptyOwnerID,
     IdempotencyUnsupported,
     InvalidActum,
-    InvalidOwnerID,
     InvalidQuery,
     StoreError,
 )
 from chronica_core.follow import Following
-from chronica_core.limits import check_content_size
+from chronica_core.history import StaleLayout, ToolExchanges, View
+from chronica_core.history_rules import HistoryRules, newest
+from chronica_core.ids import new_chronicum_id
+from chronica_core.limits import check_actum_size
 from chronica_core.listing import check_limit, decode_cursor, encode_cursor
 from chronica_core.model import (
-    MAX_ID_LENGTH,
-    MAX_LAST_N,
     ActaQuery,
     ActorKind,
     Actum,
     ActumKind,
     ChronicaPage,
     Chronicum,
+    Native,
+    Span,
     build_actum,
 )
 from chronica_core.plans import Plan
@@ -58,29 +68,9 @@ MAX_BATCH_SIZE = 1000
 
 _NEWEST = ActaQuery(last_n=1)
 
-MAX_FOLLOW_TIMEOUT = 86_400.0
-"""The longest finite ``timeout`` a blocking follower takes, in seconds (a day); longer: ``None``."""
+_DEFAULT_SHAPE: Final = (None, False, View.SUMMARIZED, ToolExchanges.WHOLE)
 
 _KINDS_NEEDING_CONTENT = frozenset({ActumKind.MESSAGE, ActumKind.THOUGHT})
-
-_log = logging.getLogger("chronica.chronicarius")
-
-
-def _refused(operation: str, owner_id: str, chronicum_id: str) -> ChronicumNotFound:
-    """Rule R5's refusal of another owner's chronicum, logged; returned for the caller to raise.
-
-    ``operation`` is what was refused, with its article: ``"a read"``, ``"a write"``, ``"an erasure"``.
-
-    At INFO without any id (an operator sees that refusals happen); at DEBUG with the owner and
-    the chronicum id, for whoever turns DEBUG on to trace one.
-    """
-    _log.info("refused %s: the chronicum belongs to another owner", operation)
-    _log.debug("refused owner %r %s of chronicum %r, another owner's", owner_id, operation, chronicum_id)
-    return ChronicumNotFound(chronicum_id)
-
-
-Kind = TypeVar("Kind", ActumKind, ActorKind)
-
 
 StoreCall = tuple[str, tuple[Any, ...]]
 """An operation of a rules plan: ``(method, arguments)``, to call ``store.method(*arguments)``.
@@ -88,138 +78,20 @@ StoreCall = tuple[str, tuple[Any, ...]]
 A plain tuple rather than a named one, since one is built for every store call."""
 
 
-def _text_problem(value: object) -> str | None:
-    """Say why ``value`` cannot serve as an id or actor, or return ``None`` when it can."""
-    if not isinstance(value, str):
-        return f"must be a str, not {type(value).__name__}"
-    if not value:
-        return "must not be empty"
-    if len(value) > MAX_ID_LENGTH:
-        return f"must be at most {MAX_ID_LENGTH} characters, not {len(value)}"
-    if "\x00" in value:
-        return "must not contain NUL"
-    return _encoding_problem(value)
-
-
-def _encoding_problem(value: str) -> str | None:
-    if value.isascii():
-        return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        return f"cannot be encoded as UTF-8 ({error.reason} at index {error.start})"
-    return None
-
-
-def _follow_timeout(timeout: object) -> float | None:
-    """Check a follower's ``timeout``; return it in seconds, or ``None`` for no limit.
-
-    ``None`` and ``math.inf`` mean no limit; otherwise a real number (not a bool) from 0 (read
-    once, end at once if nothing is new) to :data:`MAX_FOLLOW_TIMEOUT`.
-
-    Raises:
-        InvalidQuery: (``field="timeout"``) anything else: a bool, a str, NaN, a negative number,
-            or more than :data:`MAX_FOLLOW_TIMEOUT` but finite.
-    """
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise InvalidQuery("timeout", f"seconds as a number, or None for no limit, not {timeout!r}")
-    if timeout == math.inf:
-        return None
-    if not (0 <= timeout <= MAX_FOLLOW_TIMEOUT):  # NaN fails every comparison
-        raise InvalidQuery(
-            "timeout",
-            f"seconds, from 0 to {MAX_FOLLOW_TIMEOUT:g}, or None (or inf) for no limit, not {timeout!r}",
-        )
-    return float(timeout)
-
-
-def _check_owner(owner_id: object) -> str:
-    """Rule R1: a non-empty owner, checked before anything else."""
-    if (  # the usual owner, in one expression: every call checks one
-        type(owner_id) is str
-        and 0 < len(owner_id) <= MAX_ID_LENGTH
-        and owner_id.isascii()
-        and "\x00" not in owner_id
-    ):
-        return owner_id
-    if owner_id is None or owner_id == "":
-        raise EmptyOwnerID()
-    problem = _text_problem(owner_id)
-    if problem is not None:
-        raise InvalidOwnerID(problem)
-    return owner_id  # type: ignore[return-value]
-
-
-def _enum_value(enum: type[Kind], value: object, field: str) -> Kind:
-    if type(value) is enum:
-        return value
-    try:
-        return enum(value)  # type: ignore[arg-type]  # anything not a member is refused below
-    except ValueError:
-        known = ", ".join(member.value for member in enum)
-        raise InvalidActum(field, f"unknown {field} {value!r}; expected one of {known}") from None
-
-
-def _query_kinds(
-    enum: type[Kind], values: tuple[Kind | str, ...] | None, field: str
-) -> tuple[Kind, ...] | None:
-    if values is None:
-        return None
-    try:
-        kinds = {enum(value) for value in values}
-    except (ValueError, TypeError):
-        known = ", ".join(member.value for member in enum)
-        raise InvalidQuery(field, f"expected values among {known}, got {list(values)!r}") from None
-    return tuple(sorted(kinds)) or None
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_query(
-    actum_kinds: tuple[ActumKind | str, ...] | None,
-    actor_kinds: tuple[ActorKind | str, ...] | None,
-    last_n: int,
-) -> ActaQuery:
-    """Agents ask for the same few windows over and over; build each query once."""
-    return ActaQuery(
-        actum_kinds=_query_kinds(ActumKind, actum_kinds, "actum_kinds"),
-        actor_kinds=_query_kinds(ActorKind, actor_kinds, "actor_kinds"),
-        last_n=0 if last_n > MAX_LAST_N else max(last_n, 0),
+def _answering(actum: Actum, request_id: str) -> Actum:
+    """``actum`` answering the request whose (new) id is ``request_id``."""
+    return build_actum(
+        actum.chronicum_id,
+        actum.kind,
+        actum.actor_kind,
+        actum.actor,
+        actum.content,
+        actum.id,
+        actum.at,
+        actum.native,
+        request_id,
+        actum.summarizes,
     )
-
-
-def _as_tuple(values: Iterable[Kind | str] | None, field: str) -> tuple[Kind | str, ...] | None:
-    if values is None or isinstance(values, str):
-        return None if values is None else (values,)
-    try:
-        return tuple(values)
-    except TypeError:
-        raise InvalidQuery(field, f"must be an iterable of kinds, not {type(values).__name__}") from None
-
-
-def _query(
-    actum_kinds: Iterable[ActumKind | str] | None,
-    actor_kinds: Iterable[ActorKind | str] | None,
-    last_n: int,
-) -> ActaQuery:
-    """Rule R6's query: filters as sorted tuples of enums (``None`` for every kind), then the limit."""
-    if isinstance(last_n, bool) or not isinstance(last_n, int):
-        raise InvalidQuery("last_n", f"must be an int, not {type(last_n).__name__}")
-    kinds, actors = _as_tuple(actum_kinds, "actum_kinds"), _as_tuple(actor_kinds, "actor_kinds")
-    try:
-        return _cached_query(kinds, actors, last_n)
-    except TypeError:  # an unhashable value cannot be a kind
-        field = "actum_kinds" if _unhashable(kinds) else "actor_kinds"
-        raise InvalidQuery(field, "expected kinds (enums or their string values)") from None
-
-
-def _unhashable(values: tuple[object, ...] | None) -> bool:
-    try:
-        hash(values)
-    except TypeError:
-        return True
-    return False
 
 
 class Rules:
@@ -252,6 +124,9 @@ class Rules:
         self._owner_cache_size = owner_cache_size
         self._owners: dict[str, str] = {}  # read without the lock: a dict lookup is atomic
         self._owners_lock = threading.Lock()
+        self._history = HistoryRules(
+            store_name=store_name, remember=self._remember, cache_size=owner_cache_size
+        )
 
     def record_actum(
         self, owner_id: str, actum: Actum, idempotency_key: str | None, create: bool = True
@@ -260,14 +135,19 @@ class Rules:
 
         With ``create=False`` rule R4 does not apply: the chronicum must exist (see :meth:`_write`).
         """
-        _check_owner(owner_id)
+        check_owner(owner_id)
         actum = self.validated(actum)
         self._check_key(idempotency_key)
+        if actum.summarizes is not None:
+            summary: Actum = yield from self._history.record_summary(owner_id, actum, idempotency_key)
+            return summary
+        if actum.answers:
+            yield from self._history.check_answers(owner_id, actum.chronicum_id, {actum.answers: [None]})
         if idempotency_key is None:
             call: StoreCall = ("record", (actum,))
         else:
             call = ("record_idempotent", (actum, idempotency_key))
-        stored: Actum = yield from self._write(owner_id, actum.chronicum_id, (actum.content,), call, create)
+        stored: Actum = yield from self._write(owner_id, actum.chronicum_id, (actum,), call, create)
         return stored
 
     def record_acta(
@@ -277,39 +157,51 @@ class Rules:
 
         With ``create=False`` rule R4 does not apply: the chronicum must exist (see :meth:`_write`).
         """
-        _check_owner(owner_id)
+        check_owner(owner_id)
         if isinstance(acta, (str, bytes, Actum)) or not isinstance(acta, Sequence):
             raise InvalidActum("acta", f"must be a list of Actum, not {type(acta).__name__}")
         if len(acta) > MAX_BATCH_SIZE:
             raise InvalidActum("acta", f"a batch holds at most {MAX_BATCH_SIZE} acta, not {len(acta)}")
         checked: list[Actum] = []
+        requests: dict[str, Actum] = {}  # the batch's tool requests, by the id the caller gave
+        outside: dict[str, list[int | None]] = {}  # requests answered outside the batch -> indexes
         for index, actum in enumerate(acta):
             try:
-                checked.append(self.validated(actum))
+                valid = self.validated(actum)
+                if valid.summarizes is not None:
+                    raise InvalidActum("summarizes", "a summary is recorded on its own, not in a batch")
             except InvalidActum as error:
                 raise InvalidActum(error.field, error.reason, index=index) from None
-            if checked[index].chronicum_id != checked[0].chronicum_id:
+            if valid.chronicum_id != (checked[0] if checked else valid).chronicum_id:
                 raise InvalidActum(
                     "chronicum_id",
                     f"every actum of a batch names one chronicum: {checked[0].chronicum_id!r} at index 0, "
-                    f"{checked[index].chronicum_id!r} here",
+                    f"{valid.chronicum_id!r} here",
                     index=index,
                 )
+            if valid.answers in requests:  # a request of this batch: its new id
+                valid = _answering(valid, requests[valid.answers].id)
+            elif valid.answers:
+                outside.setdefault(valid.answers, []).append(index)
+            if valid.kind is ActumKind.TOOL_REQUEST and isinstance(actum.id, str) and actum.id:
+                requests[actum.id] = valid
+            checked.append(valid)
         self._check_key(idempotency_key)
         if not checked:
             return []
         if BATCH not in self._capabilities:
             raise CapabilityUnsupported(self._store_name, BATCH)
-        contents = tuple(actum.content for actum in checked)
+        if outside:
+            yield from self._history.check_answers(owner_id, checked[0].chronicum_id, outside)
         call: StoreCall = ("record_many", (checked, idempotency_key))
         stored: list[Actum] = yield from self._write(
-            owner_id, checked[0].chronicum_id, contents, call, create
+            owner_id, checked[0].chronicum_id, tuple(checked), call, create
         )
         return stored
 
     def list_chronica(self, owner_id: str, limit: int, cursor: str | None) -> Plan[StoreCall, ChronicaPage]:
         """Rules R1 and R5 for a listing: one page of the owner's own chronica, newest first."""
-        _check_owner(owner_id)
+        check_owner(owner_id)
         limit = check_limit(limit)
         after = None if cursor is None else decode_cursor(owner_id, cursor)
         if LISTING not in self._capabilities:
@@ -328,20 +220,21 @@ class Rules:
 
     def erase_chronicum(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, int]:
         """Rules R1 and R5 for an erasure: only the owner's chronicum; returns the acta erased."""
-        _check_owner(owner_id)
+        check_owner(owner_id)
         if ERASURE not in self._capabilities:
             raise CapabilityUnsupported(self._store_name, ERASURE)
         owner = self._owners.get(chronicum_id) if isinstance(chronicum_id, str) else None
         if owner is None:
             owner = yield from self._read_owner(chronicum_id)
         if owner != owner_id:
-            raise _refused("an erasure", owner_id, chronicum_id)
+            raise refused("an erasure", owner_id, chronicum_id)
         erased: int = yield ("erase", (chronicum_id, owner_digest(owner_id)))
+        self._history.forget(chronicum_id)
         return erased
 
     def erase_owner(self, owner_id: str) -> Plan[StoreCall, int]:
         """Rule R1 for an erasure of everything an owner has; returns the chronica erased."""
-        _check_owner(owner_id)
+        check_owner(owner_id)
         if ERASURE not in self._capabilities:
             raise CapabilityUnsupported(self._store_name, ERASURE)
         erased: int = yield ("erase_owner", (owner_id, owner_digest(owner_id)))
@@ -351,14 +244,14 @@ class Rules:
         """Rules R8–R9: a usable key, and a store that can honour it."""
         if idempotency_key is None:
             return
-        problem = _text_problem(idempotency_key)
+        problem = text_problem(idempotency_key)
         if problem is not None:
             raise InvalidActum("idempotency_key", problem)
         if IDEMPOTENCY not in self._capabilities:
             raise IdempotencyUnsupported(self._store_name)
 
     def _write(
-        self, owner_id: str, chronicum_id: str, contents: tuple[str, ...], call: StoreCall, create: bool
+        self, owner_id: str, chronicum_id: str, acta: tuple[Actum, ...], call: StoreCall, create: bool
     ) -> Plan[StoreCall, Any]:
         """Rule R4 then the write ``call``: claim the chronicum (or check its owner), then write.
 
@@ -374,19 +267,19 @@ class Rules:
         remembered = owner is not None
         if owner is None:
             if create:
-                owner = yield from self._claim(owner_id, chronicum_id, contents)
+                owner = yield from self._claim(owner_id, chronicum_id, acta)
             else:
                 owner = yield from self._read_owner(chronicum_id)
         if owner != owner_id:
-            raise _refused("a write", owner_id, chronicum_id)
+            raise refused("a write", owner_id, chronicum_id)
         try:
             return (yield call)
         except ChronicumNotFound:
             if not create or not remembered or ERASURE not in self._capabilities:
                 raise
-        owner = yield from self._claim(owner_id, chronicum_id, contents)
+        owner = yield from self._claim(owner_id, chronicum_id, acta)
         if owner != owner_id:
-            raise _refused("a write", owner_id, chronicum_id)
+            raise refused("a write", owner_id, chronicum_id)
         return (yield call)
 
     def get_acta(
@@ -396,17 +289,67 @@ class Rules:
         actum_kinds: Iterable[ActumKind | str] | None,
         actor_kinds: Iterable[ActorKind | str] | None,
         last_n: int,
+        shape: Shape = None,
     ) -> Plan[StoreCall, list[Actum]]:
-        """Rules R1, R5 and R6: the owner's context window, oldest first."""
-        _check_owner(owner_id)
-        query = _query(actum_kinds, actor_kinds, last_n)
+        """Rules R1, R5 and R6: the owner's context window, oldest first.
+
+        ``shape`` is ``(before, newest_first, view, tool_exchanges)`` as ``Chronicarius.get_acta``
+        takes them, or ``None`` for the defaults; on a store with the ``history`` capability the
+        window is computed by :mod:`chronica_core.history`.
+        """
+        check_owner(owner_id)
+        query = acta_query(actum_kinds, actor_kinds, last_n)
+        before, newest_first, view, exchanges = _DEFAULT_SHAPE if shape is None else checked_shape(shape)
+        if HISTORY in self._capabilities:
+            if before is None and self._history.plain(owner_id, chronicum_id):
+                try:  # the usual read: a plain chronicum's window is the store's own
+                    acta: list[Actum] = yield ("acta", (chronicum_id, query))
+                    return acta[::-1] if newest_first else acta
+                except StaleLayout:  # it has a summary or a tool exchange now
+                    self._history.forget(chronicum_id)
+            window = (newest_first, view, exchanges)
+            shaped: list[Actum] = yield from self._history.window(
+                owner_id, chronicum_id, query, window, before
+            )
+            return shaped
+        if before is not None:
+            raise CapabilityUnsupported(self._store_name, HISTORY)
         owner = self._owners.get(chronicum_id) if isinstance(chronicum_id, str) else None
         if owner is None:
             owner = yield from self._read_owner(chronicum_id)
         if owner != owner_id:  # rule R5: not the owner's answers exactly like missing
-            raise _refused("a read", owner_id, chronicum_id)
-        acta: list[Actum] = yield ("acta", (chronicum_id, query))
-        return acta
+            raise refused("a read", owner_id, chronicum_id)
+        window_acta: list[Actum] = yield ("acta", (chronicum_id, query))
+        return window_acta[::-1] if newest_first else window_acta
+
+    def get_actum(self, owner_id: str, chronicum_id: str, actum_id: str) -> Plan[StoreCall, Actum]:
+        """Rules R1 and R5, then one actum of the chronicum's history by its id."""
+        check_owner(owner_id)
+        if HISTORY not in self._capabilities:
+            raise CapabilityUnsupported(self._store_name, HISTORY)
+        if text_problem(chronicum_id) is not None:
+            raise ChronicumNotFound(chronicum_id)
+        actum: Actum = yield from self._history.actum(owner_id, chronicum_id, actum_id)
+        return actum
+
+    def fork_chronicum(
+        self, owner_id: str, chronicum_id: str, at: str | None, fork_id: str | None
+    ) -> Plan[StoreCall, Chronicum]:
+        """Rules R1 and R5 on the source, then a fork of it (a new id when ``fork_id`` is ``None``)."""
+        check_owner(owner_id)
+        if HISTORY not in self._capabilities:
+            raise CapabilityUnsupported(self._store_name, HISTORY)
+        if fork_id is None:
+            fork_id = new_chronicum_id()
+        problem = text_problem(fork_id)
+        if problem is not None:
+            raise InvalidQuery("fork_id", problem)
+        if at is not None and not isinstance(at, str):
+            raise InvalidQuery("at", f"an actum id or None, not {type(at).__name__}")
+        if text_problem(chronicum_id) is not None:
+            raise ChronicumNotFound(chronicum_id)
+        fork: Chronicum = yield from self._history.fork(owner_id, chronicum_id, at, fork_id)
+        return fork
 
     def follow(
         self,
@@ -422,14 +365,14 @@ class Rules:
 
         With ``after`` the position is that actum (checked by the first read,
         :func:`chronica_core.follow.follow_step`); without it, the chronicum's newest actum now.
-        ``timeout`` (seconds each step waits for news) is checked by :func:`_follow_timeout` and
+        ``timeout`` (seconds each step waits for news) is checked by :func:`follow_timeout` and
         kept, normalised, in the returned ``Following``; every argument is checked before the
         store is asked anything.
         """
-        _check_owner(owner_id)
-        query = _query(actum_kinds, actor_kinds, 0)
-        if after is not None and _text_problem(after) is not None:
-            raise InvalidQuery("after", f"an actum id or None; it {_text_problem(after)}")
+        check_owner(owner_id)
+        query = acta_query(actum_kinds, actor_kinds, 0)
+        if after is not None and text_problem(after) is not None:
+            raise InvalidQuery("after", f"an actum id or None; it {text_problem(after)}")
         if (
             isinstance(poll_interval, bool)
             or not isinstance(poll_interval, (int, float))
@@ -438,7 +381,19 @@ class Rules:
             raise InvalidQuery(
                 "poll_interval", f"seconds, more than 0 and at most 3600, not {poll_interval!r}"
             )
-        step_timeout = _follow_timeout(timeout)
+        step_timeout = follow_timeout(timeout)
+        if HISTORY in self._capabilities and (yield from self._is_fork(owner_id, chronicum_id)):
+            # a fork's history runs through its ancestors: follow it by position
+            layout = yield from self._history.layout(owner_id, chronicum_id)
+            place: int | None = None
+            if after is None:
+                place, last = yield from newest(layout)
+                after = None if last is None else last.id
+            following = Following(
+                chronicum_id, query, after, place is not None, self._capabilities, float(poll_interval)
+            )
+            following.timeout, following.layout, following.place = step_timeout, layout, place
+            return following
         owner = self._owners.get(chronicum_id) if isinstance(chronicum_id, str) else None
         if owner is None:
             owner = yield from self._read_owner(chronicum_id)
@@ -446,21 +401,32 @@ class Rules:
             raise ChronicumNotFound(chronicum_id)
         position, checked = after, False
         if after is None:
-            newest: list[Actum] = yield ("acta", (chronicum_id, _NEWEST))
-            position, checked = (newest[-1].id if newest else None), True
+            latest: list[Actum] = yield ("acta", (chronicum_id, _NEWEST))
+            position, checked = (latest[-1].id if latest else None), True
         return Following(
             chronicum_id, query, position, checked, self._capabilities, float(poll_interval), step_timeout
         )
 
+    def _is_fork(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, bool]:
+        """Rule R5, then whether the chronicum is a fork, from its layout read now.
+
+        A follower keeps the layout for good; one remembered from before may be that of a
+        chronicum erased since and written afresh (no fork any more).
+        """
+        if text_problem(chronicum_id) is not None:
+            raise ChronicumNotFound(chronicum_id)
+        layout = yield from self._history.layout(owner_id, chronicum_id, fresh=True)
+        return len(layout.lineage) > 1
+
     def get_chronicum(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, Chronicum]:
         """Rules R1 and R5: the owner's chronicum, read fresh from the store."""
-        _check_owner(owner_id)
-        if _text_problem(chronicum_id) is not None:
+        check_owner(owner_id)
+        if text_problem(chronicum_id) is not None:
             raise ChronicumNotFound(chronicum_id)
         chronicum: Chronicum = yield ("get", (chronicum_id,))
         self._remember(chronicum.id, chronicum.owner_id)
         if chronicum.owner_id != owner_id:
-            raise _refused("a read", owner_id, chronicum_id)
+            raise refused("a read", owner_id, chronicum_id)
         return chronicum
 
     def validated(self, actum: Actum) -> Actum:
@@ -471,24 +437,71 @@ class Rules:
         if not isinstance(actum, Actum):
             raise InvalidActum("actum", f"must be an Actum, not {type(actum).__name__}")
         for field, value in (("chronicum_id", actum.chronicum_id), ("actor", actum.actor)):
-            problem = _text_problem(value)
+            problem = text_problem(value)
             if problem is not None:
                 raise InvalidActum(field, problem)
-        kind = _enum_value(ActumKind, actum.kind, "kind")
-        actor_kind = _enum_value(ActorKind, actum.actor_kind, "actor_kind")
+        kind = enum_value(ActumKind, actum.kind, "kind")
+        actor_kind = enum_value(ActorKind, actum.actor_kind, "actor_kind")
         content: object = actum.content
         if not isinstance(content, str):
             raise InvalidActum("content", f"must be a str, not {type(content).__name__}")
         if not content and kind in _KINDS_NEEDING_CONTENT:
             raise InvalidActum("content", f"a {kind.value} needs non-empty content")
-        problem = _encoding_problem(content)
+        problem = encoding_problem(content)
         if problem is not None:
             raise InvalidActum("content", problem)
+        native, answers, summarizes = actum.native, actum.answers, actum.summarizes
+        if native is not None or answers or summarizes is not None:
+            self._check_links(kind, native, answers, summarizes)
         return build_actum(
-            actum.chronicum_id, kind, actor_kind, actum.actor, content, self._id_factory(), None
+            actum.chronicum_id,
+            kind,
+            actor_kind,
+            actum.actor,
+            content,
+            self._id_factory(),
+            None,
+            native,
+            answers,
+            summarizes,
         )
 
-    def _claim(self, owner_id: str, chronicum_id: str, contents: tuple[str, ...]) -> Plan[StoreCall, str]:
+    def _check_links(self, kind: ActumKind, native: object, answers: object, summarizes: object) -> None:
+        """Rule R2 for the optional parts of an actum, and the capabilities they need (rule R9)."""
+        if native is not None:
+            if not isinstance(native, Native):
+                raise InvalidActum("native", f"must be a Native or None, not {type(native).__name__}")
+            problem = text_problem(native.format)
+            if problem is not None:
+                raise InvalidActum("native.format", problem)
+            if not isinstance(native.data, str):
+                raise InvalidActum("native.data", f"must be a str, not {type(native.data).__name__}")
+            problem = encoding_problem(native.data)
+            if problem is not None:
+                raise InvalidActum("native.data", problem)
+            if NATIVE not in self._capabilities:
+                raise CapabilityUnsupported(self._store_name, NATIVE)
+        if answers:
+            problem = text_problem(answers)
+            if problem is not None:
+                raise InvalidActum("answers", problem)
+            if kind is not ActumKind.TOOL_RESPONSE:
+                raise InvalidActum("answers", f"only a tool_response answers a request, not a {kind.value}")
+        elif not isinstance(answers, str):
+            raise InvalidActum("answers", f"must be a str, not {type(answers).__name__}")
+        if summarizes is not None:
+            if not isinstance(summarizes, Span):
+                raise InvalidActum("summarizes", f"must be a Span or None, not {type(summarizes).__name__}")
+            for name in ("first", "last"):
+                problem = text_problem(getattr(summarizes, name))
+                if problem is not None:
+                    raise InvalidActum(f"summarizes.{name}", problem)
+            if kind is not ActumKind.MESSAGE:
+                raise InvalidActum("summarizes", f"a summary is a message, not a {kind.value}")
+        if (answers or summarizes is not None) and HISTORY not in self._capabilities:
+            raise CapabilityUnsupported(self._store_name, HISTORY)
+
+    def _claim(self, owner_id: str, chronicum_id: str, acta: tuple[Actum, ...]) -> Plan[StoreCall, str]:
         """Rule R4: return the chronicum's owner, creating it for ``owner_id`` on the first write.
 
         Content the store cannot take is refused (``ActumTooLarge``) before the chronicum is
@@ -504,8 +517,8 @@ class Rules:
             return chronicum.owner_id
         if self._limited:
             limit: int | None = yield ("max_content_bytes", ())
-            for content in contents:
-                check_content_size(content, limit)
+            for actum in acta:
+                check_actum_size(actum, limit)
         started = Chronicum(chronicum_id, owner_id, started_at=datetime.now(UTC))
         try:
             yield ("create", (started,))
@@ -531,7 +544,7 @@ class Rules:
 
     def _read_owner(self, chronicum_id: str) -> Plan[StoreCall, str]:
         """Return the owner of an existing chronicum; an id that cannot exist is not found."""
-        if _text_problem(chronicum_id) is not None:
+        if text_problem(chronicum_id) is not None:
             raise ChronicumNotFound(chronicum_id)
         chronicum: Chronicum = yield ("get", (chronicum_id,))
         self._remember(chronicum_id, chronicum.owner_id)

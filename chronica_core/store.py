@@ -7,26 +7,31 @@ to the driver's exception) for anything that is not one of the errors it documen
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
+from chronica_core.history import Layout, Located, Segment, WindowReads, WindowRows
 from chronica_core.model import ActaQuery, Actum, Chronicum
 
 __all__ = [
     "AsyncBatchStore",
     "AsyncErasableStore",
     "AsyncFollowStore",
+    "AsyncHistoryStore",
     "AsyncIdempotentStore",
     "AsyncListingStore",
+    "AsyncNativeStore",
     "AsyncStore",
     "BatchStore",
     "ErasableStore",
     "FollowStore",
+    "HistoryStore",
     "IdempotentStore",
     "ListingPosition",
     "ListingStore",
+    "NativeStore",
     "Store",
 ]
 
@@ -214,6 +219,79 @@ class FollowStore(Store, Protocol):
 
 
 @runtime_checkable
+class NativeStore(Store, Protocol):
+    """A store that keeps an actum's native form beside its content (the ``native`` capability).
+
+    Every write keeps ``Actum.native`` as given and every read returns it. The store's content
+    limit (``max_content_bytes``) then holds for content and native data together (see
+    :func:`chronica_core.limits.actum_size`).
+    """
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: this store keeps ``Actum.native`` (the declaration of the capability)."""
+        ...
+
+
+@runtime_checkable
+class HistoryStore(Store, Protocol):
+    """A store of histories with a shape: forks, summaries, tool exchanges (the ``history`` capability).
+
+    What windows hold is decided by the rules (:mod:`chronica_core.history`); the store keeps
+    positions, lineages and summary ranges, and reads what it is asked. Besides these methods:
+
+    - every actum gets a position, growing along its chronicum's write order; a fork's own acta
+      get positions after the one it branched at;
+    - ``record``, ``record_idempotent`` and ``record_many`` keep ``Actum.answers`` as given;
+    - ``erase`` (with the ``erasure`` capability) also erases every fork whose lineage names the
+      chronicum (forks of forks included), forks first, and counts their acta in what it returns;
+    - ``get`` and ``list_chronica`` return a fork with its ``forked_from``;
+    - ``acta``, ``acta_after`` and ``wait_for_acta`` concern the chronicum's own acta only, and
+      ``acta`` raises :class:`chronica_core.history.StaleLayout` for a chronicum that has a
+      summary or a tool response naming its request (the rules read such a chronicum with
+      ``window``; a plain one, with ``acta``).
+    """
+
+    def layout(self, chronicum_id: str) -> Layout:
+        """Return the chronicum with its lineage, every summary mark of its history and the version.
+
+        Raises ``ChronicumNotFound`` for a missing (or erased) chronicum.
+        """
+        ...
+
+    def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
+        """Perform ``reads`` in one snapshot and return the rows with the chronicum's layout version.
+
+        Raises ``ChronicumNotFound`` for a missing (or erased) chronicum, whatever the reads.
+        """
+        ...
+
+    def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
+        """Return the acta of ``lineage`` with these ids, by id; ids not found are left out."""
+        ...
+
+    def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
+        """Save ``chronicum`` (a fork: ``forked_from`` set) with ``lineage``, its last segment its own.
+
+        Atomic with erasure: raises ``ChronicumNotFound`` (nothing saved) when the source,
+        ``chronicum.forked_from.chronicum_id``, is missing or erased; ``ChronicumExists`` when the
+        id is taken (or an erasure marker).
+        """
+        ...
+
+    def record_summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Actum:
+        """Append the summary ``actum``, standing for positions ``first`` to ``last``; return it stored.
+
+        With a ``key`` already used in the chronicum, returns the actum that write stored and
+        writes nothing. Otherwise raises :class:`chronica_core.history.StaleLayout` (nothing
+        written) unless the chronicum's layout version is still ``version``; ``ChronicumNotFound``,
+        ``ActumTooLarge`` as ``record`` does.
+        """
+        ...
+
+
+@runtime_checkable
 class AsyncStore(Protocol):
     """The asyncio twin of :class:`Store`: the same contract, every method a coroutine."""
 
@@ -305,4 +383,40 @@ class AsyncFollowStore(AsyncStore, Protocol):
 
     async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """Same contract as :meth:`FollowStore.wait_for_acta`; cancelling it leaves nothing behind."""
+        ...
+
+
+@runtime_checkable
+class AsyncNativeStore(AsyncStore, Protocol):
+    """The asyncio twin of :class:`NativeStore`."""
+
+    def keeps_native(self) -> bool:
+        """Same contract as :meth:`NativeStore.keeps_native` (a plain method on both flavours)."""
+        ...
+
+
+@runtime_checkable
+class AsyncHistoryStore(AsyncStore, Protocol):
+    """The asyncio twin of :class:`HistoryStore`."""
+
+    async def layout(self, chronicum_id: str) -> Layout:
+        """Same contract as :meth:`HistoryStore.layout`."""
+        ...
+
+    async def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
+        """Same contract as :meth:`HistoryStore.window`."""
+        ...
+
+    async def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
+        """Same contract as :meth:`HistoryStore.locate`."""
+        ...
+
+    async def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
+        """Same contract as :meth:`HistoryStore.fork`."""
+        ...
+
+    async def record_summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Actum:
+        """Same contract as :meth:`HistoryStore.record_summary`."""
         ...

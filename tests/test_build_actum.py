@@ -9,18 +9,21 @@ from datetime import UTC, datetime
 
 import pytest
 
-from chronica_core import ActorKind, Actum, ActumKind
+from chronica_core import ActorKind, Actum, ActumKind, Native, Span
 from chronica_core.model import build_actum, recorded_at
 
 AT = datetime(2026, 12, 2, 3, 0, 0, 123456, tzinfo=UTC)
 FIELDS = (
     "dinner-friday",
-    ActumKind.TOOL_REQUEST,
+    ActumKind.TOOL_RESPONSE,
     ActorKind.AGENT,
     "search",
-    '{"area":"Kemang"}',
+    '[{"name":"Rumah Teduh"}]',
     "a" * 32,
     AT,
+    Native("openai-agents.item", '{"type":"function_call_output"}'),
+    "b" * 32,
+    Span("c" * 32, "d" * 32),
 )
 
 
@@ -29,7 +32,7 @@ def test_it_builds_an_actum_equal_to_the_constructors() -> None:
     assert type(built) is Actum
     assert built == Actum(*FIELDS)
     assert hash(built) == hash(Actum(*FIELDS))
-    assert dataclasses.astuple(built) == FIELDS
+    assert tuple(getattr(built, field.name) for field in dataclasses.fields(Actum)) == FIELDS
 
 
 def test_every_field_of_actum_is_set() -> None:
@@ -63,7 +66,7 @@ def test_an_unrecorded_actum_has_no_at() -> None:
 
 
 def test_recorded_at_is_the_actum_with_its_at_replaced() -> None:
-    unrecorded = Actum(*FIELDS[:6])
+    unrecorded = dataclasses.replace(Actum(*FIELDS), at=None)
     recorded = recorded_at(unrecorded, AT)
     assert type(recorded) is Actum
     assert recorded == dataclasses.replace(unrecorded, at=AT) == Actum(*FIELDS)
