@@ -10,6 +10,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Sequence
+from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 from chronica_core.capabilities import store_capabilities
@@ -376,6 +377,33 @@ class Chronicarius(_Keeper[Store]):
         """
         return self._run("erase_owner", self._rules.erase_owner(owner_id))
 
+    def erase_idle(self, *, before: datetime, owner_id: str | None = None, dry_run: bool = False) -> int:
+        """Erase every chronicum idle since before ``before``: a retention rule, in bounded steps.
+
+        A chronicum's last activity is its newest actum's ``at`` (its start, without acta). Each
+        is erased as :meth:`erase_chronicum` erases one, with its forks, each in a short step of
+        its own: a chronicum written to (or with a fork written to) while it is being erased is
+        kept whole, and its id never passes to another owner. An admin's call: it is not one
+        owner's unless ``owner_id`` says so.
+
+        Args:
+            before: a timezone-aware moment; e.g. ``datetime.now(UTC) - timedelta(days=90)``.
+            owner_id: only this owner's chronica; ``None``: every owner's.
+            dry_run: erase nothing; count what is idle now.
+
+        Returns:
+            How many chronica were erased (with ``dry_run``: how many are idle).
+
+        Raises:
+            InvalidQuery: ``before`` is not a timezone-aware datetime (``field="before"``).
+            CapabilityUnsupported: the store has no ``retention`` capability; nothing is erased.
+            EmptyOwnerID: ``owner_id`` is ``""``.
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception. What was erased
+                stays erased; a retry goes on with the rest.
+        """
+        return self._run("erase_idle", self._rules.erase_idle(before, owner_id, dry_run), _erased_count)
+
     def follow(
         self,
         owner_id: str,
@@ -549,6 +577,13 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
     async def erase_owner(self, owner_id: str) -> int:
         """See :meth:`Chronicarius.erase_owner`."""
         return await self._run("erase_owner", self._rules.erase_owner(owner_id))
+
+    async def erase_idle(
+        self, *, before: datetime, owner_id: str | None = None, dry_run: bool = False
+    ) -> int:
+        """See :meth:`Chronicarius.erase_idle`."""
+        plan = self._rules.erase_idle(before, owner_id, dry_run)
+        return await self._run("erase_idle", plan, _erased_count)
 
     def follow(
         self,

@@ -34,6 +34,7 @@ _PASSED: Final = {
     "erasure": ("erase", "reopen"),
     "follow": ("wait_for_acta",),
     "history": ("layout", "fork"),
+    "retention": ("idle_chronica", "erase_idle"),
 }
 _SEALING: Final = {
     "idempotency": ("record_idempotent",),
@@ -42,6 +43,7 @@ _SEALING: Final = {
     "erasure": ("erase_owner",),
     "follow": ("acta_after",),
     "history": ("window", "locate", "record_summary"),
+    "retention": (),
 }
 _BASE: Final = ("create", "get", "record", "acta")
 

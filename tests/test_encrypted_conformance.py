@@ -19,7 +19,7 @@ class TestEncryptedMemoryConformance(ConformanceSuite):
     """Every capability of the memory store, through the encrypted face."""
 
     declares_idempotent = True
-    declares_capabilities = ("batch", "listing", "erasure", "follow", "native", "history")
+    declares_capabilities = ("batch", "listing", "erasure", "follow", "native", "history", "retention")
 
     @pytest.fixture
     def store(self) -> Any:
