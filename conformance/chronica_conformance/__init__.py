@@ -38,6 +38,7 @@ pytest.register_assert_rewrite(
             "listing_contract",
             "loop_contract",
             "loop_scenario",
+            "retention_contract",
             "rules_contract",
             "size_contract",
             "stateful",
@@ -57,6 +58,7 @@ from chronica_conformance.idempotent_contract import IdempotentContract  # noqa:
 from chronica_conformance.json_contract import JsonFormContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.listing_contract import ListingContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.loop_contract import AnyLoopContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.retention_contract import RetentionContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.runner import run  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.size_contract import SizeContract  # noqa: E402 - after the assert-rewrite registration
@@ -81,6 +83,7 @@ __all__ = [
     "JsonFormContract",
     "ListingContract",
     "ReferenceModel",
+    "RetentionContract",
     "RulesContract",
     "SizeContract",
     "StatefulRules",
@@ -103,6 +106,7 @@ class ConformanceSuite(
     BatchContract,
     ListingContract,
     ErasureContract,
+    RetentionContract,
     FollowContract,
     CapabilityContract,
     JsonFormContract,

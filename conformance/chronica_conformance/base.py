@@ -195,6 +195,7 @@ _CAPABILITY_METHODS = {
     "erasure": "erase, erase_owner and reopen",
     "idempotency": "record_idempotent",
     "follow": "acta_after and wait_for_acta",
+    "retention": "idle_chronica and erase_idle",
 }
 
 

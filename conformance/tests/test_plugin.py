@@ -211,7 +211,7 @@ class TestPlain(ConformanceSuite):
     recorder = pytester.inline_run("-p", "no:cacheprovider")
     passed, skipped, failed = outcome_names(recorder)
     assert not failed
-    capability_groups = ("::test_batch_", "::test_listing_", "::test_erasure_")
+    capability_groups = ("::test_batch_", "::test_listing_", "::test_erasure_", "::test_retention_")
     without_capabilities = [
         nodeid for nodeid in skipped if any(group in nodeid for group in capability_groups)
     ]
@@ -252,6 +252,7 @@ class TestPlain(ConformanceSuite):
             ("batch", "record_many"),
             ("listing", "list_chronica"),
             ("erasure", "erase, erase_owner and reopen"),
+            ("retention", "idle_chronica and erase_idle"),
         )
     }
     follow_reasons = {
