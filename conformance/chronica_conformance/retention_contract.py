@@ -82,9 +82,7 @@ class RetentionContract(SuiteBase):
         assert harness.get_acta(owner, idle[0])[0].content == "long ago"
         assert len(harness.get_acta(other, harness.list_chronica(other).chronica[0].id)) == 1
 
-    def test_retention_finds_the_oldest_first_in_keyset_pages(
-        self, retention_harness: Harness
-    ) -> None:
+    def test_retention_finds_the_oldest_first_in_keyset_pages(self, retention_harness: Harness) -> None:
         """idle_chronica pages through an owner's idle chronica by last activity, then id, none twice."""
         harness = retention_harness
         owner = new_owner()
@@ -139,9 +137,7 @@ class RetentionContract(SuiteBase):
         assert [actum.content for actum in harness.get_acta(owner, chronicum_id)] == ["fresh"]
         assert harness.perform(store_call("erase_idle", new_id("nobody"), _moment_after_writes(), "x")) == 0
 
-    def test_retention_keeps_a_source_with_an_active_fork(
-        self, retention_harness: Harness
-    ) -> None:
+    def test_retention_keeps_a_source_with_an_active_fork(self, retention_harness: Harness) -> None:
         """With forks: a source is erased only when it and all its forks are idle, then with them."""
         harness = require_capability(retention_harness, HISTORY, "the retention of forks")
         owner, source = new_owner(), new_id("source")
