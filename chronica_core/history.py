@@ -220,7 +220,8 @@ class WindowQuery:
         actum_kinds: kinds to keep (``None``: all); a summary counts as a ``message``.
         actor_kinds: actor kinds to keep (``None``: all).
         last_n: keep the newest ``last_n`` of what the filters left; ``0``: all.
-        before: keep only what stands before this position (its place); ``None``: no bound.
+        before: keep only what stands before the place of the actum at this position (a shown
+            summary's place is its range's first position); ``None``: no bound.
         newest_first: return the window newest first instead of oldest first.
         view: how summaries show (:class:`View`).
         tool_exchanges: what to do with a response whose request the window lacks.
@@ -317,6 +318,14 @@ def _gaps(lineage: Sequence[Segment], hidden: Sequence[SummaryMark]) -> list[Seg
     return gaps
 
 
+def _place(shown: Sequence[SummaryMark], position: int | None) -> int | None:
+    """Where the actum at ``position`` stands: a shown summary at its range's first position."""
+    for mark in shown:
+        if mark.position == position:
+            return mark.first
+    return position
+
+
 def _before(segments: list[Segment], before: int | None) -> list[Segment]:
     """``segments`` cut to the positions before ``before``."""
     if before is None:
@@ -349,14 +358,13 @@ def plan_window(layout: Layout, query: WindowQuery) -> WindowReads:
     """
     shown = _shown_summaries(layout, query)
     summarized = query.view is View.SUMMARIZED
-    runs = _before(_gaps(layout.lineage, shown) if shown else list(layout.lineage), query.before)
+    before = _place(shown, query.before)
+    runs = _before(_gaps(layout.lineage, shown) if shown else list(layout.lineage), before)
     reads: list[RangeRead | PositionsRead] = [
         RangeRead(run, query.actum_kinds, query.actor_kinds, query.last_n, True, not summarized)
         for run in runs
     ]
-    candidates = [
-        mark for mark in shown if _wanted(mark, query) and (query.before is None or mark.first < query.before)
-    ]
+    candidates = [mark for mark in shown if _wanted(mark, query) and (before is None or mark.first < before)]
     if query.last_n > 0:
         candidates = candidates[-query.last_n :]
     by_chronicum: dict[str, list[int]] = {}

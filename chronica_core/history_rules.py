@@ -8,7 +8,9 @@ written. What a window holds is computed by :mod:`chronica_core.history`.
 
 Layouts are remembered per chronicum (a bounded cache, as owners are): a fork's lineage never
 changes, and a window read returns the layout's version, so a layout that did change (a new
-summary, an erasure) is read again before the window is trusted.
+summary, an erasure) is read again before the window is trusted. An id erased and written afresh
+(by another Chronicarius) may be a fork no more: a "not found" answered over a remembered layout
+is trusted only once the layout was read again.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from chronica_core.checks import refused, text_problem, window_query
 from chronica_core.errors import ActumNotFound, ChronicumNotFound, InvalidActum, StoreError
@@ -44,6 +46,8 @@ from chronica_core.plans import Plan
 __all__ = ["HistoryRules", "locate", "newest", "page_after"]
 
 StoreCall = tuple[str, tuple[Any, ...]]
+
+Done = TypeVar("Done")
 
 _NEWEST_AS_WRITTEN = WindowQuery(last_n=1, view=View.AS_WRITTEN, tool_exchanges=ToolExchanges.AS_WRITTEN)
 
@@ -119,10 +123,16 @@ class HistoryRules:
         read (the version differs), the layout and the window are read again.
         """
         newest_first, view, exchanges = shape
-        layout = self._layouts.get(chronicum_id)
         query = window_query(base, newest_first, view, exchanges)
-        if layout is None or layout.chronicum.owner_id != owner_id:
-            layout = yield from self.layout(owner_id, chronicum_id, fresh=layout is None)
+
+        def read(layout: Layout) -> Plan[StoreCall, list[Actum]]:
+            return self._window(layout, query, before)
+
+        window: list[Actum] = yield from self._remembered_or_fresh(owner_id, chronicum_id, "a read", read)
+        return window
+
+    def _window(self, layout: Layout, query: WindowQuery, before: str | None) -> Plan[StoreCall, list[Actum]]:
+        chronicum_id = layout.chronicum.id
         if before is not None:
             position = (yield from self._locate_one(layout, before)).position
             query = _with_before(query, position)
@@ -165,8 +175,36 @@ class HistoryRules:
 
     def actum(self, owner_id: str, chronicum_id: str, actum_id: str) -> Plan[StoreCall, Actum]:
         """Rule R5, then the actum of the chronicum's history with the id ``actum_id``."""
-        layout = yield from self.layout(owner_id, chronicum_id)
-        return (yield from self._locate_one(layout, actum_id)).actum
+
+        def read(layout: Layout) -> Plan[StoreCall, Located]:
+            return self._locate_one(layout, actum_id)
+
+        located: Located = yield from self._remembered_or_fresh(owner_id, chronicum_id, "a read", read)
+        return located.actum
+
+    def _remembered_or_fresh(
+        self,
+        owner_id: str,
+        chronicum_id: str,
+        operation: str,
+        read: Callable[[Layout], Plan[StoreCall, Done]],
+    ) -> Plan[StoreCall, Done]:
+        """``read`` over the remembered layout, and once more over a fresh one if it finds nothing.
+
+        A remembered layout may be that of a chronicum erased since (by another Chronicarius), its
+        id maybe written afresh: what it names may be gone, so only a layout read now is trusted
+        with "not found" (``ChronicumNotFound``, ``ActumNotFound``, or ``InvalidActum`` for a
+        link to an actum the history lacks). Rule R5 is kept on each layout.
+        """
+        remembered = self._layouts.get(chronicum_id)
+        layout = yield from self.layout(owner_id, chronicum_id, operation)
+        try:
+            return (yield from read(layout))
+        except (ChronicumNotFound, ActumNotFound, InvalidActum):
+            if layout is not remembered:
+                raise
+        layout = yield from self.layout(owner_id, chronicum_id, operation, fresh=True)
+        return (yield from read(layout))
 
     def _locate_one(self, layout: Layout, actum_id: str) -> Plan[StoreCall, Located]:
         if not isinstance(actum_id, str) or not actum_id or "\x00" in actum_id:
@@ -208,7 +246,14 @@ class HistoryRules:
         (``None`` for a single actum), for the error. A missing chronicum, or another owner's,
         is ``ChronicumNotFound`` (rule R5): a response cannot be the first write of a chronicum.
         """
-        layout = yield from self.layout(owner_id, chronicum_id, "a write")
+
+        def read(layout: Layout) -> Plan[StoreCall, None]:
+            return self._check_answers(layout, answers)
+
+        yield from self._remembered_or_fresh(owner_id, chronicum_id, "a write", read)
+
+    @staticmethod
+    def _check_answers(layout: Layout, answers: dict[str, list[int | None]]) -> Plan[StoreCall, None]:
         found: dict[str, Located] = yield ("locate", (layout.lineage, tuple(answers)))
         for request_id, indexes in answers.items():
             located = found.get(request_id)

@@ -419,10 +419,14 @@ class Rules:
         )
 
     def _is_fork(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, bool]:
-        """Rule R5, then whether the chronicum is a fork (its owner and lineage never change)."""
+        """Rule R5, then whether the chronicum is a fork, from its layout read now.
+
+        A follower keeps the layout for good; one remembered from before may be that of a
+        chronicum erased since and written afresh (no fork any more).
+        """
         if text_problem(chronicum_id) is not None:
             raise ChronicumNotFound(chronicum_id)
-        layout = yield from self._history.layout(owner_id, chronicum_id)
+        layout = yield from self._history.layout(owner_id, chronicum_id, fresh=True)
         return len(layout.lineage) > 1
 
     def get_chronicum(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, Chronicum]:

@@ -1,0 +1,207 @@
+"""The rules of the native and history capabilities: what only ``Chronicarius`` decides.
+
+Validation of ``native``, ``answers`` and ``summarizes`` before any store call, the
+capability checks on a store without them (nothing created), the arguments of the history
+calls, and layouts a Chronicarius remembered from before an erasure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+from test_rules import PlainStore, message
+
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    ActumNotFound,
+    CapabilityUnsupported,
+    Chronicarius,
+    ChronicumNotFound,
+    InvalidActum,
+    InvalidQuery,
+    MemoryStore,
+    Native,
+    Span,
+)
+
+
+class CallsStore(MemoryStore):
+    """The memory store, counting the calls a Chronicarius makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def __getattribute__(self, name: str) -> object:
+        value = super().__getattribute__(name)
+        if callable(value) and not name.startswith("_") and name != "calls":
+            super().__getattribute__("calls").append(name)
+        return value
+
+
+def response(chronicum_id: str, answers: str) -> Actum:
+    return replace(
+        Actum(chronicum_id, ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, "tool", "42"), answers=answers
+    )
+
+
+INVALID_LINKS: list[tuple[str, Actum, str]] = [
+    ("native not a Native", replace(message("c", "hi"), native={"format": "x"}), "native"),  # type: ignore[arg-type]
+    ("empty native format", replace(message("c", "hi"), native=Native("", "{}")), "native.format"),
+    ("NUL in native format", replace(message("c", "hi"), native=Native("a\x00b", "{}")), "native.format"),
+    ("long native format", replace(message("c", "hi"), native=Native("f" * 256, "{}")), "native.format"),
+    ("native data not a str", replace(message("c", "hi"), native=Native("x", b"{}")), "native.data"),  # type: ignore[arg-type]
+    ("lone surrogate in data", replace(message("c", "hi"), native=Native("x", "a\ud800")), "native.data"),
+    ("answers on a message", replace(message("c", "hi"), answers="q"), "answers"),
+    ("answers not a str", response("c", 42), "answers"),  # type: ignore[arg-type]
+    ("NUL in answers", response("c", "q\x00"), "answers"),
+    ("summarizes not a Span", replace(message("c", "hi"), summarizes=("a", "b")), "summarizes"),  # type: ignore[arg-type]
+    ("empty first", replace(message("c", "hi"), summarizes=Span("", "b")), "summarizes.first"),
+    ("NUL in last", replace(message("c", "hi"), summarizes=Span("a", "b\x00")), "summarizes.last"),
+    (
+        "a thought summarizing",
+        Actum("c", ActumKind.THOUGHT, ActorKind.AGENT, "a", "t", summarizes=Span("a", "b")),
+        "summarizes",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "actum", "field"), INVALID_LINKS, ids=[case for case, _, _ in INVALID_LINKS]
+)
+def test_invalid_links_name_the_field_before_any_store_call(case: str, actum: Actum, field: str) -> None:
+    store = CallsStore()
+    keeper = Chronicarius(store)
+    store.calls.clear()
+    with pytest.raises(InvalidActum) as refused:
+        keeper.record_actum("ardian", actum)
+    assert refused.value.field == field
+    with pytest.raises(InvalidActum) as in_a_batch:
+        keeper.record_acta("ardian", [message("c", "first"), actum])
+    assert (in_a_batch.value.field, in_a_batch.value.index) == (field, 1)
+    assert store.calls == []
+
+
+def test_a_summary_in_a_batch_is_refused_before_any_store_call() -> None:
+    store = CallsStore()
+    keeper = Chronicarius(store)
+    first = keeper.record_actum("ardian", message("c", "hi"))
+    store.calls.clear()
+    summary = replace(message("c", "in short"), summarizes=Span(first.id, first.id))
+    with pytest.raises(InvalidActum) as refused:
+        keeper.record_acta("ardian", [message("c", "more"), summary])
+    assert (refused.value.field, refused.value.index) == ("summarizes", 1)
+    assert store.calls == []
+
+
+def test_a_plain_store_refuses_native_and_history_and_creates_nothing() -> None:
+    store = PlainStore()
+    keeper = Chronicarius(store)
+    kept = keeper.record_actum("ardian", message("c", "kept"))
+    store.calls.clear()
+    refusals: list[tuple[str, Callable[[], object]]] = [
+        (
+            "native",
+            lambda: keeper.record_actum("ardian", replace(message("new", "hi"), native=Native("x", "{}"))),
+        ),
+        (
+            "native",
+            lambda: keeper.record_actum("ardian", replace(message("c", "hi"), native=Native("x", ""))),
+        ),
+        ("history", lambda: keeper.record_actum("ardian", response("new", kept.id))),
+        ("history", lambda: keeper.record_actum("ardian", response("c", kept.id))),
+        (
+            "history",
+            lambda: keeper.record_actum(
+                "ardian", replace(message("c", "s"), summarizes=Span(kept.id, kept.id))
+            ),
+        ),
+        ("history", lambda: keeper.fork_chronicum("ardian", "c")),
+        ("history", lambda: keeper.get_actum("ardian", "c", kept.id)),
+        ("history", lambda: keeper.get_acta("ardian", "c", before=kept.id)),
+    ]
+    for capability, call in refusals:
+        with pytest.raises(CapabilityUnsupported) as refused:
+            call()
+        assert refused.value.capability == capability
+    assert store.calls == []
+    with pytest.raises(ChronicumNotFound):
+        store.get("new")
+    assert keeper.get_acta("ardian", "c") == [kept]
+    assert keeper.get_acta("ardian", "c", newest_first=True) == [kept]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"fork_id": ""}, "fork_id"),
+        ({"fork_id": "a\x00b"}, "fork_id"),
+        ({"fork_id": "f" * 256}, "fork_id"),
+        ({"fork_id": 7}, "fork_id"),
+        ({"at": 42}, "at"),
+    ],
+)
+def test_fork_arguments_are_checked_before_any_store_call(arguments: dict[str, object], field: str) -> None:
+    store = CallsStore()
+    keeper = Chronicarius(store)
+    keeper.record_actum("ardian", message("c", "hi"))
+    store.calls.clear()
+    with pytest.raises(InvalidQuery) as refused:
+        keeper.fork_chronicum("ardian", "c", **arguments)  # type: ignore[arg-type]
+    assert refused.value.field == field
+    assert store.calls == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"view": "folded"}, "view"),
+        ({"tool_exchanges": "paired"}, "tool_exchanges"),
+        ({"newest_first": 1}, "newest_first"),
+        ({"before": ""}, "before"),
+        ({"before": 5}, "before"),
+    ],
+)
+def test_window_shape_arguments_name_the_field(arguments: dict[str, object], field: str) -> None:
+    keeper = Chronicarius(MemoryStore())
+    keeper.record_actum("ardian", message("c", "hi"))
+    with pytest.raises(InvalidQuery) as refused:
+        keeper.get_acta("ardian", "c", **arguments)  # type: ignore[arg-type]
+    assert refused.value.field == field
+
+
+def test_history_calls_on_a_missing_or_foreign_chronicum_answer_not_found() -> None:
+    keeper = Chronicarius(MemoryStore())
+    kept = keeper.record_actum("ardian", message("c", "hi"))
+    for owner_id, chronicum_id in (("bunga", "c"), ("ardian", "missing"), ("ardian", "")):
+        with pytest.raises(ChronicumNotFound):
+            keeper.get_actum(owner_id, chronicum_id, kept.id)
+        with pytest.raises(ChronicumNotFound):
+            keeper.fork_chronicum(owner_id, chronicum_id)
+        with pytest.raises(ChronicumNotFound):
+            keeper.get_acta(owner_id, chronicum_id, before=kept.id)
+    with pytest.raises(ActumNotFound):
+        keeper.get_actum("ardian", "c", "missing")
+
+
+def test_a_layout_remembered_from_before_an_erasure_is_read_again() -> None:
+    """Chronicarii that knew a fork read its id, erased with its source and written afresh, as it is now."""
+    store = MemoryStore()
+    eraser = Chronicarius(store)
+    first = eraser.record_actum("ardian", message("source", "first"))
+    eraser.fork_chronicum("ardian", "source", fork_id="fork")
+    writer, finder, reader = Chronicarius(store), Chronicarius(store), Chronicarius(store)
+    for knows in (writer, finder, reader):
+        assert knows.get_acta("ardian", "fork") == [first]  # each remembers "fork" as a fork
+    eraser.erase_chronicum("ardian", "source")
+    with pytest.raises(ChronicumNotFound):
+        finder.get_actum("ardian", "fork", first.id)
+    call = eraser.record_actum("ardian", Actum("fork", ActumKind.TOOL_REQUEST, ActorKind.AGENT, "a", "q"))
+    answer = writer.record_actum("ardian", response("fork", call.id))
+    assert finder.get_actum("ardian", "fork", call.id) == call
+    assert reader.get_acta("ardian", "fork") == [call, answer]
+    assert reader.get_chronicum("ardian", "fork").forked_from is None
