@@ -12,7 +12,7 @@ import contextlib
 import itertools
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import cast
@@ -30,6 +30,7 @@ from chronica_core import (
     ListingPosition,
     MemoryStore,
 )
+from chronica_core.history import Located, RangeRead, Segment, StaleLayout, WindowReads, WindowRows
 
 _WHERE = "list: store"
 _ASYNC_WHERE = "list: async store"
@@ -374,6 +375,128 @@ class SkipsOneAfter(CapableStore):
             return None
         start = 0 if after is None else positions.index(after) + 1
         return acta[start + 1 : start + 1 + limit]
+
+
+# -- The native and history capabilities: the memory store, each breaking one rule. -------------------
+
+
+class DropsNativeInABatch(CapableStore):
+    """Writes a batch without the acta's native forms (a column left out of the batch's INSERT)."""
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        return super().record_many([replace(actum, native=None) for actum in acta], key)
+
+
+class ReadsPastTheForkPoint(CapableStore):
+    """Reads a shared segment to its source's newest actum (the ``seq <= upto`` bound forgotten).
+
+    A fork then holds what its source wrote after the fork point.
+    """
+
+    def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
+        unbounded = tuple(
+            replace(read, segment=replace(read.segment, upto=None)) if isinstance(read, RangeRead) else read
+            for read in reads.reads
+        )
+        return super().window(chronicum_id, WindowReads(unbounded, reads.answered_in))
+
+
+class LocatesAnywhere(CapableStore):
+    """Finds an actum by its id in whatever chronicum holds it (the lineage's ranges forgotten).
+
+    An actum of an unrelated chronicum, or of a source after the fork point, is then found.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.homes: dict[str, str] = {}  # actum id -> the chronicum it was written in
+
+    def record(self, actum: Actum) -> Actum:
+        self.homes[actum.id] = actum.chronicum_id
+        return super().record(actum)
+
+    def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        self.homes[actum.id] = actum.chronicum_id
+        return super().record_idempotent(actum, key)
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        self.homes.update((actum.id, actum.chronicum_id) for actum in acta)
+        return super().record_many(acta, key)
+
+    def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
+        found = super().locate(lineage, actum_ids)
+        for actum_id in actum_ids:
+            home = self.homes.get(actum_id)
+            if actum_id not in found and home is not None:
+                found.update(super().locate((Segment(home, 0, None),), (actum_id,)))
+        return found
+
+
+class ErasesOnlyTheSource(CapableStore):
+    """Erases a chronicum but not its forks (``DELETE ... WHERE chronicum_id = ?`` only).
+
+    Each fork stays, with its own acta, as a chronicum of its own.
+    """
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> int:
+        owner_id = self.get(chronicum_id).owner_id
+        forks = []
+        for chronicum in self.list_chronica(owner_id, 1001, None):
+            lineage = self.layout(chronicum.id).lineage
+            if chronicum.id != chronicum_id and any(s.chronicum_id == chronicum_id for s in lineage):
+                own = self.window(
+                    chronicum.id, WindowReads((RangeRead(lineage[-1], None, None, 0, False, True),))
+                )
+                forks.append((chronicum, list(own.acta)))
+        erased = super().erase(chronicum_id, owner_digest)
+        for chronicum, acta in forks:
+            self.reopen(chronicum, owner_digest)
+            for actum in acta:
+                self.record(actum)
+        return erased
+
+
+class IgnoresTheLayoutVersion(CapableStore):
+    """Appends a summary whatever layout version the rules checked it against (no ``StaleLayout``).
+
+    Summaries checked at once then all land, their ranges crossing.
+    """
+
+    def record_summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Actum:
+        current = self.layout(actum.chronicum_id).version
+        return super().record_summary(actum, first, last, current, key)
+
+
+class ActaIgnoresTheShape(CapableStore):
+    """Answers ``acta`` for a chronicum with a summary or a paired response (no ``StaleLayout``).
+
+    A Chronicarius that knew the chronicum plain then reads the summarized acta as they were written.
+    """
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        try:
+            return super().acta(chronicum_id, query)
+        except StaleLayout:
+            own = self.layout(chronicum_id).lineage[-1]
+            read = RangeRead(own, query.actum_kinds, query.actor_kinds, query.last_n, True, True)
+            return list(self.window(chronicum_id, WindowReads((read,))).acta)
+
+
+class CopiesThePrefix(CapableStore):
+    """Forks by copying the shared acta into a plain chronicum (the lineage given ignored).
+
+    Reads come out right but for ``chronicum_id``; the fork's own acta hold the whole prefix.
+    """
+
+    def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
+        assert chronicum.forked_from is not None
+        shared = tuple(RangeRead(segment, None, None, 0, False, True) for segment in lineage[:-1])
+        copied = self.window(chronicum.forked_from.chronicum_id, WindowReads(shared)).acta
+        self.create(chronicum)
+        for actum in copied:
+            self.record(replace(actum, chronicum_id=chronicum.id))
 
 
 class AsyncFace(AsyncMemoryStore):

@@ -384,7 +384,7 @@ def test_backends_lists_installed_and_broken_plugins() -> None:
         "memory",
         "memory://",
         "yes",
-        "idempotency, batch, listing, erasure, follow",
+        "idempotency, batch, listing, erasure, follow, native, history",
         "memory",
         "in-process wake-ups",
     ]

@@ -44,7 +44,7 @@ ASYNC_FIXTURE = """
         return broken_stores.async_face(broken_stores.{name}())
 """
 
-CAPABILITIES = ("batch", "listing", "erasure", "follow")
+CAPABILITIES = ("batch", "listing", "erasure", "follow", "native", "history")
 
 CAPABILITY_GROUPS = (
     "test_batch_",
@@ -52,6 +52,8 @@ CAPABILITY_GROUPS = (
     "test_erasure_",
     "test_follow_store_",
     "test_follow_of_an_erased_chronicum",
+    "test_native_",
+    "test_history_",
 )
 """The cases of the capability groups, which skip for a store without the capabilities."""
 
@@ -147,11 +149,41 @@ CAPABILITY_FAILURES: dict[str, set[str]] = {
         "test_follow_more_than_a_page_at_once[{flavour}-as-is]",
         "test_follow_store_acta_after",
     },
+    "DropsNativeInABatch": {"test_native_kept_by_a_batch"},
+    "ReadsPastTheForkPoint": {
+        "test_history_fork_shares_the_prefix_then_goes_its_own_way",
+        "test_history_fork_windows_filters_and_last_n",
+        "test_history_fork_followed_from_its_shared_prefix",
+        "test_history_page_walk_sees_every_actum_once[{flavour}-7]",
+    },
+    "LocatesAnywhere": {
+        "test_history_fork_reads_an_actum_by_id_within_its_history",
+        "test_history_fork_refusals_create_nothing",
+        "test_history_actum_by_id_is_owner_checked",
+        "test_history_exchange_answers_checked_at_write[{flavour}-another_chronicum]",
+        "test_history_exchange_response_keeps_its_request",
+        "test_history_summary_refused_writes_nothing[{flavour}-another_chronicum]",
+    },
+    "ErasesOnlyTheSource": {
+        "test_history_fork_erasing_the_source_erases_its_forks",
+        "test_history_fork_erasing_a_fork_leaves_its_source",
+        "test_history_fork_on_the_store",
+    },
+    "IgnoresTheLayoutVersion": {
+        "test_history_summary_contenders_never_store_partly_overlapping_ranges",
+        "test_history_summary_layout_version_changes",
+    },
+    "ActaIgnoresTheShape": {"test_history_summary_store_acta_raises_stale_layout"},
+    "CopiesThePrefix": {
+        "test_history_fork_copies_nothing",
+        "test_history_fork_shares_the_prefix_then_goes_its_own_way",
+    },
 }
 
 CAPABILITY_SELECTION = (
     "-k",
-    "not stateful and (batch or listing or erasure or follow or test_s1_get_returns_the_stored_owner)",
+    "not stateful and (batch or listing or erasure or follow or native or history"
+    " or test_s1_get_returns_the_stored_owner)",
 )
 """The capability groups and one case every store passes: the rest of the suite is the same as
 the memory store's, checked by the correct store's run."""
@@ -248,6 +280,8 @@ def test_a_store_declaring_capabilities_it_lacks_fails_their_groups(suite_run: S
         "test_batch_returns_the_acta_in_order_with_fresh_ids",
         "test_listing_is_newest_first_ties_by_id_descending",
         "test_erasure_returns_the_count_and_the_chronicum_is_gone",
+        "test_native_kept_by_record_and_every_read",
+        "test_history_fork_shares_the_prefix_then_goes_its_own_way",
     }
     assert case_names(expected, ("sync",)) <= failed
 

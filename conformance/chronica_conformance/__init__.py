@@ -1,8 +1,9 @@
 """The Chronica conformance suite: checks that a store keeps the store contract and the rules.
 
-Also the contracts of the optional capabilities a store has (batch, listing, erasure: see
-:mod:`chronica_core.capabilities`): each group runs where the store has its capability, fails
-where the suite declares it but the store lacks it, and is skipped, saying why, otherwise.
+Also the contracts of the optional capabilities a store has (batch, listing, erasure, follow,
+native, history: see :mod:`chronica_core.capabilities`): each group runs where the store has its
+capability, fails where the suite declares it but the store lacks it, and is skipped, saying
+why, otherwise.
 
 Subclass :class:`ConformanceSuite` (or one of its groups) in a ``test_*.py`` module and supply a
 ``store`` fixture (a blocking ``Store``) and/or an ``async_store`` fixture (an ``AsyncStore``)::
@@ -31,18 +32,24 @@ pytest.register_assert_rewrite(
             "capability_contract",
             "driver_failures",
             "erasure_contract",
+            "exchange_contract",
             "follow_contract",
+            "fork_contract",
             "harness",
+            "history_base",
+            "history_contract",
             "idempotent_contract",
             "json_contract",
             "listing_contract",
             "loop_contract",
             "loop_scenario",
             "retention_contract",
+            "native_contract",
             "rules_contract",
             "size_contract",
             "stateful",
             "store_contract",
+            "summary_contract",
         )
     )
 )
@@ -52,18 +59,23 @@ from chronica_conformance.batch_contract import BatchContract  # noqa: E402 - af
 from chronica_conformance.capability_contract import CapabilityContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.driver_failures import DriverFailureContract, DriverFaults, FailureKind, Injection  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.erasure_contract import ErasureContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.exchange_contract import ExchangeContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.follow_contract import FollowContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.fork_contract import ForkContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.harness import AsyncHarness, Call, Harness, SyncHarness, rules_call, store_call  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.history_contract import HistoryContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.idempotent_contract import IdempotentContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.json_contract import JsonFormContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.listing_contract import ListingContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.loop_contract import AnyLoopContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.retention_contract import RetentionContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.native_contract import NativeContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.runner import run  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.size_contract import SizeContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.stateful import ReferenceModel, StatefulRules  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.store_contract import StoreContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.summary_contract import SummaryContract  # noqa: E402 - after the assert-rewrite registration
 
 __all__ = [
     "AnyLoopContract",
@@ -75,13 +87,17 @@ __all__ = [
     "DriverFailureContract",
     "DriverFaults",
     "ErasureContract",
+    "ExchangeContract",
     "FailureKind",
     "FollowContract",
+    "ForkContract",
     "Harness",
+    "HistoryContract",
     "IdempotentContract",
     "Injection",
     "JsonFormContract",
     "ListingContract",
+    "NativeContract",
     "ReferenceModel",
     "RetentionContract",
     "RulesContract",
@@ -89,6 +105,7 @@ __all__ = [
     "StatefulRules",
     "StoreContract",
     "SuiteBase",
+    "SummaryContract",
     "SyncHarness",
     "Target",
     "require_capability",
@@ -108,6 +125,8 @@ class ConformanceSuite(
     ErasureContract,
     RetentionContract,
     FollowContract,
+    NativeContract,
+    HistoryContract,
     CapabilityContract,
     JsonFormContract,
     StatefulRules,
@@ -120,7 +139,9 @@ class ConformanceSuite(
     (S1–S9), the idempotent contract (S10, R8), the rules (R1–R9), the size contract (content up
     to the store's limit), the batch, listing and erasure contracts (each where the store has the
     capability; the erasure contract also checks R10 with a cached owner), following (every
-    store; the follow capability's own case where the store has it), missing capabilities
+    store; the follow capability's own case where the store has it), the native and history
+    contracts (native forms; forks, summaries, tool exchanges, an actum by id and pages back,
+    where the store has the capability), missing capabilities
     refused before the store is touched, the public JSON form, the stateful model test and driver
     failures (E1), and, for an asyncio store, one store serving every event loop (the any-loop
     contract).

@@ -99,7 +99,8 @@ class SuiteBase:
         declares_idempotent: ``True`` makes the idempotent group fail, instead of skip, when the
             store is not idempotent.
         declares_capabilities: the optional capabilities the store promises, by name
-            (``"batch"``, ``"listing"``, ``"erasure"``; see :mod:`chronica_core.capabilities`):
+            (``"batch"``, ``"listing"``, ``"erasure"``, ``"follow"``, ``"native"``,
+            ``"history"``; see :mod:`chronica_core.capabilities`):
             the group of each one then fails, instead of skipping, when the store lacks it.
     """
 
@@ -196,6 +197,8 @@ _CAPABILITY_METHODS = {
     "idempotency": "record_idempotent",
     "follow": "acta_after and wait_for_acta",
     "retention": "idle_chronica and erase_idle",
+    "native": "keeps_native",
+    "history": "layout, window, locate, fork and record_summary",
 }
 
 
@@ -273,10 +276,14 @@ def assert_aware_utc(moment: datetime | None, what: str) -> datetime:
     return moment
 
 
+_FIELDS = ("id", "chronicum_id", "kind", "actor_kind", "actor", "content", "native", "answers", "summarizes")
+"""The fields :func:`assert_same_actum` compares exactly (``at`` is compared within a tolerance)."""
+
+
 def assert_same_actum(stored: Actum, expected: Actum, *, at: datetime | None = None) -> None:
     """Assert ``stored`` has every field of ``expected`` (``at`` within :data:`TIME_TOLERANCE` of ``at``)."""
     assert isinstance(stored, Actum), f"expected an Actum, got {stored!r}"
-    for name in ("id", "chronicum_id", "kind", "actor_kind", "actor", "content"):
+    for name in _FIELDS:
         got, want = getattr(stored, name), getattr(expected, name)
         assert got == want, f"actum {name}: stored {_short(got)}, expected {_short(want)}"
     assert isinstance(stored.kind, ActumKind), f"kind {stored.kind!r} is not an ActumKind"

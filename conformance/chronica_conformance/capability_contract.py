@@ -6,12 +6,22 @@ hides the capability (as a store without it would look) and records every store 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from chronica_conformance.base import SuiteBase, ids, make_actum, new_id, new_owner
-from chronica_conformance.harness import Harness
-from chronica_core import CapabilityUnsupported, ChronicumNotFound, IdempotencyUnsupported
-from chronica_core.capabilities import BATCH, ERASURE, IDEMPOTENCY, LISTING
+from chronica_conformance.base import SuiteBase, assert_same_acta, ids, make_actum, new_id, new_owner
+from chronica_conformance.harness import Call, Harness, rules_call
+from chronica_core import (
+    ActorKind,
+    ActumKind,
+    CapabilityUnsupported,
+    ChronicumNotFound,
+    IdempotencyUnsupported,
+    Native,
+    Span,
+)
+from chronica_core.capabilities import BATCH, ERASURE, HISTORY, IDEMPOTENCY, LISTING, NATIVE
 
 __all__ = ["CapabilityContract"]
 
@@ -68,3 +78,55 @@ class CapabilityContract(SuiteBase):
         assert refused_owner.value.capability == ERASURE
         assert plain.store_calls == [], "the store was called before the refusal"
         assert ids(chronica_harness.get_acta(owner, chronicum_id)) == [kept.id]
+
+    def test_capability_native_missing_refuses_before_the_store(self, chronica_harness: Harness) -> None:
+        """An actum with a native form without the native capability: refused, no store call."""
+        owner, chronicum_id, fresh = new_owner(), new_id("no-native"), new_id("no-native")
+        kept = chronica_harness.record_actum(owner, make_actum(chronicum_id, "kept"))
+        plain = chronica_harness.with_chronicarius(hidden=(NATIVE,))
+        native = Native("openai-agents.item", '{"role": "user"}')
+        calls = [
+            rules_call("record_actum", owner, replace(make_actum(chronicum_id), native=native)),
+            rules_call("record_actum", owner, replace(make_actum(fresh), native=native)),
+            rules_call("record_acta", owner, [make_actum(fresh), replace(make_actum(fresh), native=native)]),
+        ]
+        for call in calls:
+            with pytest.raises(CapabilityUnsupported) as refused:
+                plain.perform(call)
+            assert refused.value.capability == NATIVE
+        assert plain.store_calls == [], "the store was called before the refusal"
+        with pytest.raises(ChronicumNotFound):
+            chronica_harness.get(fresh)  # nothing created
+        assert ids(chronica_harness.get_acta(owner, chronicum_id)) == [kept.id]
+
+    def test_capability_history_missing_refuses_before_the_store(self, chronica_harness: Harness) -> None:
+        """Fork, ``get_actum``, ``before``, summary, ``answers`` without history: refused, no store call."""
+        owner, chronicum_id = new_owner(), new_id("no-history")
+        written = [
+            chronica_harness.record_actum(owner, make_actum(chronicum_id, "said")),
+            chronica_harness.record_actum(
+                owner,
+                make_actum(chronicum_id, "call", kind=ActumKind.TOOL_REQUEST, actor_kind=ActorKind.AGENT),
+            ),
+        ]
+        plain = chronica_harness.with_chronicarius(hidden=(HISTORY,))
+        response = make_actum(
+            chronicum_id, "result", kind=ActumKind.TOOL_RESPONSE, actor_kind=ActorKind.SYSTEM
+        )
+        summary = replace(make_actum(chronicum_id, "in short"), summarizes=Span(written[0].id, written[1].id))
+        calls: list[Call] = [
+            rules_call("fork_chronicum", owner, chronicum_id),
+            rules_call("get_actum", owner, chronicum_id, written[0].id),
+            rules_call("get_acta", owner, chronicum_id, before=written[1].id),
+            rules_call("record_actum", owner, summary),
+            rules_call("record_actum", owner, replace(response, answers=written[1].id)),
+            rules_call("record_acta", owner, [replace(response, answers=written[1].id)]),
+        ]
+        for call in calls:
+            with pytest.raises(CapabilityUnsupported) as refused:
+                plain.perform(call)
+            assert refused.value.capability == HISTORY, f"{call.method}: {refused.value}"
+        assert plain.store_calls == [], "the store was called before the refusal"
+        assert_same_acta(chronica_harness.get_acta(owner, chronicum_id), written, "after the refusals")
+        newest_first = plain.get_acta(owner, chronicum_id, newest_first=True)  # works on every store
+        assert_same_acta(newest_first, written[::-1], "newest first")

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import itertools
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -34,8 +35,19 @@ from chronica_core import (
     ChronicumNotFound,
     IdempotentStore,
     Store,
+    ToolExchanges,
+    View,
 )
-from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, IDEMPOTENCY, LISTING, store_capabilities
+from chronica_core.capabilities import (
+    BATCH,
+    ERASURE,
+    FOLLOW,
+    HISTORY,
+    IDEMPOTENCY,
+    LISTING,
+    NATIVE,
+    store_capabilities,
+)
 
 __all__ = [
     "AsyncHarness",
@@ -188,6 +200,10 @@ class Harness(ABC):
         actum_kinds: Iterable[ActumKind | str] | None = None,
         actor_kinds: Iterable[ActorKind | str] | None = None,
         last_n: int = 0,
+        before: str | None = None,
+        newest_first: bool = False,
+        view: View | str = View.SUMMARIZED,
+        tool_exchanges: ToolExchanges | str = ToolExchanges.WHOLE,
     ) -> list[Actum]:
         """``chronicarius.get_acta(owner_id, chronicum_id, ...)``."""
         call = rules_call(
@@ -197,8 +213,23 @@ class Harness(ABC):
             actum_kinds=actum_kinds,
             actor_kinds=actor_kinds,
             last_n=last_n,
+            before=before,
+            newest_first=newest_first,
+            view=view,
+            tool_exchanges=tool_exchanges,
         )
         return cast(list[Actum], self.perform(call))
+
+    def get_actum(self, owner_id: str, chronicum_id: str, actum_id: str) -> Actum:
+        """``chronicarius.get_actum(owner_id, chronicum_id, actum_id)``."""
+        return cast(Actum, self.perform(rules_call("get_actum", owner_id, chronicum_id, actum_id)))
+
+    def fork_chronicum(
+        self, owner_id: str, chronicum_id: str, *, at: str | None = None, fork_id: str | None = None
+    ) -> Chronicum:
+        """``chronicarius.fork_chronicum(owner_id, chronicum_id, at=..., fork_id=...)``."""
+        call = rules_call("fork_chronicum", owner_id, chronicum_id, at=at, fork_id=fork_id)
+        return cast(Chronicum, self.perform(call))
 
     def get_chronicum(self, owner_id: str, chronicum_id: str) -> Chronicum:
         """``chronicarius.get_chronicum(owner_id, chronicum_id)``."""
@@ -307,6 +338,7 @@ class Harness(ABC):
         idempotent: bool = True,
         gate_first_reads: int = 0,
         hidden: Collection[str] = (),
+        gate_summaries: int = 0,
     ) -> Harness:
         """Return a harness over the same store (and loop) with a new Chronicarius.
 
@@ -318,11 +350,14 @@ class Harness(ABC):
             idempotent: ``False`` hides ``record_idempotent`` from the new Chronicarius, as a store
                 that is not idempotent would (rule R9).
             hidden: capabilities to hide from the new Chronicarius (``"batch"``, ``"listing"``,
-                ``"erasure"``, ``"idempotency"``), as a store without them would; the others
-                the store has are passed through.
+                ``"erasure"``, ``"idempotency"``, ``"follow"``, ``"native"``, ``"history"``),
+                as a store without them would; the others the store has are passed through.
             gate_first_reads: when positive, a ``get`` that finds no chronicum waits until this
                 many such reads have happened before it raises ``ChronicumNotFound``: that many
                 concurrent first writes then all race to ``create`` (rule R4).
+            gate_summaries: when positive, each of the first this many ``record_summary`` calls
+                waits until all of them were made before it reaches the store: that many
+                concurrent summaries are then all checked against the same layout.
         """
 
     @abstractmethod
@@ -340,6 +375,8 @@ _CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     LISTING: ("list_chronica",),
     ERASURE: ("erase", "erase_owner", "reopen"),
     FOLLOW: ("acta_after", "wait_for_acta"),
+    NATIVE: ("keeps_native",),
+    HISTORY: ("layout", "window", "locate", "fork", "record_summary"),
 }
 
 
@@ -355,6 +392,9 @@ class _StoreView:
     are defined on the class (and ``record_idempotent`` on the instance, when kept) because
     runtime protocol checks look attributes up statically.
     """
+
+    record_summary: Callable[..., Any]
+    """Set (watched) only when the history capability is kept; declared for the summary gates."""
 
     def __init__(self, store: Any, *, idempotent: bool, hidden: Collection[str] = ()) -> None:
         self._store = store
@@ -420,6 +460,18 @@ class _GatedStoreView(_StoreView, Store):
             if self._gate is not None:
                 self._gate.wait()
             raise
+
+    def gate_summaries(self, gate: threading.Barrier) -> None:
+        """Make each of the first ``gate.parties`` ``record_summary`` calls wait at ``gate`` first."""
+        record_summary = self.record_summary
+        made = itertools.count()
+
+        def gated(*arguments: Any) -> Any:
+            if next(made) < gate.parties:
+                gate.wait()
+            return record_summary(*arguments)
+
+        self.record_summary = gated
 
 
 class SyncHarness(Harness):
@@ -538,6 +590,7 @@ class SyncHarness(Harness):
         idempotent: bool = True,
         gate_first_reads: int = 0,
         hidden: Collection[str] = (),
+        gate_summaries: int = 0,
     ) -> SyncHarness:
         """See :meth:`Harness.with_chronicarius`."""
         gate = (
@@ -546,6 +599,8 @@ class SyncHarness(Harness):
             else None
         )
         view = _GatedStoreView(self.store, idempotent=idempotent, gate=gate, hidden=hidden)
+        if gate_summaries and hasattr(view, "record_summary"):
+            view.gate_summaries(threading.Barrier(gate_summaries, timeout=CONCURRENT_TIMEOUT_SECONDS))
         harness = SyncHarness(self.store, chronicarius=Chronicarius(view, owner_cache_size=owner_cache_size))
         harness.declares_idempotent = self.declares_idempotent
         harness.declares_capabilities = self.declares_capabilities
@@ -607,6 +662,19 @@ class _AsyncGatedStoreView(_StoreView, AsyncStore):
                 async with asyncio.timeout(CONCURRENT_TIMEOUT_SECONDS):
                     await self._gate.wait()
             raise
+
+    def gate_summaries(self, gate: asyncio.Barrier) -> None:
+        """Make each of the first ``gate.parties`` ``record_summary`` calls wait at ``gate`` first."""
+        record_summary = self.record_summary
+        made = itertools.count()
+
+        async def gated(*arguments: Any) -> Any:
+            if next(made) < gate.parties:
+                async with asyncio.timeout(CONCURRENT_TIMEOUT_SECONDS):
+                    await gate.wait()
+            return await record_summary(*arguments)
+
+        self.record_summary = gated
 
 
 class AsyncHarness(Harness):
@@ -764,10 +832,13 @@ class AsyncHarness(Harness):
         idempotent: bool = True,
         gate_first_reads: int = 0,
         hidden: Collection[str] = (),
+        gate_summaries: int = 0,
     ) -> AsyncHarness:
         """See :meth:`Harness.with_chronicarius`."""
         gate = asyncio.Barrier(gate_first_reads) if gate_first_reads else None
         view = _AsyncGatedStoreView(self.store, idempotent=idempotent, gate=gate, hidden=hidden)
+        if gate_summaries and hasattr(view, "record_summary"):
+            view.gate_summaries(asyncio.Barrier(gate_summaries))
         chronicarius = AsyncChronicarius(view, owner_cache_size=owner_cache_size)
         harness = AsyncHarness(self.store, runner=self._runner, chronicarius=chronicarius)
         harness.declares_idempotent = self.declares_idempotent

@@ -12,7 +12,7 @@ from chronica_conformance.harness import Harness
 from chronica_core import ActorKind, Actum, ActumKind, ChronicaPage, Chronicum
 from chronica_core.capabilities import LISTING
 
-__all__ = ["JSON_EXAMPLES", "JsonFormContract"]
+__all__ = ["JSON_EXAMPLES", "JsonFormContract", "bounded_settings"]
 
 JSON_EXAMPLES = 20
 """The most examples the property runs (fewer when the active hypothesis profile asks for fewer)."""
@@ -27,7 +27,7 @@ _NAME = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_siz
 _ACTUM = st.tuples(st.sampled_from(tuple(ActumKind)), st.sampled_from(tuple(ActorKind)), _NAME, _CONTENT)
 
 
-def _json_settings() -> settings:
+def bounded_settings() -> settings:
     """The active profile, bounded to :data:`JSON_EXAMPLES` examples, without a deadline."""
     current = settings()  # the active profile's values
     return settings(
@@ -65,7 +65,7 @@ class JsonFormContract(SuiteBase):
         harness = chronica_harness
         owner = new_owner()
 
-        @_json_settings()
+        @bounded_settings()
         @given(
             acta=st.lists(_ACTUM, min_size=1, max_size=4),
             suffix=st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=20),

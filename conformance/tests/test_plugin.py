@@ -211,7 +211,14 @@ class TestPlain(ConformanceSuite):
     recorder = pytester.inline_run("-p", "no:cacheprovider")
     passed, skipped, failed = outcome_names(recorder)
     assert not failed
-    capability_groups = ("::test_batch_", "::test_listing_", "::test_erasure_", "::test_retention_")
+    capability_groups = (
+        "::test_batch_",
+        "::test_listing_",
+        "::test_erasure_",
+        "::test_retention_",
+        "::test_native_",
+        "::test_history_",
+    )
     without_capabilities = [
         nodeid for nodeid in skipped if any(group in nodeid for group in capability_groups)
     ]
@@ -253,6 +260,8 @@ class TestPlain(ConformanceSuite):
             ("listing", "list_chronica"),
             ("erasure", "erase, erase_owner and reopen"),
             ("retention", "idle_chronica and erase_idle"),
+            ("native", "keeps_native"),
+            ("history", "layout, window, locate, fork and record_summary"),
         )
     }
     follow_reasons = {
@@ -267,6 +276,7 @@ class TestPlain(ConformanceSuite):
         "so following an erased chronicum does not apply",
     }
     assert any("test_capability_batch_missing_refuses_before_the_store" in nodeid for nodeid in passed)
+    assert any("test_capability_history_missing_refuses_before_the_store" in nodeid for nodeid in passed)
     assert any("test_json_form_of_stored_acta_and_chronica_round_trips" in nodeid for nodeid in passed)
     assert len(reasons) == 2
     assert any(
