@@ -110,20 +110,27 @@ def main(work: Path) -> None:
     run([sys.executable, "-m", "venv", "--clear", str(venv)])
     python = str(venv / "bin" / "python")
     chronica = str(venv / "bin" / "chronica")
-    extras = "postgres,sqlalchemy,mongodb,conformance,openai-agents,adk,pydantic-ai"
+    extras = "postgres,sqlalchemy,mongodb,redis,conformance,openai-agents,adk,pydantic-ai"
     print(f"installing chronica[{extras}] by name from the built files", flush=True)
     run([python, "-m", "pip", "install", "--quiet", "--find-links", str(dist), f"chronica[{extras}]",
          "chronica-sqlalchemy[aiosqlite]"])  # fmt: skip
     run([python, "-c", "; ".join(f"import {package}" for package in packages)])
-    run([python, "-c", "import chronica_postgres.store, chronica_sqlalchemy.store, chronica_mongodb.store"])
+    run(
+        [
+            python,
+            "-c",
+            "import chronica_postgres.store, chronica_sqlalchemy.store, chronica_mongodb.store, "
+            "chronica_redis.store",
+        ]
+    )
     version = run([chronica, "--version"]).strip()
-    for name in ("chronica-postgres", "chronica-sqlalchemy", "chronica-mongodb"):
+    for name in ("chronica-postgres", "chronica-sqlalchemy", "chronica-mongodb", "chronica-redis"):
         check(f"{name} {VERSION}" in version, f"chronica --version does not name {name} {VERSION}: {version}")
     check(run([python, "-m", "chronica_core", "--version"]).strip() == version, "python -m chronica_core")
     origin = run([python, "-c", "from chronica_core.install import core_origin; print(core_origin().kind)"])
     check(origin.strip() == "index", f"installed by name, the core's origin reads {origin.strip()!r}")
     backends = run([chronica, "backends"])
-    for scheme in ("memory://", "sqlite://", "postgresql://", "mongodb://"):
+    for scheme in ("memory://", "sqlite://", "postgresql://", "mongodb://", "redis://", "redis+cluster://"):
         check(scheme in backends, f"chronica backends does not list {scheme}")
     play = work / "demo"
     play.mkdir(exist_ok=True)

@@ -31,10 +31,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -45,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from benchmarks.connections import held_connections
 from chronica_core import (
     ActorKind,
     Actum,
@@ -178,44 +177,12 @@ def _server_connections(url: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-def _process_connections(url: str) -> int | None:
-    """This process's established TCP connections to the server of ``url`` (``None``: no server,
-    or no ``/proc`` to read them from).
-
-    Reads the socket inodes of ``/proc/self/fd`` and the connections of ``/proc/net/tcp`` and
-    ``tcp6``, keeping the established ones (state ``01``) whose remote port is the URL's.
-    """
-    if url.startswith(("memory:", "sqlite")):
-        return None
-    parts = urlsplit(url.replace("+srv", ""))
-    default_ports = {"postgresql": 5432, "postgres": 5432, "mysql": 3306, "mariadb": 3306, "mongodb": 27017}
-    port = parts.port or default_ports.get(parts.scheme.partition("+")[0])
-    if port is None or not os.path.isdir("/proc/self/fd"):
-        return None
-    inodes = set()
-    for descriptor in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):
-            target = os.readlink(f"/proc/self/fd/{descriptor}")
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError), open(table, encoding="ascii") as rows:
-            next(rows)  # the header
-            for row in rows:
-                fields = row.split()
-                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
-                if fields[3] == "01" and remote_port == port and fields[9] in inodes:
-                    count += 1
-    return count
-
-
 class _Peak:
     """The most connections of this process seen while it samples them (every 10 ms, in a thread)."""
 
     def __init__(self, url: str) -> None:
         self._url = url
-        self.most: int | None = _process_connections(url)
+        self.most: int | None = held_connections(url)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -229,7 +196,7 @@ class _Peak:
 
     def _sample(self) -> None:
         while not self._stop.wait(0.01):
-            now = _process_connections(self._url)
+            now = held_connections(self._url)
             if now is not None:
                 self.most = max(self.most or 0, now)
 
@@ -245,7 +212,7 @@ async def _many(
             await chronicarius.record_actum(OWNER, _message(chronicum_id, "start")) for chronicum_id in ids
         ]
         before = await asyncio.to_thread(_server_connections, url)
-        process_before = _process_connections(url)
+        process_before = held_connections(url)
         arrived = 0
         everyone = asyncio.Event()
 
@@ -266,7 +233,7 @@ async def _many(
         await asyncio.sleep(idle)
         idle_cpu = (time.process_time() - cpu) / (time.monotonic() - wall)
         during = await asyncio.to_thread(_server_connections, url)
-        process_idle = _process_connections(url)
+        process_idle = held_connections(url)
         with _Peak(url) as delivering:
             started = time.monotonic()
             shared = getattr(store, "sync_store", None) if url.startswith("memory:") else None

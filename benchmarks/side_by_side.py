@@ -3,15 +3,16 @@
 ``benchmarks.run`` measures one store URL after another, so a ratio between two stores carries
 whatever the machine's load did between their runs. This times ``Chronicarius.record_actum`` and
 the last-20-messages ``Chronicarius.get_acta`` on every store given, call by call in the same
-rounds (the starting store rotating), each store appending into and reading a chronicum of its
-own, and prints each store's medians and their ratio to the first store's. It does so ``--runs``
-times (:data:`RUNS`), opening the stores anew for each run, and judges the median of the runs'
-ratios against the target of chronica-sqlalchemy on PostgreSQL (``postgresql+psycopg://``): within
-:data:`benchmarks.run.PEER_LIMIT` of chronica-postgres (``postgresql://``), ``ok`` or ``MISSED``.
+rounds (in an order shuffled each round, from ``--seed``), each store appending into and reading
+a chronicum of its own, and prints each store's medians and their ratio to the first store's. It
+does so ``--runs`` times (:data:`RUNS`), opening the stores anew for each run, and judges the
+``side_by_side`` rows of ``benchmarks/targets.toml`` (chronica-sqlalchemy on PostgreSQL,
+``postgresql+psycopg://``, against chronica-postgres, ``postgresql://``) on the median of the
+runs' ratios, ``ok`` or ``MISSED``, with their spread.
 
     python -m benchmarks.side_by_side --store postgresql://postgres@127.0.0.1:5432/bench_pg \\
         --store postgresql+psycopg://postgres@127.0.0.1:5432/bench_sa [--history 100] [--repeat 500] \\
-        [--runs 5]
+        [--runs 5] [--seed N]
 
 Each store gets its default schema of the database in its URL (give each its own throw-away
 database; nothing is dropped). The chronicum of each holds ``--history`` acta of the dinner story
@@ -26,16 +27,19 @@ they are (the test VM's server runs with autovacuum off; the first lines say so)
 from __future__ import annotations
 
 import argparse
-import gc
+import asyncio
 import os
+import random
 import statistics
 import sys
-import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Sequence
 
-from benchmarks.run import LAST_N, PEER_LIMIT, positive_integer, story_actum
+from benchmarks.acta import LAST_N, story_actum
+from benchmarks.run import positive_integer
+from benchmarks.targets import Verdict, targets_for
+from benchmarks.timing import new_seed, time_interleaved
 from chronica_core import ActumKind, Chronicarius, open_store
 from chronica_core.urls import split_query_options
 
@@ -45,28 +49,15 @@ OWNER = "side-by-side"
 RUNS = 5
 """Runs by default, each opening its stores anew (new connections, new server processes). Their
 ratios are shown one by one beside their median: how far they agree says how far one figure can be
-trusted. On the 2-CPU test VM the runs of one invocation agreed within about 0.2x, while
-invocations some minutes apart differed more than that (the machine, not the code)."""
+trusted."""
 
 
-def _rounds(calls: dict[str, Callable[[int], object]], repeat: int, warmup: int) -> dict[str, float]:
-    """Median nanoseconds of each call over ``repeat`` rounds after ``warmup``, interleaved."""
-    names = list(calls)
-    times: dict[str, list[int]] = {name: [] for name in names}
-    gc.collect()
-    gc.disable()
-    try:
-        for number in range(warmup + repeat):
-            shift = number % len(names)
-            for name in names[shift:] + names[:shift]:
-                started = time.perf_counter_ns()
-                calls[name](number)
-                elapsed = time.perf_counter_ns() - started
-                if number >= warmup:
-                    times[name].append(elapsed)
-    finally:
-        gc.enable()
-    return {name: statistics.median(values) for name, values in times.items()}
+def _rounds(
+    calls: dict[str, Callable[[int], object]], repeat: int, warmup: int, rng: random.Random
+) -> dict[str, float]:
+    """Median nanoseconds of each call over ``repeat`` rounds after ``warmup``, in shuffled rounds."""
+    timings = asyncio.run(time_interleaved(calls, warmup, repeat, rng=rng))
+    return {name: timing.median_ns for name, timing in timings.items()}
 
 
 Medians = dict[str, float]
@@ -138,7 +129,7 @@ def gather_statistics(url: str) -> bool:
 
 
 def _one_run(
-    urls: Sequence[str], history: int, repeat: int, warmup: int, analyze: bool = True
+    urls: Sequence[str], history: int, repeat: int, warmup: int, analyze: bool, rng: random.Random
 ) -> tuple[Medians, Medians]:
     """Open every store, fill a chronicum of each, time reads then appends; close them.
 
@@ -168,8 +159,8 @@ def _one_run(
             acta = [story_actum(chronicum_id, index, with_id=True) for index in range(rounds)]
             return lambda number: chronicarius.record_actum(OWNER, acta[number])
 
-        reads = _rounds({url: reader(url) for url in urls}, repeat, warmup)
-        appends = _rounds({url: appender(url) for url in urls}, repeat, warmup)
+        reads = _rounds({url: reader(url) for url in urls}, repeat, warmup, rng)
+        appends = _rounds({url: appender(url) for url in urls}, repeat, warmup, rng)
     finally:
         for chronicarius in chronicarii.values():
             chronicarius.store.close()
@@ -197,13 +188,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_false",
         help="do not ANALYZE the PostgreSQL stores' tables after filling (time them as they are)",
     )
+    parser.add_argument("--seed", type=int, default=None, help="seed of the shuffled order (default: drawn)")
     arguments = parser.parse_args(argv)
     urls: list[str] = arguments.store
     first = urls[0]
+    seed = new_seed() if arguments.seed is None else arguments.seed
+    rng = random.Random(seed)
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(
         f"{os.cpu_count()} CPUs, load average {load}; {arguments.runs} runs of {arguments.repeat} rounds,"
-        " medians in µs"
+        f" medians in µs; order shuffled each round, seed {seed}"
     )
     for url in urls:
         setting = autovacuum_setting(url)
@@ -215,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'run':>3} {'store':60} {'last-20 read':>13} {'ratio':>6} {'append':>9} {'ratio':>6}")
     for run in range(1, arguments.runs + 1):
         reads, appends = _one_run(
-            urls, arguments.history, arguments.repeat, arguments.warmup, arguments.analyze
+            urls, arguments.history, arguments.repeat, arguments.warmup, arguments.analyze, rng
         )
         for url in urls:
             read_ratio, append_ratio = reads[url] / reads[first], appends[url] / appends[first]
@@ -227,17 +221,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     for url in urls[1:]:
         read_ratio, append_ratio = statistics.median(read_ratios[url]), statistics.median(append_ratios[url])
         print(f"    {url:60} last-20 read {read_ratio:5.2f}x  append {append_ratio:5.2f}x")
-    postgres = next((url for url in urls if url.startswith("postgresql://")), None)
-    for url in urls:
-        if postgres is not None and url.startswith("postgresql+psycopg://"):
-            for operation, ratios in (("last-20 read", read_ratios), ("append", append_ratios)):
-                per_run = [mine / theirs for mine, theirs in zip(ratios[url], ratios[postgres], strict=True)]
-                ratio = statistics.median(per_run)
-                verdict = "ok    " if ratio <= PEER_LIMIT else "MISSED"
-                target = f"chronica-sqlalchemy {operation} <= {PEER_LIMIT}x chronica-postgres's"
-                shown = ", ".join(f"{value:.2f}" for value in per_run)
-                print(f"  {verdict} {target}: {ratio:.2f} (median of the runs: {shown})")
+    for verdict in judge(urls, read_ratios, append_ratios):
+        print(f"  {verdict.line()}")
     return 0
+
+
+def _scheme(url: str) -> str:
+    return url.partition("://")[0].lower()
+
+
+def judge(
+    urls: Sequence[str], reads: dict[str, list[float]], appends: dict[str, list[float]]
+) -> list[Verdict]:
+    """The ``side_by_side`` targets whose two stores were both measured, on the runs' ratios.
+
+    Args:
+        urls: the store URLs, in the order given.
+        reads: per URL, each run's read median over the first store's.
+        appends: the same for appends.
+
+    Returns:
+        One verdict a target whose ``store`` and ``against`` schemes are both among ``urls``: the
+        median over the runs of the store's ratio to the other's, with the runs' spread.
+    """
+    verdicts = []
+    for target in targets_for("side_by_side"):
+        mine = next((url for url in urls if _scheme(url) == target.store), None)
+        theirs = next((url for url in urls if _scheme(url) == target.against), None)
+        if mine is None or theirs is None:
+            continue
+        ratios = reads if target.measure == "read" else appends
+        per_run = [own / other for own, other in zip(ratios[mine], ratios[theirs], strict=True)]
+        operation = f"last-{LAST_N} read" if target.measure == "read" else "append"
+        text = f"{target.store}:// {operation} <= {target.limit:g}x {target.against}://"
+        verdicts.append(Verdict.judge(target, text, per_run))
+    return verdicts
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ Run from the repository root in a venv holding both (``tox -e openai-agents --no
 Each store gets a fresh file of its own in a temporary directory (``--directory``: there
 instead), with the settings each uses by default (printed: both WAL; ``synchronous`` FULL for
 both, Chronica's default and SQLite's built-in one for ``SQLiteSession``). Every round times, in
-an order that alternates from round to round:
+an order shuffled each round (``--seed``, printed):
 
 - **40 threads**: ``--writers`` threads, each appending ``--writes`` acta, one at a time, to a
   conversation of its own (started before the clock). Chronica: ``Chronicarius.record_actum``
@@ -18,16 +18,17 @@ an order that alternates from round to round:
 - **40 tasks**: the same on one event loop. Chronica: ``AsyncChronicarius.record_actum`` on
   ``open_async_store("sqlite:///...")`` (worker threads) and, as a second row, on
   ``sqlite+aiosqlite:///...``; ``SQLiteSession``: ``add_items([item])``.
-- **last 20**: ``--reads`` calls, interleaved call by call (which of the three goes first turns
-  from call to call), reading the newest 20 of a conversation holding ``--history`` items:
+- **last 20**: ``--reads`` calls, interleaved call by call (the three in an order shuffled for
+  each call), reading the newest 20 of a conversation holding ``--history`` items:
   ``AsyncChronicarius.get_acta(owner, id, last_n=20)`` (worker threads, as ``get_items`` runs on
   one), the blocking ``Chronicarius.get_acta``, and ``SQLiteSession.get_items(20)``, the median
   call of each.
 
 Printed: per round the throughputs (writes/s) and read medians (µs), then the median over rounds
-of each Chronica/peer ratio beside its target, with ``ok`` or ``MISSED`` (never asserted), and
-the load average before and after. The machine's other work slows both columns alike within a
-round; rerun when the load average is far above the number of CPUs.
+of each Chronica/peer ratio, and the ``peers`` rows of ``benchmarks/targets.toml`` for
+``sqlite-session`` that it measures, each with ``ok`` or ``MISSED`` and its spread over the rounds
+(never asserted), and the load average before and after. The machine's other work slows both
+columns alike within a round; rerun when the load average is far above the number of CPUs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import asyncio
 import functools
 import json
 import os
+import random
 import sqlite3
 import statistics
 import tempfile
@@ -48,6 +50,8 @@ from typing import Any
 
 from agents.memory import SQLiteSession
 
+from benchmarks.targets import Verdict, targets_for
+from benchmarks.timing import new_seed, shuffled
 from chronica_core import (
     Actum,
     ActumKind,
@@ -61,10 +65,13 @@ from chronica_core.model import ActorKind
 
 OWNER = "ardian"
 CONTENT = "Shall we book the table for eight at the usual place, or try the new one by the river?"
-TARGETS = {"40 threads": 1.0, "40 tasks": 0.8}
-"""Chronica/peer throughput at least this (higher is better)."""
-READ_TARGET = 1.2
-"""Chronica/peer last-20 median at most this (lower is better)."""
+MEASURES = {
+    "threads": "40 threads",
+    "tasks": "40 tasks",
+    "read": "last 20 (blocking)",
+    "read_async": "last 20 (async)",
+}
+"""Per measure of a ``peers`` target, the ratio of this benchmark that it judges."""
 
 
 def actum(chronicum_id: str) -> Actum:
@@ -232,7 +239,7 @@ def peer_tasks(side: Side, writers: int, writes: int) -> float:
             session.close()
 
 
-def reads(side: Side, history: int, count: int) -> dict[str, float]:
+def reads(side: Side, history: int, count: int, rng: random.Random) -> dict[str, float]:
     """Median µs of each reader over ``count`` rounds, interleaved call by call."""
     [chronicum_id] = side.chronica(1, history)
     [session] = side.sessions(1, history)
@@ -259,8 +266,7 @@ def reads(side: Side, history: int, count: int) -> dict[str, float]:
             ]
             for index in range(count + count // 10):
                 timed = index >= count // 10
-                shift = index % len(readers)  # each reader first, second and last in turn
-                for name, read in readers[shift:] + readers[:shift]:
+                for name, read in shuffled(readers, rng):
                     began = time.perf_counter()
                     read_count = await read()
                     elapsed = time.perf_counter() - began
@@ -275,9 +281,17 @@ def reads(side: Side, history: int, count: int) -> dict[str, float]:
     return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
 
 
-def verdict(ratio: float, target: float, higher_is_better: bool) -> str:
-    met = ratio >= target if higher_is_better else ratio <= target
-    return "ok" if met else "MISSED"
+def verdicts(ratios: dict[str, list[float]]) -> list[Verdict]:
+    """The ``peers`` targets for ``sqlite-session`` that this benchmark measures, on the rounds' ratios."""
+    found = []
+    for target in targets_for("peers", peer="sqlite-session"):
+        label = MEASURES.get(target.measure)
+        if label is None or label not in ratios:
+            continue
+        sign = "<=" if target.at_most is not None else ">="
+        text = f"{label} {sign} {target.limit:g}x SQLiteSession"
+        found.append(Verdict.judge(target, text, ratios[label], over="rounds"))
+    return found
 
 
 def main() -> None:
@@ -289,7 +303,11 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=100)
     parser.add_argument("--directory", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the shuffled order (default: drawn)")
     arguments = parser.parse_args()
+    seed = new_seed() if arguments.seed is None else arguments.seed
+    rng = random.Random(seed)
+    print(f"order shuffled each round, seed {seed} (--seed {seed} repeats it)")
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=arguments.directory) as directory:
         side = Side(Path(directory))
@@ -315,16 +333,13 @@ def main() -> None:
             "40 tasks/SQLiteSession": lambda: peer_tasks(side, writers, writes),
         }
         for round_number in range(arguments.rounds):
-            names = list(measures)
-            if round_number % 2:
-                names.reverse()
-            got = {name: measures[name]() for name in names}
+            got = {name: measures[name]() for name in shuffled(list(measures), rng)}
             for name, value in got.items():
                 rows.setdefault(name, []).append(value)
             for label in ("40 threads", "40 tasks", "40 tasks (aiosqlite)"):
                 peer = got[f"{label.split(' (')[0]}/SQLiteSession"]
                 ratios.setdefault(label, []).append(got[f"{label}/chronica"] / peer)
-            read = reads(side, arguments.history, arguments.reads)
+            read = reads(side, arguments.history, arguments.reads, rng)
             for name, value in read.items():
                 rows.setdefault(f"last 20 µs/{name}", []).append(value)
             ratios.setdefault("last 20 (async)", []).append(read["chronica async"] / read["SQLiteSession"])
@@ -337,16 +352,12 @@ def main() -> None:
     for name, values in rows.items():
         print(f"{name:<34} {statistics.median(values):>10,.0f}")
     print()
-    print(f"{'chronica / SQLiteSession':<34} {'ratio':>7}  {'target':>8}")
+    print(f"{'chronica / SQLiteSession':<34} {'ratio':>7}  spread over rounds")
     for label, values in ratios.items():
-        ratio = statistics.median(values)
-        if label.startswith("last 20"):
-            mark = verdict(ratio, READ_TARGET, higher_is_better=False)
-            print(f"{label:<34} {ratio:>7.2f}  {'<= ' + str(READ_TARGET):>8}  {mark}")
-        else:
-            target = TARGETS[label.split(" (")[0]]
-            mark = verdict(ratio, target, higher_is_better=True)
-            print(f"{label:<34} {ratio:>7.2f}  {'>= ' + str(target):>8}  {mark}")
+        print(f"{label:<34} {statistics.median(values):>7.2f}  {min(values):.2f}-{max(values):.2f}")
+    print()
+    for judged in verdicts(ratios):
+        print(judged.line())
     load_after = os.getloadavg()
     print(f"\nload average before {load_before[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} CPUs)")
     if arguments.json is not None:
@@ -355,6 +366,7 @@ def main() -> None:
             "ratios": ratios,
             "load": [load_before, load_after],
             "arguments": {key: str(value) for key, value in vars(arguments).items()},
+            "seed": seed,
         }
         arguments.json.write_text(json.dumps(results, indent=2))
 

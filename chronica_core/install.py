@@ -33,6 +33,7 @@ FIRST_PARTY_FOLDERS: dict[str, str] = {
     "chronica-postgres": "backends/postgres",
     "chronica-sqlalchemy": "backends/sqlalchemy",
     "chronica-mongodb": "backends/mongodb",
+    "chronica-redis": "backends/redis",
     "chronica-conformance": "conformance",
     "chronica-openai-agents": "integrations/openai_agents",
     "chronica-adk": "integrations/adk",

@@ -109,6 +109,8 @@ def _installs(command: str) -> tuple[Path, set[str]]:
         ("sqlite+aiosqlite", "backends/sqlalchemy", {"aiosqlite"}),
         ("mongodb", "backends/mongodb", set()),
         ("mongodb+srv", "backends/mongodb", set()),
+        ("redis", "backends/redis", set()),
+        ("redis+cluster", "backends/redis", set()),
     ],
 )
 def test_an_unknown_first_party_scheme_names_a_folder_and_extra_that_exist(

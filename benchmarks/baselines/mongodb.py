@@ -1,16 +1,15 @@
-"""The raw baseline for ``mongodb://``: pymongo alone, doing the operations the store does.
+"""The raw baseline for ``mongodb://`` (chronica-mongodb): pymongo alone, doing the store's operations.
 
 In the steady state the store's ``record`` is one ``insert_one`` of the actum document at the
 chronicum's next sequence number (the store remembers each chronicum's newest number; the unique
-index ``(chronicum_id, seq)`` is what makes the number stick). The baseline does the same insert,
-counting numbers itself. The context window is the same ``find`` (filter on chronicum and kind,
-sort by ``seq`` descending, limit, projection), materialised as a list. No plans, no Chronicarius,
-no conversion to ``Actum``: the ratio is what those add on top of the same driver work.
+index ``(chronicum_id, seq)`` is what makes the number stick). The floor does the same insert,
+reading a chronicum's newest number once and counting on from it. The window is the same
+``find`` (filter on chronicum and kind, sort by ``seq`` descending, limit, projection),
+materialised as a list. pymongo has no prepared statements: this is its floor.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -20,10 +19,24 @@ from pymongo import AsyncMongoClient, MongoClient
 
 from chronica_core import Actum, Chronicum
 
-__all__ = ["RawBaseline"]
+__all__ = ["ASYNC_COLUMNS", "COLUMNS", "FLOOR", "Loader"]
+
+FLOOR = "pymongo on a MongoClient it keeps: insert_one at the next seq, one find for the window"
 
 _PROJECTION = {"_id": 0, "id": 1, "kind": 1, "actor_kind": 1, "actor": 1, "content": 1, "at": 1}
 _NEWEST_FIRST = [("seq", -1)]
+
+
+def _client_options(options: dict[str, str]) -> tuple[str | None, dict[str, Any]]:
+    """The database option (else the URL's, else ``chronica``) and what goes to the client."""
+    client_options: dict[str, Any] = dict(options)
+    database = client_options.pop("database", None)
+    client_options.pop("auto_migrate", None)
+    return database, client_options
+
+
+def _database_name(client: MongoClient[dict[str, Any]], database: str | None) -> str:
+    return database if database is not None else client.get_default_database(default="chronica").name
 
 
 def _window_filter(chronicum_id: str) -> dict[str, Any]:
@@ -58,40 +71,8 @@ def _document(actum: Actum, seq: int, at: datetime) -> dict[str, Any]:
     }
 
 
-class _AsyncPymongo:
-    """pymongo's ``AsyncMongoClient`` (opened on first use) doing the same insert and find.
-
-    It counts sequence numbers in the same table as its :class:`RawBaseline`, which prepares and
-    fills the chronica it appends to.
-    """
-
-    def __init__(self, raw: RawBaseline) -> None:
-        self._raw = raw
-        self._client: AsyncMongoClient[dict[str, Any]] | None = None
-
-    def _acta(self) -> Any:
-        if self._client is None:
-            self._client = AsyncMongoClient(self._raw.url, tz_aware=True, **self._raw.client_options)
-        return self._client[self._raw.database_name]["acta"]
-
-    async def append(self, actum: Actum) -> None:
-        await self._acta().insert_one(_document(actum, self._raw.next_seq(actum.chronicum_id), _now()))
-
-    async def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        documents = self._acta().find(
-            _window_filter(chronicum_id), projection=_PROJECTION, sort=_NEWEST_FIRST, limit=n
-        )
-        window: list[Any] = await documents.to_list()
-        window.reverse()
-        return window
-
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-
-
-class RawBaseline:
-    """pymongo on one ``MongoClient`` (thread-safe, pooled), on the store's database.
+class Loader:
+    """``insert_many`` of chronica and acta documents, as the store writes them.
 
     Args:
         url: the store's URL.
@@ -99,34 +80,19 @@ class RawBaseline:
             ``chronica``, as the store), ``auto_migrate`` is ignored, the rest go to the client.
     """
 
-    name = "pymongo"
-    thread_safe = True
     fills_store = True
 
     def __init__(self, url: str, **options: str) -> None:
-        client_options: dict[str, Any] = dict(options)
-        database = client_options.pop("database", None)
-        client_options.pop("auto_migrate", None)
-        self.url = url
-        self.client_options = client_options
+        database, client_options = _client_options(dict(options))
         self._client: MongoClient[dict[str, Any]] = MongoClient(url, tz_aware=True, **client_options)
-        if database is None:
-            default = self._client.get_default_database(default="chronica")
-            database = default.name
-        self.database_name: str = database
-        self._database = self._client[database]
-        self._newest: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self.async_variants: dict[str, Any] = {self.name: _AsyncPymongo(self)}
+        self._database = self._client[_database_name(self._client, database)]
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
-        """Insert the chronicum's document, as ``Store.create`` does."""
+        """Insert the chronicum's document."""
         self._database["chronica"].insert_one(_chronicum_document(chronicum_id, owner_id, datetime.now(UTC)))
-        with self._lock:
-            self._newest[chronicum_id] = 0
 
     def fill_chronica(self, chronica: Sequence[Chronicum]) -> None:
-        """``insert_many`` the chronica's documents (as ``Store.create`` writes them), in batches."""
+        """``insert_many`` the chronica's documents, in batches."""
         for start in range(0, len(chronica), 1000):
             documents = [
                 _chronicum_document(chronicum.id, chronicum.owner_id, chronicum.started_at)
@@ -136,37 +102,100 @@ class RawBaseline:
 
     def fill(self, chronicum_id: str, acta: Sequence[Actum]) -> None:
         """``insert_many`` the history with sequence numbers 1..n, in batches."""
-        batch: list[dict[str, Any]] = []
-        for seq, actum in enumerate(acta, start=1):
-            batch.append(_document(actum, seq, actum.at or _now()))
-            if len(batch) == 500:
-                self._database["acta"].insert_many(batch, ordered=True)
-                batch = []
-        if batch:
+        for start in range(0, len(acta), 500):
+            batch = [
+                _document(actum, seq, actum.at or _now())
+                for seq, actum in enumerate(acta[start : start + 500], start=start + 1)
+            ]
             self._database["acta"].insert_many(batch, ordered=True)
-        with self._lock:
-            self._newest[chronicum_id] = len(acta)
-
-    def next_seq(self, chronicum_id: str) -> int:
-        """Return the chronicum's next sequence number, counted here (as the store remembers it)."""
-        with self._lock:
-            seq = self._newest.get(chronicum_id, 0) + 1
-            self._newest[chronicum_id] = seq
-        return seq
-
-    def append(self, actum: Actum) -> None:
-        """The store's steady-state ``record``: one ``insert_one`` at the next sequence number."""
-        self._database["acta"].insert_one(_document(actum, self.next_seq(actum.chronicum_id), _now()))
-
-    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        """The store's window query for ``last_n=n, actum_kinds=[message]``."""
-        documents = self._database["acta"].find(
-            _window_filter(chronicum_id), projection=_PROJECTION, sort=_NEWEST_FIRST, limit=n
-        )
-        window = documents.to_list()
-        window.reverse()
-        return window
 
     def close(self) -> None:
         """Close the client."""
         self._client.close()
+
+
+class Floor:
+    """pymongo on a ``MongoClient`` of its own (opened on first use)."""
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        self._url = url
+        self._database_option, self._client_options = _client_options(options)
+        self._client: MongoClient[dict[str, Any]] | None = None
+        self._newest: dict[str, int] = {}
+
+    def _acta(self) -> Any:
+        if self._client is None:
+            self._client = MongoClient(self._url, tz_aware=True, **self._client_options)
+        return self._client[_database_name(self._client, self._database_option)]["acta"]
+
+    def _next_seq(self, acta: Any, chronicum_id: str) -> int:
+        if chronicum_id not in self._newest:
+            newest = acta.find_one({"chronicum_id": chronicum_id}, {"seq": 1}, sort=_NEWEST_FIRST)
+            self._newest[chronicum_id] = 0 if newest is None else int(newest["seq"])
+        self._newest[chronicum_id] += 1
+        return self._newest[chronicum_id]
+
+    def append(self, actum: Actum) -> None:
+        """One ``insert_one`` at the next sequence number."""
+        acta = self._acta()
+        acta.insert_one(_document(actum, self._next_seq(acta, actum.chronicum_id), _now()))
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        """The store's window query for ``last_n=n, actum_kinds=[message]``, oldest first."""
+        window = self._acta().find(
+            _window_filter(chronicum_id), projection=_PROJECTION, sort=_NEWEST_FIRST, limit=n
+        )
+        documents: list[Any] = window.to_list()
+        documents.reverse()
+        return documents
+
+    def close(self) -> None:
+        """Close the client."""
+        if self._client is not None:
+            self._client.close()
+
+
+class AsyncFloor:
+    """The floor on pymongo's ``AsyncMongoClient`` (opened on first use, in the caller's loop)."""
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        self._url = url
+        self._database_option, self._client_options = _client_options(options)
+        self._client: AsyncMongoClient[dict[str, Any]] | None = None
+        self._newest: dict[str, int] = {}
+
+    def _acta(self) -> Any:
+        if self._client is None:
+            self._client = AsyncMongoClient(self._url, tz_aware=True, **self._client_options)
+        name = self._database_option
+        database = (
+            self._client.get_default_database(default="chronica") if name is None else self._client[name]
+        )
+        return database["acta"]
+
+    async def append(self, actum: Actum) -> None:
+        """As :meth:`Floor.append`, awaited."""
+        acta, chronicum_id = self._acta(), actum.chronicum_id
+        if chronicum_id not in self._newest:
+            newest = await acta.find_one({"chronicum_id": chronicum_id}, {"seq": 1}, sort=_NEWEST_FIRST)
+            self._newest[chronicum_id] = 0 if newest is None else int(newest["seq"])
+        self._newest[chronicum_id] += 1
+        await acta.insert_one(_document(actum, self._newest[chronicum_id], _now()))
+
+    async def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        """As :meth:`Floor.last_messages`, awaited."""
+        window = self._acta().find(
+            _window_filter(chronicum_id), projection=_PROJECTION, sort=_NEWEST_FIRST, limit=n
+        )
+        documents: list[Any] = await window.to_list()
+        documents.reverse()
+        return documents
+
+    async def close(self) -> None:
+        """Close the client."""
+        if self._client is not None:
+            await self._client.close()
+
+
+COLUMNS: dict[str, type[Any]] = {"floor": Floor}
+ASYNC_COLUMNS: dict[str, type[Any]] = {"floor": AsyncFloor}

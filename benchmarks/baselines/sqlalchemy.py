@@ -1,416 +1,578 @@
-"""The raw baselines for the SQLAlchemy backend: SQLAlchemy Core, and the bare DB-API driver.
+"""The raw baseline for chronica-sqlalchemy: the bare driver, and SQLAlchemy Core, on the store's tables.
 
-Two columns, both doing exactly the statements the store runs, on the tables the store created:
+Nothing here imports chronica-sqlalchemy: the tables are read from the database
+(``MetaData.reflect``), so the baseline follows the store's storage whatever the store's code.
 
-- ``core``: SQLAlchemy Core executing the store's own statement objects (taken from
-  ``chronica_sqlalchemy.plans.Plans``) on an engine configured as the store's (same pool, WAL,
-  ``synchronous``, ``BEGIN IMMEDIATE`` for writes on SQLite, ``READ COMMITTED`` on MariaDB).
-  ``record``: connect, move the chronicum's counter and ``last_actum_at`` (``UPDATE ... RETURNING``
-  on SQLite, ``UPDATE ... LAST_INSERT_ID(...)`` on MariaDB/MySQL), ``INSERT`` the actum
-  (``INSERT ... SELECT`` from the chronicum's row on MariaDB/MySQL), ``COMMIT``; on PostgreSQL
-  the store's one statement (the ``UPDATE ... RETURNING`` in the ``WITH`` of the ``INSERT``) on a
-  connection in autocommit. Context window: the one outer-joined ``SELECT`` (in autocommit on
-  PostgreSQL; on MariaDB/MySQL the ``UNION ALL`` on a read engine in autocommit, as the store's,
-  with no ``ROLLBACK`` after it). Its ratio is what the plans, the row conversion and
-  ``Chronicarius`` add: the issue's target (≤ 1.2×). Its asyncio twin runs the same functions on
-  an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite on SQLite, asyncmy, psycopg's
-  async API).
-- the DB-API driver itself (``sqlite3``, ``pymysql`` or ``psycopg``, the last in autocommit): the
-  same SQL, hand-written, on one connection (on MariaDB/MySQL two, as the store's two pools: the
-  writes' with autocommit off, the reads' with it on), with rows left as the driver returns them.
-  It shows what SQLAlchemy costs.
+- ``floor``: the bare DB-API driver on a connection it keeps (``sqlite3``, PyMySQL, or psycopg
+  with ``prepare=True``), running the simplest statements that do each job: an append moves the
+  chronicum's ``last_seq`` and ``last_actum_at`` and inserts the actum in one transaction (SQLite:
+  ``BEGIN IMMEDIATE``, ``UPDATE ... RETURNING``, ``INSERT``, ``COMMIT``; MariaDB/MySQL:
+  ``UPDATE``, ``INSERT ... SELECT``, ``COMMIT``; PostgreSQL: one ``INSERT ... SELECT`` from an
+  ``UPDATE ... RETURNING`` in autocommit); the window is one ``SELECT`` of the newest 20
+  messages by the primary key (on MariaDB/MySQL on a second connection, in autocommit).
+  Its asyncio twin: the same through the dialect's asyncio driver (``sqlite3`` on a worker
+  thread, as ``asyncio.to_thread`` runs it; asyncmy; psycopg's ``AsyncConnection``).
+- ``core``: SQLAlchemy Core doing the same jobs with the same statements built from the reflected
+  tables, on an engine of its own (writes in a transaction, reads on a second engine in
+  autocommit): what the library the store is named after costs, before the store adds anything.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import sqlite3
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
-from chronica_sqlalchemy.engines import (
-    EngineOptions,
-    create_async_read_engine,
-    create_async_store_engine,
-    create_read_engine,
-    create_store_engine,
-    sync_url,
+from sqlalchemy import (
+    Engine,
+    LargeBinary,
+    MetaData,
+    Table,
+    bindparam,
+    case,
+    create_engine,
+    event,
+    insert,
+    make_url,
+    select,
+    text,
+    update,
 )
-from chronica_sqlalchemy.plans import AUTOCOMMIT, WRITE_OPTION, Plans, actum_row
-from chronica_sqlalchemy.schema import Tables, is_mysql
-from sqlalchemy import Engine, update
-from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.util import greenlet_spawn
+from sqlalchemy.engine import URL
 
-from chronica_core import ActaQuery, Actum, ActumKind, Chronicum
+from chronica_core import Actum, Chronicum
 
-__all__ = ["RawBaseline"]
+__all__ = ["ASYNC_COLUMNS", "COLUMNS", "FLOOR", "Loader"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+FLOOR = (
+    "the DB-API driver (sqlite3, PyMySQL, psycopg with prepare=True) on a connection it keeps;"
+    " the simplest statements a job"
+)
+
 _FILL_BATCH = 5_000
-_ACTA_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, at, idempotency_key"
+_SYNCHRONOUS = "FULL"  # the store's default PRAGMA synchronous
+_BUSY_SECONDS = 30.0  # the store's default busy timeout
 
 
-def _chronicum_row(chronicum_id: str, owner_id: str, started_at: datetime) -> dict[str, Any]:
-    """A chronicum's row as ``Store.create`` inserts it."""
-    return {
-        "id": chronicum_id,
-        "owner_id": owner_id,
-        "started_at": started_at,
-        "last_actum_at": None,
-        "last_seq": 0,
-    }
+def _dialect(url: URL) -> str:
+    name = url.get_backend_name()
+    return "mysql" if name in ("mysql", "mariadb") else name
 
 
-class _Core:
-    """SQLAlchemy Core running the store's statement objects on a store-configured engine."""
-
-    name = "core"
-
-    def __init__(self, url: str, options: dict[str, str]) -> None:
-        parsed = EngineOptions(options)
-        self.engine: Engine = create_store_engine(url, parsed)
-        self.read_engine = create_read_engine(url, parsed)  # MariaDB/MySQL: reads in autocommit
-        self.plans = Plans(Tables.build(parsed.schema), self.engine.dialect, parsed.schema)
-
-    def append(self, actum: Actum) -> None:
-        _append(self.engine, self.plans, actum)
-
-    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        return _last_messages(self.read_engine or self.engine, self.plans, chronicum_id, n)
-
-    def close(self) -> None:
-        self.engine.dispose()
-        if self.read_engine is not None:
-            self.read_engine.dispose()
+def _sqlite_settings(options: dict[str, str]) -> list[str]:
+    synchronous = options.get("synchronous", _SYNCHRONOUS).upper()
+    busy = float(options.get("busy_timeout", _BUSY_SECONDS))
+    return [f"PRAGMA synchronous = {synchronous}", f"PRAGMA busy_timeout = {int(busy * 1000)}"]
 
 
-def _append(engine: Engine, plans: Plans, actum: Actum) -> None:
-    now = datetime.now(UTC)
-    with engine.connect() as connection:
-        connection.execution_options(**{WRITE_OPTION: True})
-        if plans.record_statement is not None:  # PostgreSQL: one statement, its own transaction
-            connection.execution_options(isolation_level=AUTOCOMMIT)
-            connection.execute(plans.record_statement, plans.record_parameters(actum, now)).all()
-        elif plans.counter == "returning":
-            row = connection.execute(
-                plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at": now}
-            ).one()
-            connection.execute(plans.insert_actum_statement, actum_row(actum, row[1], row[2])).all()
-        else:  # MariaDB/MySQL: the insert takes seq and at from the chronicum's row
-            at_us = (now - _EPOCH) // timedelta(microseconds=1)
-            connection.execute(plans.advance_statement, {"chronicum_id": actum.chronicum_id, "at_us": at_us})
-            connection.execute(plans.insert_actum_statement, actum_row(actum, 0, now))
-        connection.commit()
+def _engine(url: str, options: dict[str, str], **arguments: Any) -> Engine:
+    """An engine on the store's database (SQLite: the store's ``synchronous`` and busy timeout)."""
+    engine = create_engine(url, **arguments)
+    if _dialect(engine.url) == "sqlite":
+        settings = _sqlite_settings(options)
 
-
-def _last_messages(engine: Engine, plans: Plans, chronicum_id: str, n: int) -> list[Any]:
-    query = ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=n)
-    statement, parameters = plans.window_for(chronicum_id, query)
-    with engine.connect() as connection:
-        if plans.autocommit:
-            connection.execution_options(isolation_level=AUTOCOMMIT)
-        return [row for row in connection.execute(statement, parameters).all() if row[1] is not None]
-
-
-class _AsyncCore:
-    """Core on an ``AsyncEngine`` with the dialect's asyncio driver (aiosqlite, asyncmy, psycopg).
-
-    The same functions as the Core variant, run through SQLAlchemy's greenlet bridge on the
-    ``AsyncEngine``'s ``sync_engine``: what ``AsyncConnection`` does. Created on first use, inside
-    the harness's event loop.
-    """
-
-    def __init__(self, url: str, options: dict[str, str], plans: Plans) -> None:
-        self._url, self._options, self._plans = url, options, plans
-        self._engine: AsyncEngine | None = None
-        self._read_engine: AsyncEngine | None = None  # MariaDB/MySQL: reads in autocommit
-
-    def _sync_engine(self) -> Engine:
-        if self._engine is None:
-            options = EngineOptions(self._options)
-            self._engine = create_async_store_engine(self._url, options)
-            self._read_engine = create_async_read_engine(self._url, options)
-        return self._engine.sync_engine
-
-    def _sync_read_engine(self) -> Engine:
-        engine = self._sync_engine()
-        return engine if self._read_engine is None else self._read_engine.sync_engine
-
-    async def append(self, actum: Actum) -> None:
-        await greenlet_spawn(_append, self._sync_engine(), self._plans, actum)
-
-    async def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        rows: list[Any] = await greenlet_spawn(
-            _last_messages, self._sync_read_engine(), self._plans, chronicum_id, n
-        )
-        return rows
-
-    async def close(self) -> None:
-        if self._engine is not None:
-            await self._engine.dispose()
-        if self._read_engine is not None:
-            await self._read_engine.dispose()
-
-
-class _DBAPI:
-    """The bare driver: the store's SQL by hand, one connection per thread (sqlite3, pymysql or psycopg)."""
-
-    def __init__(self, url: str, options: dict[str, str]) -> None:
-        parsed_options = EngineOptions(options)
-        parsed = sync_url(url)
-        dialect = parsed.get_backend_name()
-        schema = f"{parsed_options.schema}." if parsed_options.schema else ""
-        chronica, acta = f"{schema}chronica", f"{schema}acta"
-        self.mysql = dialect in ("mysql", "mariadb")
-        self.name = {"sqlite": "sqlite3", "postgresql": "psycopg"}.get(dialect, "pymysql")
-        self._url, self._options = parsed, parsed_options
-        self._local = threading.local()
-        self._opened: list[Any] = []
-        self._opened_lock = threading.Lock()
-        mark = "?" if dialect == "sqlite" else "%s"
-        self.sqlite = dialect == "sqlite"
-        self.postgresql = dialect == "postgresql"
-        if self.mysql:
-            epoch = "'1970-01-01 00:00:00'"
-            stored = f"TIMESTAMPDIFF(MICROSECOND, {epoch}, last_actum_at)"
-            self.advance = (
-                f"UPDATE {chronica} SET last_seq = last_seq + 1, last_actum_at = TIMESTAMPADD(MICROSECOND, "
-                f"LAST_INSERT_ID(GREATEST({mark}, COALESCE({stored}, 0))), {epoch}) "
-                f"WHERE {chronica}.id = {mark}"
-            )
-            self.insert = (
-                f"INSERT INTO {acta} ({_ACTA_COLUMNS}) SELECT {chronica}.id, {chronica}.last_seq, "
-                f"{mark}, {mark}, {mark}, {mark}, {mark}, {chronica}.last_actum_at, {mark} FROM {chronica} "
-                f"WHERE {chronica}.id = {mark}"
-            )
-        else:
-            self.advance = (
-                f"UPDATE {chronica} SET last_seq = last_seq + 1, "
-                f"last_actum_at = CASE WHEN last_actum_at > {mark} THEN last_actum_at ELSE {mark} END "
-                f"WHERE {chronica}.id = {mark} "
-                "RETURNING id, last_seq, last_actum_at"
-            )
-            values = ", ".join([mark] * 9)
-            self.insert = f"INSERT INTO {acta} ({_ACTA_COLUMNS}) VALUES ({values}) RETURNING chronicum_id, id"
-        # PostgreSQL: the store's one statement, on a connection in autocommit
-        self.record = (
-            f"WITH moved AS ({self.advance}) INSERT INTO {acta} ({_ACTA_COLUMNS}) "
-            f"SELECT moved.id, moved.last_seq, {mark}, {mark}, {mark}, {mark}, {mark}, moved.last_actum_at, "
-            f"{mark} FROM moved RETURNING chronicum_id, id, at"
-        )
-        recent = (
-            f"SELECT chronicum_id, seq, id, kind, actor_kind, actor, content, at FROM {acta} "
-            f"WHERE chronicum_id = {mark} AND kind IN ({mark}, {mark}, {mark}, {mark}) "
-            f"ORDER BY seq DESC LIMIT {mark}"
-        )
-        if self.mysql:
-            self.window = (
-                f"({recent}) UNION ALL SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-                f"FROM {chronica} WHERE id = {mark}"
-            )
-        else:
-            self.window = (
-                f"SELECT {chronica}.id, recent.seq, recent.id, recent.kind, recent.actor_kind, recent.actor, "
-                f"recent.content, recent.at FROM {chronica} LEFT OUTER JOIN ({recent}) AS recent "
-                f"ON 1 = 1 WHERE {chronica}.id = {mark} ORDER BY recent.seq"
-            )
-
-    @property
-    def connection(self) -> Any:
-        """This thread's own connection, opened on first use (so one instance serves many threads)."""
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._local.connection = self._connect()
-            with self._opened_lock:
-                self._opened.append(connection)
-        return connection
-
-    @property
-    def read_connection(self) -> Any:
-        """MariaDB/MySQL: this thread's connection in autocommit for reads (as the store's read
-        pool); elsewhere :attr:`connection`."""
-        if not self.mysql:
-            return self.connection
-        connection = getattr(self._local, "read_connection", None)
-        if connection is None:
-            connection = self._local.read_connection = self._connect(autocommit=True)
-            with self._opened_lock:
-                self._opened.append(connection)
-        return connection
-
-    def _connect(self, *, autocommit: bool = False) -> Any:
-        parsed, options = self._url, self._options
-        if self.name == "sqlite3":
-            import sqlite3
-
-            connection: Any = sqlite3.connect(
-                parsed.database or ":memory:", isolation_level=None, check_same_thread=False
-            )
-            for pragma in (
-                f"PRAGMA busy_timeout = {int(options.busy_timeout * 1000)}",
-                f"PRAGMA synchronous = {options.synchronous}",
-                "PRAGMA foreign_keys = ON",
-            ):
-                connection.execute(pragma)
-            return connection
-        if self.mysql:
-            pymysql = importlib.import_module("pymysql")
-            connection = pymysql.connect(
-                host=parsed.host or "localhost",
-                port=parsed.port or 3306,
-                user=parsed.username or "root",
-                password=parsed.password or "",
-                database=parsed.database,
-                charset="utf8mb4",
-                autocommit=autocommit,
-            )
-            if not autocommit:
-                with connection.cursor() as cursor:
-                    cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-            return connection
-        import psycopg
-
-        return psycopg.connect(
-            parsed.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
-        )
-
-    def _moment(self, at: datetime) -> Any:
-        if self.sqlite:
-            return at.replace(tzinfo=None).isoformat(" ")
-        return at.replace(tzinfo=None) if self.mysql else at
-
-    def append(self, actum: Actum) -> None:
-        now = datetime.now(UTC)
-        cursor = self.connection.cursor()
-        try:
-            if self.sqlite:
-                cursor.execute("BEGIN IMMEDIATE")
-            content: Any = actum.content if self.sqlite or self.mysql else actum.content.encode()
-            if self.postgresql:
-                values = (actum.id, actum.kind.value, actum.actor_kind.value, actum.actor, content, None)
-                cursor.execute(self.record, (now, now, actum.chronicum_id, *values))
-                cursor.fetchone()
-                return
-            if self.mysql:
-                cursor.execute(
-                    self.advance, ((now - _EPOCH) // timedelta(microseconds=1), actum.chronicum_id)
-                )
-                fields = (actum.id, actum.kind.value, actum.actor_kind.value, actum.actor, content, None)
-                cursor.execute(self.insert, (*fields, actum.chronicum_id))
-            else:
-                at = self._moment(now)
-                cursor.execute(self.advance, (at, at, actum.chronicum_id))
-                _, seq, stored_at = cursor.fetchone()
-                row = (actum.chronicum_id, seq, actum.id, actum.kind.value, actum.actor_kind.value)
-                cursor.execute(self.insert, (*row, actum.actor, content, stored_at, None))
-                cursor.fetchone()
-            if self.sqlite:
-                cursor.execute("COMMIT")
-            else:
-                self.connection.commit()
-        finally:
+        @event.listens_for(engine, "connect")
+        def _set(connection: Any, _: Any) -> None:
+            cursor = connection.cursor()
+            for statement in settings:
+                cursor.execute(statement)
             cursor.close()
 
-    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        cursor = self.read_connection.cursor()  # MariaDB/MySQL: in autocommit, nothing to end
-        try:
-            kinds = (ActumKind.MESSAGE.value,) * 4  # the store's fixed four slots, padded
-            cursor.execute(self.window, (chronicum_id, *kinds, n, chronicum_id))
-            rows = [row for row in cursor.fetchall() if row[1] is not None]  # not the chronicum's row
-        finally:
-            cursor.close()
-        return rows
-
-    def close(self) -> None:
-        with self._opened_lock:
-            for connection in self._opened:
-                connection.close()
-            self._opened.clear()
+    return engine
 
 
-class RawBaseline:
-    """SQLAlchemy Core and the DB-API driver doing the store's statements (thread-safe).
+class _Tables:
+    """The store's ``chronica`` and ``acta`` tables, reflected once per database and schema."""
+
+    _cache: ClassVar[dict[tuple[str, str | None], _Tables]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, engine: Engine, schema: str | None) -> None:
+        metadata = MetaData(schema=schema)
+        metadata.reflect(engine, only=["chronica", "acta"])
+        prefix = f"{schema}." if schema else ""
+        self.chronica: Table = metadata.tables[f"{prefix}chronica"]
+        self.acta: Table = metadata.tables[f"{prefix}acta"]
+        self.content_is_bytes = isinstance(self.acta.c.content.type, LargeBinary)
+
+    @classmethod
+    def of(cls, url: str, options: dict[str, str]) -> _Tables:
+        """The reflected tables of the store at ``url`` (reflected on first use, then shared)."""
+        key = (url, options.get("schema"))
+        with cls._lock:
+            if key not in cls._cache:
+                engine = _engine(url, options)
+                try:
+                    cls._cache[key] = cls(engine, options.get("schema"))
+                finally:
+                    engine.dispose()
+            return cls._cache[key]
+
+    def content(self, value: str) -> Any:
+        """``value`` as the ``content`` column takes it (UTF-8 bytes in a ``bytea``)."""
+        return value.encode() if self.content_is_bytes else value
+
+    def name(self, table: Table) -> str:
+        """``table``'s name as written in hand-made SQL (schema-qualified when it has one)."""
+        return f"{table.schema}.{table.name}" if table.schema else table.name
+
+
+def _moment(dialect: str, at: datetime) -> datetime:
+    """A moment as the dialect's column keeps it: aware on PostgreSQL, naive UTC elsewhere."""
+    return at if dialect == "postgresql" else at.astimezone(UTC).replace(tzinfo=None)
+
+
+class Loader:
+    """Creates chronica and bulk-loads acta with Core ``executemany`` in batches, then ANALYZE.
 
     Args:
-        url: the store's URL (any the SQLAlchemy backend takes).
-        options: the store's options (``schema``, ``synchronous``, ``busy_timeout``, ...).
+        url: the store's URL (any chronica-sqlalchemy takes).
+        options: the store's options (``schema``, ``synchronous``, ``busy_timeout``; the rest
+            are ignored).
     """
 
-    name = "core"
-    thread_safe = (
-        True  # Core shares one engine (a pool like the store's); the driver has a connection a thread
-    )
     fills_store = True
 
     def __init__(self, url: str, **options: str) -> None:
-        self._core = _Core(url, dict(options))
-        self._driver = _DBAPI(url, dict(options))
-        self.variants: dict[str, Any] = {self._core.name: self._core, self._driver.name: self._driver}
-        self.async_variants: dict[str, Any] = {
-            self._core.name: _AsyncCore(url, dict(options), self._core.plans)
+        self._options = dict(options)
+        self._engine = _engine(url, self._options)
+        self._dialect = _dialect(self._engine.url)
+        self._tables = _Tables.of(url, self._options)
+
+    def _chronicum_row(self, chronicum_id: str, owner_id: str, started_at: datetime) -> dict[str, Any]:
+        return {
+            "id": chronicum_id,
+            "owner_id": owner_id,
+            "started_at": _moment(self._dialect, started_at),
+            "last_seq": 0,
         }
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
-        """Insert the chronicum's row, as ``Store.create`` does."""
-        with self._core.engine.connect() as connection:
-            connection.execution_options(**{WRITE_OPTION: True})
+        """Insert the chronicum's row."""
+        with self._engine.begin() as connection:
             connection.execute(
-                self._core.plans.tables.chronica.insert(),
-                _chronicum_row(chronicum_id, owner_id, datetime.now(UTC)),
+                insert(self._tables.chronica), self._chronicum_row(chronicum_id, owner_id, datetime.now(UTC))
             )
-            connection.commit()
 
     def fill_chronica(self, chronica: Sequence[Chronicum]) -> None:
-        """Insert many chronica's rows in batches (executemany), in one transaction, then ANALYZE."""
-        table = self._core.plans.tables.chronica
-        with self._core.engine.connect() as connection:
-            connection.execution_options(**{WRITE_OPTION: True})
+        """Insert many chronica's rows in batches, in one transaction, then ANALYZE."""
+        with self._engine.begin() as connection:
             for start in range(0, len(chronica), _FILL_BATCH):
                 rows = [
-                    _chronicum_row(chronicum.id, chronicum.owner_id, chronicum.started_at)
+                    self._chronicum_row(chronicum.id, chronicum.owner_id, chronicum.started_at)
                     for chronicum in chronica[start : start + _FILL_BATCH]
                 ]
-                connection.execute(table.insert(), rows)
-            connection.commit()
-            analyze = "ANALYZE TABLE" if is_mysql(self._core.engine.dialect) else "ANALYZE"
-            connection.exec_driver_sql(f"{analyze} {table.fullname}")
-            connection.commit()
+                connection.execute(insert(self._tables.chronica), rows)
+        self._analyze(self._tables.chronica)
 
     def fill(self, chronicum_id: str, acta: Sequence[Actum]) -> None:
-        """Insert the history in batches (executemany) and move the chronicum's counter past it."""
-        tables = self._core.plans.tables
-        with self._core.engine.connect() as connection:
-            connection.execution_options(**{WRITE_OPTION: True})  # one transaction on SQLite too
+        """Insert the history in batches and move the chronicum's counters past it, then ANALYZE."""
+        tables = self._tables
+        with self._engine.begin() as connection:
             for start in range(0, len(acta), _FILL_BATCH):
-                batch = acta[start : start + _FILL_BATCH]
                 rows = [
-                    actum_row(actum, seq, actum.at or datetime.now(UTC))
-                    for seq, actum in enumerate(batch, start=start + 1)
+                    {
+                        "chronicum_id": chronicum_id,
+                        "seq": seq,
+                        "id": actum.id,
+                        "kind": str(actum.kind),
+                        "actor_kind": str(actum.actor_kind),
+                        "actor": actum.actor,
+                        "content": tables.content(actum.content),
+                        "at": _moment(self._dialect, actum.at or datetime.now(UTC)),
+                    }
+                    for seq, actum in enumerate(acta[start : start + _FILL_BATCH], start=start + 1)
                 ]
-                connection.execute(tables.acta.insert(), rows)
+                connection.execute(insert(tables.acta), rows)
+            last_at = _moment(self._dialect, acta[-1].at or datetime.now(UTC))
             connection.execute(
                 update(tables.chronica)
                 .where(tables.chronica.c.id == chronicum_id)
-                .values(last_seq=len(acta), last_actum_at=acta[-1].at)
+                .values(last_seq=len(acta), last_actum_at=last_at)
             )
-            connection.commit()
-            if is_mysql(self._core.engine.dialect):
-                connection.exec_driver_sql(f"ANALYZE TABLE {tables.acta.fullname}")
-            else:
-                connection.exec_driver_sql(f"ANALYZE {tables.acta.fullname}")
-            connection.commit()
+        self._analyze(tables.acta)
 
-    def append(self, actum: Actum) -> None:
-        """The Core variant's ``append`` (the first column)."""
-        self._core.append(actum)
-
-    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
-        """The Core variant's context window (the first column)."""
-        return self._core.last_messages(chronicum_id, n)
+    def _analyze(self, table: Table) -> None:
+        analyze = "ANALYZE TABLE" if self._dialect == "mysql" else "ANALYZE"
+        with self._engine.begin() as connection:
+            connection.execute(text(f"{analyze} {self._tables.name(table)}"))
 
     def close(self) -> None:
-        """Close both variants."""
-        self._driver.close()
-        self._core.close()
+        """Dispose of its engine."""
+        self._engine.dispose()
+
+
+# --------------------------------------------------------------------------------------------
+# The floor: the bare driver, one small class a dialect
+
+
+class _Statements:
+    """The floor's hand-written statements for one dialect, on the reflected tables' names."""
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        self.url = make_url(url)
+        self.dialect = _dialect(self.url)
+        self.options = options
+        self.tables = _Tables.of(url, options)
+        chronica, acta = self.tables.name(self.tables.chronica), self.tables.name(self.tables.acta)
+        mark = "?" if self.dialect == "sqlite" else "%s"
+        marks = ", ".join([mark] * 5)
+        columns = "chronicum_id, seq, id, kind, actor_kind, actor, content, at"
+        self.window = (
+            f"SELECT seq, id, kind, actor_kind, actor, content, at FROM {acta}"
+            f" WHERE chronicum_id = {mark} AND kind = 'message' ORDER BY seq DESC LIMIT 20"
+        )
+        if self.dialect == "sqlite":
+            self.advance = (
+                f"UPDATE {chronica} SET last_seq = last_seq + 1,"
+                " last_actum_at = max(coalesce(last_actum_at, ?), ?) WHERE id = ?"
+                " RETURNING last_seq, last_actum_at"
+            )
+            self.insert = f"INSERT INTO {acta} ({columns}) VALUES (?, ?, {marks}, ?)"
+        elif self.dialect == "mysql":
+            self.advance = (
+                f"UPDATE {chronica} SET last_seq = last_seq + 1,"
+                f" last_actum_at = GREATEST(COALESCE(last_actum_at, %s), %s) WHERE id = %s"
+            )
+            self.insert = (
+                f"INSERT INTO {acta} ({columns}) SELECT id, last_seq, {marks}, last_actum_at"
+                f" FROM {chronica} WHERE id = %s"
+            )
+        else:
+            self.insert = (
+                f"WITH chronicum AS (UPDATE {chronica} SET last_seq = last_seq + 1,"
+                f" last_actum_at = greatest(clock_timestamp(), last_actum_at) WHERE id = %s"
+                f" RETURNING id, last_seq, last_actum_at)"
+                f" INSERT INTO {acta} ({columns}) SELECT id, last_seq, {marks}, last_actum_at"
+                f" FROM chronicum RETURNING seq, at"
+            )
+
+    def fields(self, actum: Actum) -> tuple[Any, ...]:
+        """``(id, kind, actor_kind, actor, content)`` as the columns take them."""
+        content = self.tables.content(actum.content)
+        return (actum.id, str(actum.kind), str(actum.actor_kind), actum.actor, content)
+
+    def sqlite_connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.url.database or ":memory:", isolation_level=None, check_same_thread=False
+        )
+        for statement in _sqlite_settings(self.options):
+            connection.execute(statement)
+        return connection
+
+    def mysql_arguments(self, *, autocommit: bool) -> dict[str, Any]:
+        return {
+            "host": self.url.host or "localhost",
+            "port": self.url.port or 3306,
+            "user": self.url.username or "root",
+            "password": self.url.password or "",
+            "db": self.url.database,
+            "charset": "utf8mb4",
+            "autocommit": autocommit,
+        }
+
+    def libpq_url(self) -> str:
+        return self.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class _SQLiteFloor:
+    def __init__(self, statements: _Statements) -> None:
+        self._statements = statements
+        self._connection: sqlite3.Connection | None = None
+
+    def _connected(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self._connection = self._statements.sqlite_connect()
+        return self._connection
+
+    def append(self, actum: Actum) -> None:
+        statements, connection = self._statements, self._connected()
+        now = datetime.now(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            seq, at = connection.execute(statements.advance, (now, now, actum.chronicum_id)).fetchone()
+            connection.execute(statements.insert, (actum.chronicum_id, seq, *statements.fields(actum), at))
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        rows = self._connected().execute(self._statements.window, (chronicum_id,)).fetchall()
+        rows.reverse()
+        return rows
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+
+
+class _MySQLFloor:
+    """PyMySQL: appends on a connection with autocommit off, reads on one with it on."""
+
+    def __init__(self, statements: _Statements) -> None:
+        self._statements = statements
+        self._writes: Any = None
+        self._reads: Any = None
+
+    @staticmethod
+    def _connect(statements: _Statements, *, autocommit: bool) -> Any:
+        pymysql = importlib.import_module("pymysql")  # installed with the mysql extra only
+        return pymysql.connect(**statements.mysql_arguments(autocommit=autocommit))
+
+    def append(self, actum: Actum) -> None:
+        statements = self._statements
+        if self._writes is None:
+            self._writes = self._connect(statements, autocommit=False)
+        now = datetime.now(UTC).replace(tzinfo=None)
+        with self._writes.cursor() as cursor:
+            cursor.execute(statements.advance, (now, now, actum.chronicum_id))
+            cursor.execute(statements.insert, (*statements.fields(actum), actum.chronicum_id))
+        self._writes.commit()
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        if self._reads is None:
+            self._reads = self._connect(self._statements, autocommit=True)
+        with self._reads.cursor() as cursor:
+            cursor.execute(self._statements.window, (chronicum_id,))
+            rows = list(cursor.fetchall())
+        rows.reverse()
+        return rows
+
+    def close(self) -> None:
+        for connection in (self._writes, self._reads):
+            if connection is not None:
+                connection.close()
+
+
+class _PostgresFloor:
+    """psycopg with ``prepare=True`` in autocommit."""
+
+    def __init__(self, statements: _Statements) -> None:
+        self._statements = statements
+        self._connection: Any = None
+
+    def _connected(self) -> Any:
+        if self._connection is None:
+            import psycopg
+
+            self._connection = psycopg.connect(self._statements.libpq_url(), autocommit=True)
+            self._connection.execute("SET TIME ZONE 'UTC'")
+        return self._connection
+
+    def append(self, actum: Actum) -> None:
+        statements = self._statements
+        parameters = (actum.chronicum_id, *statements.fields(actum))
+        self._connected().execute(statements.insert, parameters, prepare=True).fetchone()
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        rows: list[Any] = (
+            self._connected().execute(self._statements.window, (chronicum_id,), prepare=True).fetchall()
+        )
+        rows.reverse()
+        return rows
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+
+
+_FLOORS: dict[str, type[Any]] = {"sqlite": _SQLiteFloor, "mysql": _MySQLFloor, "postgresql": _PostgresFloor}
+
+
+class Floor:
+    """The bare driver of the store's dialect (see the module's docstring)."""
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        statements = _Statements(url, options)
+        self._floor = _FLOORS[statements.dialect](statements)
+
+    def append(self, actum: Actum) -> None:
+        """Move the chronicum's counter and insert the actum, in one transaction."""
+        self._floor.append(actum)
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        """The newest 20 messages, oldest first (``n`` is always 20 here)."""
+        rows: list[Any] = self._floor.last_messages(chronicum_id, n)
+        return rows
+
+    def close(self) -> None:
+        """Close its connection(s)."""
+        self._floor.close()
+
+
+class AsyncFloor:
+    """The floor through the dialect's asyncio driver (see the module's docstring)."""
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        self._statements = _Statements(url, options)
+        self._sqlite = _SQLiteFloor(self._statements) if self._statements.dialect == "sqlite" else None
+        self._writes: Any = None
+        self._reads: Any = None
+
+    async def _mysql(self, *, autocommit: bool) -> Any:
+        import asyncmy
+
+        arguments = self._statements.mysql_arguments(autocommit=autocommit)
+        arguments["database"] = arguments.pop("db")
+        return await asyncmy.connect(**arguments)
+
+    async def _postgres(self) -> Any:
+        import psycopg
+
+        connection = await psycopg.AsyncConnection.connect(self._statements.libpq_url(), autocommit=True)
+        await connection.execute("SET TIME ZONE 'UTC'")
+        return connection
+
+    async def append(self, actum: Actum) -> None:
+        """As :meth:`Floor.append`, awaited."""
+        statements = self._statements
+        if self._sqlite is not None:
+            await asyncio.to_thread(self._sqlite.append, actum)
+        elif statements.dialect == "mysql":
+            if self._writes is None:
+                self._writes = await self._mysql(autocommit=False)
+            now = datetime.now(UTC).replace(tzinfo=None)
+            async with self._writes.cursor() as cursor:
+                await cursor.execute(statements.advance, (now, now, actum.chronicum_id))
+                await cursor.execute(statements.insert, (*statements.fields(actum), actum.chronicum_id))
+            await self._writes.commit()
+        else:
+            if self._writes is None:
+                self._writes = await self._postgres()
+            parameters = (actum.chronicum_id, *statements.fields(actum))
+            cursor = await self._writes.execute(statements.insert, parameters, prepare=True)
+            await cursor.fetchone()
+
+    async def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        """As :meth:`Floor.last_messages`, awaited."""
+        statements = self._statements
+        if self._sqlite is not None:
+            rows: list[Any] = await asyncio.to_thread(self._sqlite.last_messages, chronicum_id, n)
+            return rows
+        if statements.dialect == "mysql":
+            if self._reads is None:
+                self._reads = await self._mysql(autocommit=True)
+            async with self._reads.cursor() as cursor:
+                await cursor.execute(statements.window, (chronicum_id,))
+                rows = list(await cursor.fetchall())
+        else:
+            if self._writes is None:
+                self._writes = await self._postgres()
+            cursor = await self._writes.execute(statements.window, (chronicum_id,), prepare=True)
+            rows = await cursor.fetchall()
+        rows.reverse()
+        return rows
+
+    async def close(self) -> None:
+        """Close its connection(s)."""
+        if self._sqlite is not None:
+            self._sqlite.close()
+        for connection in (self._writes, self._reads):
+            if connection is None:
+                continue
+            if self._statements.dialect == "mysql":
+                await connection.ensure_closed()
+            else:
+                await connection.close()
+
+
+# --------------------------------------------------------------------------------------------
+# SQLAlchemy Core
+
+
+class Core:
+    """SQLAlchemy Core on an engine of its own: the floor's jobs as Core statements, built once."""
+
+    def __init__(self, url: str, options: dict[str, str]) -> None:
+        self._url, self._options = url, options
+        self._tables = _Tables.of(url, options)
+        self._dialect = _dialect(make_url(url))
+        self._writes: Engine | None = None
+        self._reads: Engine | None = None
+        chronica, acta = self._tables.chronica, self._tables.acta
+        self._window = (
+            select(
+                acta.c.seq, acta.c.id, acta.c.kind, acta.c.actor_kind, acta.c.actor, acta.c.content, acta.c.at
+            )
+            .where(acta.c.chronicum_id == bindparam("chronicum_id"), acta.c.kind == "message")
+            .order_by(acta.c.seq.desc())
+            .limit(20)
+        )
+        now = bindparam("now", type_=chronica.c.last_actum_at.type)
+        moved = (
+            update(chronica)
+            .where(chronica.c.id == bindparam("chronicum_id"))
+            .values(
+                last_seq=chronica.c.last_seq + 1,
+                last_actum_at=case((chronica.c.last_actum_at > now, chronica.c.last_actum_at), else_=now),
+            )
+        )
+        fields = ["id", "kind", "actor_kind", "actor", "content"]
+        given = [bindparam(f"actum_{name}", type_=acta.c[name].type) for name in fields]
+        names = ["chronicum_id", "seq", *fields, "at"]
+        self._advance: Any = moved
+        self._insert: Any = insert(acta)
+        if self._dialect == "postgresql":  # one statement, in autocommit
+            chronicum = moved.returning(chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at).cte()
+            source = select(chronicum.c.id, chronicum.c.last_seq, *given, chronicum.c.last_actum_at)
+            self._insert = insert(acta).from_select(names, source)
+        elif self._dialect == "sqlite":
+            self._advance = moved.returning(chronica.c.last_seq, chronica.c.last_actum_at)
+        else:
+            source = select(chronica.c.id, chronica.c.last_seq, *given, chronica.c.last_actum_at).where(
+                chronica.c.id == bindparam("chronicum_id")
+            )
+            self._insert = insert(acta).from_select(names, source)
+
+    def append(self, actum: Actum) -> None:
+        """Move the counter and insert the actum in one transaction (PostgreSQL: one statement)."""
+        if self._writes is None:
+            autocommit = {"isolation_level": "AUTOCOMMIT"} if self._dialect == "postgresql" else {}
+            self._writes = _engine(self._url, self._options, pool_size=1, max_overflow=0, **autocommit)
+        now = _moment(self._dialect, datetime.now(UTC))
+        content = self._tables.content(actum.content)
+        fields = {
+            "actum_id": actum.id,
+            "actum_kind": str(actum.kind),
+            "actum_actor_kind": str(actum.actor_kind),
+            "actum_actor": actum.actor,
+            "actum_content": content,
+        }
+        moving = {"chronicum_id": actum.chronicum_id, "now": now}
+        with self._writes.begin() as connection:
+            if self._dialect == "postgresql":
+                connection.execute(self._insert, {**moving, **fields})
+            elif self._dialect == "sqlite":
+                seq, at = connection.execute(self._advance, moving).one()
+                row = {"chronicum_id": actum.chronicum_id, "seq": seq, "at": at}
+                row.update((name.removeprefix("actum_"), value) for name, value in fields.items())
+                connection.execute(self._insert, row)
+            else:
+                connection.execute(self._advance, moving)
+                connection.execute(self._insert, {"chronicum_id": actum.chronicum_id, **fields})
+
+    def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
+        """The newest 20 messages, oldest first, on the read engine (autocommit)."""
+        if self._reads is None:
+            self._reads = _engine(
+                self._url, self._options, isolation_level="AUTOCOMMIT", pool_size=1, max_overflow=0
+            )
+        with self._reads.connect() as connection:
+            rows = list(connection.execute(self._window, {"chronicum_id": chronicum_id}).all())
+        rows.reverse()
+        return rows
+
+    def close(self) -> None:
+        """Dispose of its engines."""
+        for engine in (self._writes, self._reads):
+            if engine is not None:
+                engine.dispose()
+
+
+COLUMNS: dict[str, type[Any]] = {"floor": Floor, "core": Core}
+ASYNC_COLUMNS: dict[str, type[Any]] = {"floor": AsyncFloor}

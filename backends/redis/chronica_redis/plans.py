@@ -1,0 +1,404 @@
+"""Every store operation on Redis, written once as a plan that does no I/O.
+
+Each plan yields the operations of :mod:`chronica_redis.operations`, receives their answers, and
+turns them into Chronica values and redis-py's exceptions into Chronica errors. The blocking and
+the asyncio store perform them (:mod:`chronica_redis.clients`) and decide nothing.
+
+An append, a batch and a keyed write are each one script on the chronicum's slot (one round trip,
+atomic). Creating a chronicum takes two steps, because its owner's index lives in another slot:
+first the index entry, then the chronicum (its own script, which refuses a taken id). A reader
+of a listing checks each entry against the chronicum it names and skips those that do not match:
+so if a process dies between the two steps, no chronicum exists, and the entry it left names
+none: no reader ever sees it (``get`` says ``ChronicumNotFound``, a listing skips it). An erasure
+goes the other way: the chronicum becomes its marker first, then its index entry goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from chronica_core.erasure import owner_digest
+from chronica_core.errors import ChronicumExists, ChronicumNotFound, StoreError
+from chronica_core.limits import check_content_size
+from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, build_actum, recorded_at
+from chronica_core.plans import Plan
+from chronica_core.store import ListingPosition
+from chronica_core.timeouts import WRITE_FATE_UNKNOWN
+from chronica_redis import scripts
+from chronica_redis.errors import WriteUnconfirmed
+from chronica_redis.keys import (
+    ChronicumKeys,
+    chronicum_keys,
+    follow_channel,
+    from_micros,
+    listing_member,
+    micros,
+    owner_index_key,
+    parse_listing_member,
+)
+from chronica_redis.operations import Batch, Call, Operation, Run, Written
+
+__all__ = ["FOLLOWED_SECONDS", "FOLLOW_LOOK", "LISTING_PAGE", "RedisPlans"]
+
+FOLLOW_LOOK: Final = 1000
+"""How many acta one ``acta_after`` script looks back through for the follower's position, at most:
+a position further back takes more round trips, none of which holds the server for long."""
+
+LISTING_PAGE: Final = 1000
+"""How many index entries ``erase_owner`` reads at a time."""
+
+FOLLOWED_SECONDS: Final = 120.0
+"""How long a follower's mark on its chronicum lasts (appends to it publish while it does)."""
+
+_KINDS: Final = tuple(ActumKind)
+_ACTOR_KINDS: Final = tuple(ActorKind)
+
+
+_KIND_OF: Final = {str(kind): kind for kind in ActumKind}
+_ACTOR_KIND_OF: Final = {str(kind): kind for kind in ActorKind}
+
+
+def _entry_actum(chronicum_id: str, entry: Sequence[Any]) -> Actum:
+    """The actum a stream entry holds.
+
+    An entry is ``[entry id, [i, id, k, kind, a, actor kind, r, actor, c, content, t, at]]``.
+    Kinds are looked up in dicts (a context window builds twenty of these per read).
+    """
+    fields = entry[1]
+    return build_actum(
+        chronicum_id,
+        _KIND_OF[fields[3]],
+        _ACTOR_KIND_OF[fields[5]],
+        fields[7],
+        fields[9],
+        fields[1],
+        from_micros(fields[11]),
+    )
+
+
+class RedisPlans:
+    """The store operations as plans, shared by :class:`chronica_redis.RedisStore` and its asyncio twin.
+
+    Args:
+        prefix: the prefix of every key (see :mod:`chronica_redis.keys`).
+        wait_replicas: how many replicas must confirm each write (0: none; the clients then send
+            no ``WAIT``).
+        wait_timeout: how long a write waits for them, in seconds.
+        max_content_bytes: a limit on content below the server's, in bytes of UTF-8 (``None``:
+            the server's).
+    """
+
+    def __init__(
+        self, prefix: str, wait_replicas: int, wait_timeout: float, max_content_bytes: int | None
+    ) -> None:
+        self.prefix = prefix
+        self.wait_replicas = wait_replicas
+        self.wait_timeout = wait_timeout
+        self.max_content_bytes = max_content_bytes
+        self.server_content_limit: int | None = None
+        """The server's limit on content (set by the durability check when the store opens)."""
+        self.channel = follow_channel(prefix)
+
+    def keys(self, chronicum_id: str) -> ChronicumKeys:
+        """The keys of ``chronicum_id``."""
+        return chronicum_keys(self.prefix, chronicum_id)
+
+    # -- running operations -------------------------------------------------------------------
+
+    def run(self, operation: Operation, where: str) -> Plan[Operation, Any]:
+        """Perform ``operation``; redis-py's errors become ``StoreError("redis: <where>: ...")``.
+
+        A write (``writes=True``) answers its value once ``wait_replicas`` replicas confirmed it,
+        else raises :class:`~chronica_redis.errors.WriteUnconfirmed`. A write whose connection
+        failed or timed out says that its fate is unknown.
+        """
+        writes = isinstance(operation, Run | Call) and operation.writes
+        try:
+            answer = yield operation
+        except RedisTimeoutError as error:
+            fate = f"; {WRITE_FATE_UNKNOWN}" if writes else ""
+            raise StoreError(f"redis: {where}", f"timed out: {error}{fate}") from error
+        except RedisConnectionError as error:
+            fate = f"; {WRITE_FATE_UNKNOWN}" if writes else ""
+            raise StoreError(f"redis: {where}", f"{error}{fate}") from error
+        except (RedisError, RedisClusterException) as error:
+            raise StoreError(f"redis: {where}", str(error)) from error
+        if not writes:
+            return answer
+        assert isinstance(answer, Written)
+        if answer.replicas is not None and answer.replicas < self.wait_replicas:
+            raise WriteUnconfirmed(f"redis: {where}", answer.replicas, self.wait_replicas, self.wait_timeout)
+        return answer.value
+
+    # -- the store operations ----------------------------------------------------------------
+
+    def content_limit(self) -> Plan[Operation, int | None]:
+        """The largest content a write accepts, in bytes of UTF-8 (read at open; no I/O)."""
+        limit = self.server_content_limit
+        if self.max_content_bytes is not None and (limit is None or self.max_content_bytes < limit):
+            limit = self.max_content_bytes
+        return limit
+        yield  # a plan, though it performs nothing
+
+    def create(self, chronicum: Chronicum) -> Plan[Operation, None]:
+        """The owner's index entry, then the chronicum; ``ChronicumExists`` if the id is taken (or erased)."""
+        yield from self._index(chronicum, "create chronicum")
+        keys = self.keys(chronicum.id)
+        created = yield from self.run(
+            Run(
+                scripts.CREATE, (keys.meta,), (chronicum.owner_id, micros(chronicum.started_at)), writes=True
+            ),
+            "create chronicum",
+        )
+        if created != 1:
+            raise ChronicumExists(chronicum.id)
+
+    def get(self, chronicum_id: str) -> Plan[Operation, Chronicum]:
+        """Read the chronicum (one ``HMGET``). Raises ``ChronicumNotFound`` (an erased one too)."""
+        keys = self.keys(chronicum_id)
+        owner, started, last = yield from self.run(
+            Call(("HMGET", keys.meta, "owner", "started", "last")), "get chronicum"
+        )
+        if owner is None:
+            raise ChronicumNotFound(chronicum_id)
+        return Chronicum(
+            chronicum_id, owner, from_micros(started), None if last is None else from_micros(last)
+        )
+
+    def record(self, actum: Actum) -> Plan[Operation, Actum]:
+        """Append ``actum`` (one script). Raises ``ChronicumNotFound``, ``ActumTooLarge``, ``StoreError``."""
+        stored = yield from self._append([actum], None, "record actum")
+        return stored[0]
+
+    def record_idempotent(self, actum: Actum, key: str) -> Plan[Operation, Actum]:
+        """Append ``actum`` unless ``key`` was used in its chronicum; else return that write's first actum."""
+        stored = yield from self._append([actum], key, "record idempotent actum")
+        return stored[0]
+
+    def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Operation, list[Actum]]:
+        """Append ``acta`` (one chronicum's) consecutively in one script: all land or none."""
+        return (yield from self._append(acta, key, "record acta"))
+
+    def _append(self, acta: Sequence[Actum], key: str | None, where: str) -> Plan[Operation, list[Actum]]:
+        limit = yield from self.content_limit()
+        for actum in acta:
+            check_content_size(actum.content, limit)
+        chronicum_id = acta[0].chronicum_id
+        keys = self.keys(chronicum_id)
+        lists: dict[str, int] = {}
+        fields: list[str | int] = []
+        for actum in acta:
+            index = keys.index(actum.kind, actum.actor_kind)
+            number = lists.setdefault(index, len(lists) + 1)
+            fields += [actum.id, str(actum.kind), str(actum.actor_kind), actum.actor, actum.content, number]
+        touch = "1" if self.wait_replicas else ""
+        answer = yield from self.run(
+            Run(
+                scripts.RECORD,
+                (keys.meta, keys.acta, keys.keys, keys.followed, *lists),
+                (chronicum_id, self.channel, key or "", touch, len(acta), *fields),
+                writes=True,
+            ),
+            where,
+        )
+        if answer[0] == "missing":
+            raise ChronicumNotFound(chronicum_id)
+        if answer[0] == "kept":
+            return [_entry_actum(chronicum_id, entry) for entry in answer[1]]
+        at = from_micros(answer[1])
+        return [recorded_at(actum, at) for actum in acta]
+
+    def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Operation, list[Actum]]:
+        """The context window in one script: the filters' index lists, then the last ``last_n``.
+
+        Raises ``ChronicumNotFound`` for a missing or erased chronicum (an empty one gives ``[]``).
+        """
+        keys = self.keys(chronicum_id)
+        kinds = _KINDS if query.actum_kinds is None else tuple(dict.fromkeys(query.actum_kinds))
+        actor_kinds = _ACTOR_KINDS if query.actor_kinds is None else tuple(dict.fromkeys(query.actor_kinds))
+        lists: tuple[str, ...] = ()
+        if len(kinds) < len(_KINDS) or len(actor_kinds) < len(_ACTOR_KINDS):
+            lists = tuple(keys.index(kind, actor_kind) for kind in kinds for actor_kind in actor_kinds)
+        entries = yield from self.run(
+            Run(scripts.WINDOW, (keys.meta, keys.acta, *lists), (max(query.last_n, 0),)), "read acta"
+        )
+        if entries is None:
+            raise ChronicumNotFound(chronicum_id)
+        return [_entry_actum(chronicum_id, entry) for entry in entries]
+
+    def acta_after(
+        self, chronicum_id: str, after: str | None, limit: int
+    ) -> Plan[Operation, list[Actum] | None]:
+        """Up to ``limit`` acta after the actum ``after`` (see ``FollowStore.acta_after``).
+
+        The script looks back from the newest actum for ``after``, :data:`FOLLOW_LOOK` acta a round
+        trip. When the store waits for replicas, the script also marks the chronicum followed (a
+        write) and ``WAIT`` then confirms that the replicas hold everything it read: unconfirmed,
+        the page is withheld (``[]``), so a follower never yields an actum a failover could lose.
+        """
+        keys = self.keys(chronicum_id)
+        mark = str(int(FOLLOWED_SECONDS * 1000)) if self.wait_replicas else ""
+        below = ""
+        while True:
+            operation = Run(
+                scripts.ACTA_AFTER,
+                (keys.meta, keys.acta, keys.followed),
+                (after or "", limit, FOLLOW_LOOK, below, mark),
+                writes=bool(mark),
+            )
+            try:
+                answer = yield from self.run(operation, "read acta after")
+            except WriteUnconfirmed:
+                return []
+            if answer is None:
+                raise ChronicumNotFound(chronicum_id)
+            if answer[0] == "page":
+                return [_entry_actum(chronicum_id, entry) for entry in answer[1]]
+            if answer[0] == "absent":
+                return None
+            below = answer[1]
+
+    def newest(self, chronicum_id: str, mark: bool) -> Plan[Operation, str | None]:
+        """The id of the chronicum's newest actum (``None``: it has none), marking it followed if ``mark``.
+
+        Raises ``ChronicumNotFound`` for a missing or erased chronicum.
+        """
+        keys = self.keys(chronicum_id)
+        ttl = str(int(FOLLOWED_SECONDS * 1000)) if mark else ""
+        answer = yield from self.run(
+            Run(scripts.NEWEST, (keys.meta, keys.acta, keys.followed), (ttl,), writes=False), "wait for acta"
+        )
+        if answer is None:
+            raise ChronicumNotFound(chronicum_id)
+        return answer or None
+
+    # -- listing and erasure ------------------------------------------------------------------
+
+    def _index(self, chronicum: Chronicum, where: str) -> Plan[Operation, None]:
+        """Add the chronicum's entry to its owner's index (the first step of a create or reopen)."""
+        index = owner_index_key(self.prefix, owner_digest(chronicum.owner_id))
+        member = listing_member(chronicum.started_at, chronicum.id)
+        yield from self.run(Call(("ZADD", index, 0, member), writes=True), where)
+
+    def list_chronica(
+        self, owner_id: str, limit: int, after: ListingPosition | None
+    ) -> Plan[Operation, list[Chronicum]]:
+        """Up to ``limit`` of the owner's chronica, newest first, from the owner's index.
+
+        Each entry read is checked against the chronicum it names (same owner, same start, not
+        erased); entries that do not match (a create cut short, a lost create race, an erasure cut
+        short) are skipped, and more are read until the page is full or the index ends.
+        """
+        where = "list chronica"
+        index = owner_index_key(self.prefix, owner_digest(owner_id))
+        top = "+" if after is None else "(" + listing_member(after[0], after[1])
+        page: list[Chronicum] = []
+        while len(page) < limit:
+            wanted = limit - len(page)
+            members: list[str] = yield from self.run(
+                Call(("ZREVRANGEBYLEX", index, top, "-", "LIMIT", 0, wanted)), where
+            )
+            if not members:
+                break
+            entries = [parse_listing_member(member) for member in members]
+            rows = yield from self.run(
+                Batch(
+                    tuple(
+                        ("HMGET", self.keys(chronicum_id).meta, "owner", "started", "last")
+                        for _, chronicum_id in entries
+                    )
+                ),
+                where,
+            )
+            for (started, chronicum_id), (owner, stored_start, last) in zip(entries, rows, strict=True):
+                if owner == owner_id and stored_start is not None and int(stored_start) == started:
+                    page.append(
+                        Chronicum(
+                            chronicum_id,
+                            owner_id,
+                            from_micros(started),
+                            None if last is None else from_micros(last),
+                        )
+                    )
+            if len(members) < wanted:
+                break
+            top = "(" + members[-1]
+        return page
+
+    def erase(self, chronicum_id: str, owner_digest: str) -> Plan[Operation, int]:
+        """Turn the chronicum into its marker in one script, then drop its index entry.
+
+        Raises ``ChronicumNotFound`` when there is no live chronicum with that id.
+        """
+        erased = yield from self._erase(chronicum_id, owner_digest, "", "erase chronicum")
+        if erased is None:
+            raise ChronicumNotFound(chronicum_id)
+        return erased
+
+    def _erase(
+        self, chronicum_id: str, digest: str, owner_id: str, where: str
+    ) -> Plan[Operation, int | None]:
+        """Erase one chronicum (of ``owner_id`` only, unless ``""``); ``None`` if there was none to erase."""
+        answer = yield from self.run(self._erase_script(chronicum_id, digest, owner_id), where)
+        if answer[0] != "erased":
+            return None
+        count, started = int(answer[1]), answer[2]
+        member = listing_member(from_micros(started), chronicum_id)
+        yield from self.run(Call(("ZREM", owner_index_key(self.prefix, digest), member), writes=True), where)
+        return count
+
+    def _erase_script(self, chronicum_id: str, digest: str, owner_id: str) -> Run:
+        """The script that turns a chronicum into its marker (see :data:`chronica_redis.scripts.ERASE`)."""
+        keys = self.keys(chronicum_id)
+        return Run(
+            scripts.ERASE,
+            (keys.meta, keys.acta, keys.keys, keys.followed, *keys.every_index()),
+            (digest, owner_id, chronicum_id, self.channel),
+            writes=True,
+        )
+
+    def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Operation, int]:
+        """Erase every chronicum the owner's index names that is the owner's; return how many.
+
+        Entries naming a marker or another owner's chronicum are dropped; an entry naming no
+        chronicum at all is left (a create may be between its two steps).
+        """
+        where = "erase owner"
+        index = owner_index_key(self.prefix, owner_digest)
+        erased = 0
+        top = "+"
+        while True:
+            members: list[str] = yield from self.run(
+                Call(("ZREVRANGEBYLEX", index, top, "-", "LIMIT", 0, LISTING_PAGE)), where
+            )
+            for member in members:
+                _, chronicum_id = parse_listing_member(member)
+                erasing = self._erase_script(chronicum_id, owner_digest, owner_id)
+                answer = yield from self.run(erasing, where)
+                if answer[0] == "erased":
+                    erased += 1
+                if answer[0] != "gone":
+                    yield from self.run(Call(("ZREM", index, member), writes=True), where)
+            if len(members) < LISTING_PAGE:
+                return erased
+            top = "(" + members[-1]
+
+    def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Operation, bool]:
+        """The owner's index entry, then the marker replaced by ``chronicum`` if its digest matches."""
+        yield from self._index(chronicum, "reopen chronicum")
+        keys = self.keys(chronicum.id)
+        reopened = yield from self.run(
+            Run(
+                scripts.REOPEN,
+                (keys.meta,),
+                (owner_digest, chronicum.owner_id, micros(chronicum.started_at)),
+                writes=True,
+            ),
+            "reopen chronicum",
+        )
+        return bool(reopened == 1)

@@ -1,0 +1,204 @@
+"""The Lua scripts: each write, and each read that must see one chronicum whole, is one of these.
+
+A script runs atomically on the node holding its keys, all of one chronicum (one hash slot; see
+:mod:`chronica_redis.keys`). Redis 7 and Valkey replicate a script by its effects, so a script may
+read the server's clock (``TIME``): ``at`` is taken there, in the same step that decides the order,
+and never decreases along a chronicum (a clock that went back gives the newest actum's ``at``).
+They are sent by SHA-1 (``EVALSHA``) and loaded on a server that does not know them yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Final
+
+__all__ = [
+    "ACTA_AFTER",
+    "CREATE",
+    "ERASE",
+    "NEWEST",
+    "RECORD",
+    "REOPEN",
+    "WINDOW",
+    "Script",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A Lua script and its SHA-1 (what ``EVALSHA`` names it by)."""
+
+    name: str
+    source: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())
+
+
+CREATE: Final = Script(
+    "create",
+    """
+-- KEYS: chronicum. ARGV: owner, started. 1: created; 0: the id is taken (or erased).
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'started', ARGV[2], 'seq', 0)
+return 1
+""",
+)
+
+RECORD: Final = Script(
+    "record",
+    """
+-- KEYS: chronicum, acta, keys, followed, then the index lists the acta go to.
+-- ARGV: chronicum id, channel, idempotency key ('' for none), touch ('1': a kept write is written
+-- over, so that WAIT confirms it), count, then per actum: id, kind, actor kind, actor, content,
+-- and the number of its index list (1 for the first after the four keys).
+-- Returns {'missing'}; {'kept', entries} (the write that used the key); {'ok', at}.
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner then return {'missing'} end
+local key = ARGV[3]
+if key ~= '' then
+  local prior = redis.call('HGET', KEYS[3], key)
+  if prior then
+    local first, count = string.match(prior, '^(%d+):(%d+)$')
+    if ARGV[4] == '1' then redis.call('HSET', KEYS[3], key, prior) end
+    return {'kept', redis.call('XRANGE', KEYS[2], first .. '-0', '+', 'COUNT', count)}
+  end
+end
+local state = redis.call('HMGET', KEYS[1], 'seq', 'last')
+local seq = tonumber(state[1])
+local time = redis.call('TIME')
+local at = time[1] .. string.format('%06d', tonumber(time[2]))
+if state[2] and tonumber(state[2]) > tonumber(at) then at = state[2] end
+local first = seq + 1
+for position = 0, tonumber(ARGV[5]) - 1 do
+  local base = 6 + position * 6
+  seq = seq + 1
+  redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'i', ARGV[base], 'k', ARGV[base + 1],
+    'a', ARGV[base + 2], 'r', ARGV[base + 3], 'c', ARGV[base + 4], 't', at)
+  redis.call('RPUSH', KEYS[4 + tonumber(ARGV[base + 5])], seq)
+end
+redis.call('HSET', KEYS[1], 'seq', seq, 'last', at)
+if key ~= '' then redis.call('HSET', KEYS[3], key, string.format('%d:%d', first, seq - first + 1)) end
+if redis.call('EXISTS', KEYS[4]) == 1 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
+return {'ok', at}
+""",
+)
+
+WINDOW: Final = Script(
+    "window",
+    """
+-- KEYS: chronicum, acta, then the index lists the filters keep (none: every actum).
+-- ARGV: last n (0: all). Returns nil for a missing or erased chronicum, else the entries, oldest first.
+-- With filters: the last n of each list, merged; then the entries, in one range read when they lie
+-- within four times their number of each other, else one lookup each.
+if redis.call('HEXISTS', KEYS[1], 'owner') == 0 then return false end
+local n = tonumber(ARGV[1])
+if #KEYS == 2 then
+  if n <= 0 then return redis.call('XRANGE', KEYS[2], '-', '+') end
+  local newest = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', n)
+  local window = {}
+  for position = #newest, 1, -1 do window[#window + 1] = newest[position] end
+  return window
+end
+local seqs = {}
+for list = 3, #KEYS do
+  local part
+  if n > 0 then part = redis.call('LRANGE', KEYS[list], -n, -1)
+  else part = redis.call('LRANGE', KEYS[list], 0, -1) end
+  for _, seq in ipairs(part) do seqs[#seqs + 1] = tonumber(seq) end
+end
+table.sort(seqs)
+local from = 1
+if n > 0 and #seqs > n then from = #seqs - n + 1 end
+local window = {}
+if #seqs == 0 then return window end
+local first, last = seqs[from], seqs[#seqs]
+if last - first < 4 * (#seqs - from + 1) then
+  -- the kept acta are close together: one range read, the others passed over
+  local kept = {}
+  for position = from, #seqs do kept[seqs[position]] = true end
+  local span = redis.call('XRANGE', KEYS[2], string.format('%d-0', first), string.format('%d-0', last))
+  for _, entry in ipairs(span) do
+    if kept[tonumber(string.match(entry[1], '^(%d+)'))] then window[#window + 1] = entry end
+  end
+  return window
+end
+for position = from, #seqs do
+  local id = string.format('%d-0', seqs[position])
+  window[#window + 1] = redis.call('XRANGE', KEYS[2], id, id)[1]
+end
+return window
+""",
+)
+
+ACTA_AFTER: Final = Script(
+    "acta_after",
+    """
+-- KEYS: chronicum, acta, followed. ARGV: after ('' from the first actum), limit, how many entries
+-- to look at, the entry id to look below ('' from the newest), the milliseconds to mark the
+-- chronicum followed for ('' not to).
+-- Returns nil (missing or erased), {'page', entries}, {'absent'}, or {'more', entry id}: not
+-- found among the entries looked at; look again below that entry.
+if redis.call('HEXISTS', KEYS[1], 'owner') == 0 then return false end
+if ARGV[5] ~= '' then redis.call('SET', KEYS[3], '1', 'PX', ARGV[5]) end
+local limit = tonumber(ARGV[2])
+if ARGV[1] == '' then return {'page', redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', limit)} end
+local top = '+'
+if ARGV[4] ~= '' then top = '(' .. ARGV[4] end
+local looked = tonumber(ARGV[3])
+local entries = redis.call('XREVRANGE', KEYS[2], top, '-', 'COUNT', looked)
+for _, entry in ipairs(entries) do
+  if entry[2][2] == ARGV[1] then
+    return {'page', redis.call('XRANGE', KEYS[2], '(' .. entry[1], '+', 'COUNT', limit)}
+  end
+end
+if #entries < looked then return {'absent'} end
+return {'more', entries[#entries][1]}
+""",
+)
+
+NEWEST: Final = Script(
+    "newest",
+    """
+-- KEYS: chronicum, acta, followed. ARGV: the milliseconds to mark it followed for ('' not to).
+-- Returns nil (missing or erased), '' (no acta) or the newest actum's id.
+if redis.call('HEXISTS', KEYS[1], 'owner') == 0 then return false end
+if ARGV[1] ~= '' then redis.call('SET', KEYS[3], '1', 'PX', ARGV[1]) end
+local newest = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if #newest == 0 then return '' end
+return newest[1][2][2]
+""",
+)
+
+ERASE: Final = Script(
+    "erase",
+    """
+-- KEYS: chronicum, acta, keys, followed, the twelve index lists. ARGV: owner digest, owner id
+-- ('' any owner), chronicum id, channel.
+-- Returns {'gone'} (no such key), {'other'} (a marker, or another owner's), {'erased', count, started}.
+local chronicum = redis.call('HMGET', KEYS[1], 'owner', 'started', 'seq')
+if not chronicum[1] then
+  if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
+  return {'other'}
+end
+if ARGV[2] ~= '' and chronicum[1] ~= ARGV[2] then return {'other'} end
+local followed = redis.call('EXISTS', KEYS[4])
+redis.call('DEL', unpack(KEYS))
+redis.call('HSET', KEYS[1], 'erased', ARGV[1])
+if followed == 1 then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
+return {'erased', tonumber(chronicum[3]), chronicum[2]}
+""",
+)
+
+REOPEN: Final = Script(
+    "reopen",
+    """
+-- KEYS: chronicum. ARGV: owner digest, owner, started. 1: the marker was replaced; 0: nothing done.
+if redis.call('HGET', KEYS[1], 'erased') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'started', ARGV[3], 'seq', 0)
+return 1
+""",
+)
