@@ -43,8 +43,8 @@ pytest.register_assert_rewrite(
             "listing_contract",
             "loop_contract",
             "loop_scenario",
-            "retention_contract",
             "native_contract",
+            "retention_contract",
             "rules_contract",
             "size_contract",
             "stateful",
@@ -68,8 +68,8 @@ from chronica_conformance.idempotent_contract import IdempotentContract  # noqa:
 from chronica_conformance.json_contract import JsonFormContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.listing_contract import ListingContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.loop_contract import AnyLoopContract  # noqa: E402 - after the assert-rewrite registration
-from chronica_conformance.retention_contract import RetentionContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.native_contract import NativeContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.retention_contract import RetentionContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.runner import run  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.size_contract import SizeContract  # noqa: E402 - after the assert-rewrite registration
