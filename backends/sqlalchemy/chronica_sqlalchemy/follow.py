@@ -1,60 +1,39 @@
-"""Following on chronica-sqlalchemy: one watcher thread per store tells its followers what changed.
+"""Following: one watcher thread per store tells its followers what changed.
 
-Every store (blocking or asyncio, on every dialect) has one watcher, shared by all its followers
-on every thread and event loop. It runs in a daemon thread started by the first wait, on one
-connection of its own, and wakes the followers when the database may hold something new for them:
+Every store has one watcher, shared by its followers on every thread and event loop: a daemon
+thread started by the first wait, on one connection of its own, waking the followers when the
+database may hold something new for them:
 
-- PostgreSQL on psycopg: ``LISTEN``/``NOTIFY``. Every append and every erasure notifies the
-  store's channel (:func:`follow_channel`) with the chronicum id from inside its own statement
-  (:func:`follow_notification`), so the notification is delivered when, and only if, the write
-  commits; the watcher listens with psycopg's ``Connection.notifies()`` and wakes the followers
-  of the chronicum named. Nothing is read while followers are idle. When its connection is
-  lost it wakes every follower (each reads again from its own position: no gap, no duplicate)
-  and connects again after :data:`RECONNECT_PAUSE_SECONDS`.
-- SQLite: it asks ``PRAGMA data_version`` every :data:`SQLITE_PROBE_SECONDS`; the number changes
-  when another connection (this process's or another's) commits, and only then does it read the
-  newest positions (``last_seq``) of the followed chronica, in one query of the ``chronica``
-  table, to wake the followers of those that moved. An idle follower therefore causes no read
-  of the ``acta`` table, only that pragma on the watcher's connection.
-- MariaDB/MySQL (and PostgreSQL on another driver than psycopg): it reads the newest position
-  (``last_seq``) of every followed chronicum in one query every :data:`SERVER_PROBE_SECONDS`,
-  and wakes the followers of each one that moved (or was erased): one query per store, however
-  many followers.
+- PostgreSQL on psycopg: ``LISTEN``; every append and erasure notifies the store's channel from
+  inside its own statement (see :mod:`chronica_sqlalchemy.dialects.postgresql`), delivered only
+  if it commits. Nothing is read while followers are idle. A lost connection wakes every
+  follower (each reads again from its position: no gap, no duplicate), and it listens again
+  after :data:`RECONNECT_PAUSE_SECONDS`.
+- SQLite: ``PRAGMA data_version`` every :data:`SQLITE_PROBE_SECONDS`; only when another
+  connection committed are the followed chronica's newest positions read (``chronica`` only).
+- MariaDB/MySQL (and PostgreSQL on other drivers): the followed chronica's newest positions, in
+  one query every :data:`SERVER_PROBE_SECONDS`, however many followers.
 
-The watcher stops once no follower has waited for :data:`IDLE_STOP_SECONDS` (its thread ends and
-its connection goes back to the pool, or is closed), and starts again on the next wait; after
-starting it wakes every follower once, for whatever was written while nobody watched.
-
-The blocking stores watch on their own engine (the watcher holds one of its pooled connections
-while it runs; the listening one is closed, not returned, when it stops). The asyncio store on
-an asyncio driver (:class:`chronica_sqlalchemy.AsyncSQLAlchemyStore`) watches on a blocking
-engine of its own, made from its URL with the blocking twin of its driver (psycopg, PyMySQL,
-pysqlite) and no pool: one connection while followers wait. An asyncio follower is woken in its
-own loop (``loop.call_soon_threadsafe``), so an idle one does no reads at all.
-
-A woken follower reads what came after its position with the base ``acta`` window
-(:func:`chronica_core.follow.acta_after_by_windows`): its newest 100 acta, more only when more
-came. Each wait registers before it checks the chronicum's newest actum, and ends after
-:data:`MAX_WAIT_SECONDS` at the latest, so no change is missed. In-memory SQLite has nobody else
-to watch for (a watcher would also take the only connection): its waits last
-:data:`UNWATCHED_WAIT_SECONDS`, and the follower then reads again.
+The watcher stops once no follower waited for :data:`IDLE_STOP_SECONDS`, and starts again (waking
+everyone once) on the next wait. The blocking stores watch on their own engine; the asyncio
+store on an asyncio driver, on a pool-less blocking engine of its own. A woken follower reads
+what came after its position (:func:`chronica_core.follow.acta_after_by_windows`); each wait
+registers before it looks and ends after :data:`MAX_WAIT_SECONDS` at the latest, so no change is
+missed. In-memory SQLite has nobody else to watch for: its waits last :data:`UNWATCHED_WAIT_SECONDS`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import Engine, Table, create_engine, func, literal, select
-from sqlalchemy.engine import URL
+from sqlalchemy import Engine, Table, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import NullPool, SingletonThreadPool
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.pool import SingletonThreadPool
 
 from chronica_core import ActaQuery, Actum, ChronicumNotFound
 from chronica_core.follow import NEWEST, acta_after_by_windows, follow_reads, newest_actum_id
@@ -69,8 +48,6 @@ __all__ = [
     "UNWATCHED_WAIT_SECONDS",
     "WATCHER_NAME",
     "Watcher",
-    "follow_channel",
-    "follow_notification",
 ]
 
 SQLITE_PROBE_SECONDS: Final = 0.02
@@ -106,35 +83,6 @@ _CREATING: Final = threading.Lock()
 """Held while a store creates its watcher, so that racing first waits make one."""
 
 
-def follow_channel(schema: str | None) -> str:
-    """The PostgreSQL channel the appends and erasures of the tables in ``schema`` notify.
-
-    Args:
-        schema: the store's ``schema`` option (``None``: the connection's default schema).
-
-    Returns:
-        ``chronica_sqlalchemy_`` and 16 hex characters of a digest of the schema name: an
-        identifier needing no quotes, well under PostgreSQL's 63 bytes, whatever the schema is
-        called. The notification's payload is the chronicum id.
-    """
-    digest = hashlib.blake2b(f"chronica-sqlalchemy follow {schema or ''}".encode(), digest_size=8)
-    return f"chronica_sqlalchemy_{digest.hexdigest()}"
-
-
-def follow_notification(chronica: Table, schema: str | None) -> ColumnElement[Any]:
-    """The PostgreSQL expression ``pg_notify(channel, chronica.id)``, for a write's ``RETURNING``.
-
-    Returned by the statement that locks the chronicum's row (an append's counter update, an
-    erasure's marking), it queues the notification in that write's transaction: PostgreSQL
-    delivers it at commit, and drops it on rollback.
-
-    Args:
-        chronica: the store's ``chronica`` table.
-        schema: the store's ``schema`` option (see :func:`follow_channel`).
-    """
-    return func.pg_notify(literal(follow_channel(schema)), chronica.c.id)
-
-
 def _listens(engine: Engine) -> bool:
     """Whether the watcher on ``engine`` listens (PostgreSQL on psycopg 3) rather than probes."""
     return engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
@@ -154,7 +102,8 @@ class Watcher:
         engine: the blocking engine the watcher connects with; ``None`` for a store that has
             nothing to watch (its followers read again every :data:`UNWATCHED_WAIT_SECONDS`).
         chronica: the store's ``chronica`` table.
-        channel: the channel to listen on (see :func:`follow_channel`), used on PostgreSQL with psycopg.
+        channel: the channel to listen on, used on PostgreSQL with psycopg (see
+            :func:`chronica_sqlalchemy.dialects.postgresql.follow_channel`).
     """
 
     def __init__(self, engine: Engine | None, chronica: Table, channel: str) -> None:
@@ -255,19 +204,20 @@ class Watcher:
                     return
 
     def _listen(self, engine: Engine) -> None:
-        """``LISTEN`` on one connection of ``engine``'s pool, closed (never pooled again) when done."""
-        pooled = engine.raw_connection()
-        try:
-            connection: Any = pooled.driver_connection  # psycopg.Connection
-            connection.rollback()
-            connection.autocommit = True
-            connection.execute(f'LISTEN "{self._channel}"')
-            self._wake(None)  # whatever was written while it was not listening
-            while not self._ending():
-                for notification in connection.notifies(timeout=LISTEN_CHECK_SECONDS):
-                    self._wake({notification.payload})
-        finally:
-            pooled.invalidate()  # autocommit and LISTEN are not for the pool's other users
+        """``LISTEN`` on a connection of ``engine`` in autocommit, ended (never pooled again) when done.
+
+        SQLAlchemy has no notifications: they are read with psycopg's ``Connection.notifies()``.
+        """
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            try:
+                connection.exec_driver_sql(f'LISTEN "{self._channel}"')
+                listening: Any = connection.connection.driver_connection  # psycopg.Connection
+                self._wake(None)  # whatever was written while it was not listening
+                while not self._ending():
+                    for notification in listening.notifies(timeout=LISTEN_CHECK_SECONDS):
+                        self._wake({notification.payload})
+            finally:
+                connection.invalidate()  # LISTEN is not for the pool's other users
 
     def _probe_sqlite(self, connection: Any) -> None:
         """Ask ``data_version``; only when it changed, read the followed chronica's positions."""
@@ -324,16 +274,41 @@ def _wait_seconds(watcher: Watcher, timeout: float | None) -> float:
     return longest if timeout is None else min(timeout, longest)
 
 
-class SQLAlchemyFollowing:
+class _Following:
+    """The watcher of a store: made on its first follower's wait, with the engine the store says."""
+
+    plans: Any
+    _watcher: Watcher | None = None
+
+    def _watcher_engine(self) -> Engine | None:
+        """The blocking engine the watcher connects with (``None``: the store cannot be watched)."""
+        raise NotImplementedError
+
+    def _follow_watcher(self) -> Watcher:
+        with _CREATING:
+            if self._watcher is None:
+                self._watcher = Watcher(
+                    self._watcher_engine(), self.plans.tables.chronica, self.plans.channel
+                )
+            return self._watcher
+
+    def _close_watcher(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+
+
+class SQLAlchemyFollowing(_Following):
     """The ``follow`` capability of :class:`chronica_sqlalchemy.SQLAlchemyStore` (a mixin)."""
 
     engine: Engine
-    plans: Any
-    _watcher: Watcher | None = None
 
     if TYPE_CHECKING:  # the store's own, which it inherits after this mixin
 
         def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]: ...
+
+    def _watcher_engine(self) -> Engine | None:
+        """The store's own engine: the watcher holds one of its pooled connections while it runs."""
+        return self.engine
 
     def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`chronica_core.FollowStore.acta_after`: the newest acta, as many as it takes."""
@@ -348,47 +323,25 @@ class SQLAlchemyFollowing:
         """Wait until the watcher sees the chronicum change (see the module), or ``timeout`` seconds."""
         watcher = self._follow_watcher()
         woken = threading.Event()
-        waker = woken.set
-        watcher.watch(chronicum_id, waker)
+        watcher.watch(chronicum_id, woken.set)
         try:
             try:
                 with follow_reads(self).turn():  # a turn among the followers' reads
                     newest = self.acta(chronicum_id, NEWEST)
             except ChronicumNotFound:
                 return
-            if newest_actum_id(newest) != after:
-                return
-            woken.wait(_wait_seconds(watcher, timeout))
+            if newest_actum_id(newest) == after:
+                woken.wait(_wait_seconds(watcher, timeout))
         finally:
-            watcher.unwatch(chronicum_id, waker)
-
-    def _follow_watcher(self) -> Watcher:
-        with _CREATING:
-            if self._watcher is None:
-                self._watcher = Watcher(self.engine, self.plans.tables.chronica, self.plans.channel)
-            return self._watcher
-
-    def _close_watcher(self) -> None:
-        if self._watcher is not None:
-            self._watcher.close()
+            watcher.unwatch(chronicum_id, woken.set)
 
 
-class AsyncFollowing:
-    """The ``follow`` capability of both asyncio stores (a mixin); its watcher wakes each loop thread-safely.
-
-    A store says which blocking engine its watcher connects with (:meth:`_watcher_engine`).
-    """
-
-    plans: Any
-    _watcher: Watcher | None = None
+class AsyncFollowing(_Following):
+    """The ``follow`` capability of both asyncio stores (a mixin); its watcher wakes each loop."""
 
     if TYPE_CHECKING:  # the store's own, which it inherits after this mixin
 
         async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]: ...
-
-    def _watcher_engine(self) -> Engine | None:
-        """The blocking engine the watcher connects with (``None``: the store cannot be watched)."""
-        raise NotImplementedError
 
     async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`SQLAlchemyFollowing.acta_after`."""
@@ -408,11 +361,7 @@ class AsyncFollowing:
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
                 loop.call_soon_threadsafe(woken.set)
 
-        with _CREATING:
-            if self._watcher is None:
-                chronica, channel = self.plans.tables.chronica, self.plans.channel
-                self._watcher = Watcher(self._watcher_engine(), chronica, channel)
-            watcher = self._watcher
+        watcher = self._follow_watcher()
         watcher.watch(chronicum_id, waker)
         try:
             try:
@@ -420,36 +369,9 @@ class AsyncFollowing:
                     newest = await self.acta(chronicum_id, NEWEST)
             except ChronicumNotFound:
                 return
-            if newest_actum_id(newest) != after:
-                return
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_wait_seconds(watcher, timeout)):
-                    await woken.wait()
+            if newest_actum_id(newest) == after:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(_wait_seconds(watcher, timeout)):
+                        await woken.wait()
         finally:
             watcher.unwatch(chronicum_id, waker)
-
-    def _close_watcher(self) -> None:
-        if self._watcher is not None:
-            self._watcher.close()
-
-
-def blocking_watcher_engine(url: URL) -> Engine | None:
-    """A pool-less blocking engine on ``url`` for the watcher of an asyncio store's driver.
-
-    Args:
-        url: the asyncio engine's URL (its password included); its driver is replaced by the
-            blocking twin (:func:`chronica_sqlalchemy.engines.sync_url`).
-
-    Returns:
-        The engine (SQLite's configured as the store's), or ``None`` when that driver is not
-        installed (the followers then read again every :data:`UNWATCHED_WAIT_SECONDS`).
-    """
-    from chronica_sqlalchemy.engines import configure_sqlite, sync_url
-
-    try:
-        engine = create_engine(sync_url(url), poolclass=NullPool)
-    except ModuleNotFoundError:
-        return None
-    if engine.dialect.name == "sqlite":
-        configure_sqlite(engine)
-    return engine

@@ -19,7 +19,7 @@ Three tables (names may be qualified by a schema):
 - ``chronica_schema``: the schema version, so that a newer release can migrate an older database.
   It is also what makes ``chronica`` and ``acta`` this package's own: found without it, they are
   someone else's (another application's, or chronica-postgres's, whose versions are in
-  ``chronica_schema_version``), and the store refuses to open over them (see :func:`find_tables`).
+  ``chronica_schema_version``), and the store refuses to open over them.
 
 Ids are data: on MariaDB/MySQL they use a binary collation without padding, so ``'a'`` and
 ``'A'`` differ and so do ``'a'`` and ``'a '``. Timestamps are stored as UTC and always come back
@@ -39,9 +39,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Dialect,
-    Executable,
     ForeignKeyConstraint,
-    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -51,10 +49,6 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
-    column,
-    func,
-    select,
-    table,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.types import TypeEngine
@@ -71,9 +65,7 @@ __all__ = [
     "Identifier",
     "Tables",
     "UTCDateTime",
-    "find_tables",
     "is_mysql",
-    "listing_index",
 ]
 
 SCHEMA_VERSION = 2
@@ -193,11 +185,10 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value if dialect.name == "postgresql" else value.replace(tzinfo=None)
 
     def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
-        """On SQLite write the stored text in one C call: ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
+        """On SQLite write ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC in one call, inside the writer's turn.
 
         The same text SQLAlchemy's ``DATETIME`` writes after :meth:`process_bind_param` (a naive
-        value taken as UTC, microseconds always written), which took more than twice as long: a
-        write binds its moment twice, inside the writer's turn on the file.
+        value taken as UTC, microseconds always written).
         """
         if dialect.name != "sqlite":
             return super().bind_processor(dialect)
@@ -217,9 +208,8 @@ class UTCDateTime(TypeDecorator[datetime]):
         """On SQLite parse the stored text straight into an aware UTC datetime.
 
         The text is stored without a zone (UTC): parsed with ``+00:00`` appended, it comes back
-        aware in one C call (``replace(tzinfo=...)`` afterwards cost four times the parse). Text
-        that does not parse so (a zone of its own, written by something else) is parsed as it is
-        and converted to UTC.
+        aware in one call. Text that does not parse so (a zone of its own, written by something
+        else) is parsed as it is and converted to UTC.
         """
         if dialect.name != "sqlite":
             return super().result_processor(dialect, coltype)
@@ -267,7 +257,7 @@ class Tables:
 
         ``version``: the schema version whose columns they have (an older one only to build, or
         migrate from, the tables an older release created); the listing index is not among
-        them (see :func:`listing_index`).
+        them (see :meth:`chronica_sqlalchemy.dialects.StoreDialect.listing_index`).
         """
         metadata = MetaData(schema=schema)
         since_2 = version >= 2
@@ -319,46 +309,3 @@ class Tables:
             mysql_charset=_MYSQL_CHARSET,
         )
         return cls(metadata, chronica, acta, versions)
-
-
-def listing_index(chronica: Table, dialect_name: str) -> Index:
-    """The index :data:`LISTING_INDEX` on ``chronica (owner_id, started_at, id)`` for ``dialect_name``.
-
-    On PostgreSQL ``id`` is indexed ``COLLATE "C"`` (code point order, as the listing compares
-    it); SQLite's ``BINARY`` and MariaDB/MySQL's binary collation of the column are that already.
-    Building it attaches it to ``chronica``: build it once per :class:`Tables`.
-    """
-    chronicum_id: Any = chronica.c.id.collate("C") if dialect_name == "postgresql" else chronica.c.id
-    return Index(LISTING_INDEX, chronica.c.owner_id, chronica.c.started_at, chronicum_id)
-
-
-def find_tables(dialect_name: str, schema: str | None, names: tuple[str, ...]) -> Executable | None:
-    """A query of the catalog for which of ``names`` exist in ``schema``, one row (``name``) each.
-
-    Args:
-        dialect_name: ``"sqlite"``, ``"mysql"`` (MariaDB too) or ``"postgresql"``; any other
-            gives ``None`` (no catalog known: nothing is looked up).
-        schema: the schema (database, on MariaDB/MySQL); ``None``: the connection's own.
-        names: the table names to look for.
-
-    Any relation counts (a view or sequence of that name is as much in the way as a table).
-    """
-    if dialect_name == "sqlite":
-        master = table("sqlite_master", column("name"), column("type"))
-        return select(master.c.name).where(master.c.type.in_(("table", "view")), master.c.name.in_(names))
-    if dialect_name == "mysql":
-        tables = table("tables", column("table_schema"), column("table_name"), schema="information_schema")
-        database = schema if schema is not None else func.database()
-        return select(tables.c.table_name.label("name")).where(
-            tables.c.table_schema == database, tables.c.table_name.in_(names)
-        )
-    if dialect_name == "postgresql":
-        relations = table("pg_class", column("relname"), column("relnamespace"), schema="pg_catalog")
-        namespaces = table("pg_namespace", column("oid"), column("nspname"), schema="pg_catalog")
-        namespace = schema if schema is not None else func.current_schema()
-        return (
-            select(relations.c.relname.label("name"))
-            .join_from(relations, namespaces, relations.c.relnamespace == namespaces.c.oid)
-            .where(namespaces.c.nspname == namespace, relations.c.relname.in_(names))
-        )
-    return None

@@ -31,7 +31,6 @@ from chronica_sqlalchemy import (
     AsyncSQLAlchemyStore,
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
-    driver_statements,
     open_async_sqlalchemy_store,
 )
 from sqlalchemy import Dialect, Engine, create_engine, event, text
@@ -236,11 +235,9 @@ def dbapi_failure(dialect: Dialect, kind: FailureKind) -> Exception:
 class SQLAlchemyFaults:
     """Makes the DBAPI calls of a chronica-sqlalchemy store fail (see ``DriverFaults``).
 
-    While an injection is active, every statement (the dialect's ``do_execute`` events, and the
-    statements the driver runs itself: SQLite's reads and writes through
-    ``driver_statements.sqlite_call``, psycopg's through ``driver_statements.psycopg_call``),
-    commit and rollback on the store's engines (its
-    ``engine``, and on MariaDB its ``read_engine``) counts as a driver call (a rollback SQLAlchemy
+    While an injection is active, every statement (the dialect's ``do_execute`` events), commit
+    and rollback on the store's engines (its ``engine``, and on MariaDB its ``read_engine``)
+    counts as a driver call (a rollback SQLAlchemy
     skips in autocommit does not); a failing one raises the DBAPI
     driver's exception for the kind, and on a server, for a reset or a gone server, first closes
     the DBAPI connection, as the server would have.
@@ -275,17 +272,6 @@ class SQLAlchemyFaults:
         def on_execute_no_params(cursor: Any, statement: Any, context: Any) -> bool:
             return on_execute(cursor, statement, None, context)
 
-        real_sqlite_call = driver_statements.sqlite_call
-        real_psycopg_call = driver_statements.psycopg_call
-
-        def sqlite_call(driver_connection: Any, statement: Any, values: list[Any]) -> list[Any]:
-            fail(driver_connection)  # a read or a write SQLite's driver runs without SQLAlchemy's execution
-            return real_sqlite_call(driver_connection, statement, values)
-
-        def psycopg_call(pooled: Any, statement: Any, values: dict[str, Any]) -> list[Any]:
-            fail(pooled.dbapi_connection)  # a statement psycopg runs without SQLAlchemy's execution
-            return real_psycopg_call(pooled, statement, values)
-
         def commit_of(real_commit: Callable[[Any], None]) -> Callable[[Any], None]:
             def commit(dbapi_connection: Any) -> None:
                 fail(dbapi_connection)
@@ -317,8 +303,6 @@ class SQLAlchemyFaults:
                 for engine in engines:
                     patch.setattr(engine.dialect, "do_commit", commit_of(engine.dialect.do_commit))
                     patch.setattr(engine.dialect, "do_rollback", rollback_of(engine))
-                patch.setattr(driver_statements, "sqlite_call", sqlite_call)
-                patch.setattr(driver_statements, "psycopg_call", psycopg_call)
                 yield injection
         finally:
             for engine in engines:

@@ -17,8 +17,10 @@ from chronica_sqlalchemy import (
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
 )
-from chronica_sqlalchemy import plans as plans_module
-from chronica_sqlalchemy.plans import Plans, execute_plan
+from chronica_sqlalchemy.dialects.postgresql import PostgreSQLStoreDialect
+from chronica_sqlalchemy.engines import plan_connections
+from chronica_sqlalchemy.executor import execute
+from chronica_sqlalchemy.plans import Plans
 from chronica_sqlalchemy.plugin import chronica_backends
 from chronica_sqlalchemy.schema import LISTING_INDEX, Tables
 from sqlalchemy import Engine, create_engine, event, insert, inspect, select, text
@@ -318,7 +320,7 @@ def test_a_batch_too_large_for_one_statement_is_split_in_one_transaction(
     store.record(said(chronicum_id, "first"))
     # a statement holds this much content (and 8 KiB a row for the rest): one actum a statement
     monkeypatch.setattr(store.plans, "_content_limit", 20_000)
-    monkeypatch.setattr(plans_module, "POSTGRESQL_MAX_CONTENT_BYTES", 20_000)
+    monkeypatch.setattr(PostgreSQLStoreDialect, "batch_budget", lambda self, limit: 20_000)
     statements, stop = count_statements(store.engine)
     try:
         stored = store.record_many([said(chronicum_id, f"{index}" * 10_000) for index in range(5)], "split")
@@ -539,7 +541,8 @@ def test_a_schema_at_the_previous_version_migrates_and_keeps_its_acta(
     try:
         old = Tables.build(schema, SCHEMA_VERSION - 1)
         assert "owner_digest" not in old.chronica.c
-        execute_plan(engine, Plans(Tables.build(schema), engine.dialect, schema).migrate(SCHEMA_VERSION - 1))
+        older = Plans(Tables.build(schema), engine.dialect, schema).migrate(SCHEMA_VERSION - 1)
+        execute(plan_connections(engine, None, made_here=False), older)
         moment = datetime(2025, 6, 7, 8, 9, 10, 111213, tzinfo=UTC)
         with engine.begin() as connection:
             found = {column["name"] for column in inspect(connection).get_columns("chronica", schema=schema)}

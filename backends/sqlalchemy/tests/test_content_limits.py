@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from chronica_conformance import SizeContract
 from chronica_sqlalchemy import AsyncSQLAlchemyStore, AsyncThreadedSQLAlchemyStore, SQLAlchemyStore
-from chronica_sqlalchemy.plans import MYSQL_STATEMENT_RESERVE, SQLITE_ROW_RESERVE
+from chronica_sqlalchemy.dialects.mysql import STATEMENT_RESERVE as MYSQL_STATEMENT_RESERVE
+from chronica_sqlalchemy.dialects.sqlite import ROW_RESERVE as SQLITE_ROW_RESERVE
 from chronica_sqlalchemy.store import open_async_sqlalchemy_store
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import DBAPIError

@@ -25,7 +25,6 @@ from chronica_sqlalchemy import (
     AsyncSQLAlchemyStore,
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
-    driver_statements,
     open_async_sqlalchemy_store,
 )
 from chronica_sqlalchemy import plans as plans_module
@@ -569,9 +568,9 @@ def test_the_threaded_store_on_sqlite_runs_two_operations_at_once_at_most(tmp_pa
     sized_store = AsyncThreadedSQLAlchemyStore.open(f"sqlite:///{tmp_path / 'workers.db'}", pool_size="1")
     memory_store = AsyncThreadedSQLAlchemyStore.open("sqlite://")
     try:
-        assert file_store._executor._max_workers == 2  # SQLite takes one writer at a time
-        assert sized_store._executor._max_workers == 1  # no more than the pool's connections
-        assert memory_store._executor._max_workers == 1  # one shared connection
+        assert file_store.workers == 2  # SQLite takes one writer at a time
+        assert sized_store.workers == 1  # no more than the pool's connections
+        assert memory_store.workers == 1  # one shared connection
     finally:
         for opened in (file_store, sized_store, memory_store):
             asyncio.run(opened.close())
@@ -580,7 +579,7 @@ def test_the_threaded_store_on_sqlite_runs_two_operations_at_once_at_most(tmp_pa
     per_thread = create_engine("sqlite://")  # SingletonThreadPool: a database per thread
     with pytest.raises(ValueError, match=r"^workers must be 1 on an engine whose pool gives each thread"):
         AsyncThreadedSQLAlchemyStore(per_thread, workers=4)
-    assert AsyncThreadedSQLAlchemyStore(per_thread)._executor._max_workers == 1
+    assert AsyncThreadedSQLAlchemyStore(per_thread).workers == 1
     per_thread.dispose()
 
 
@@ -593,7 +592,7 @@ def test_a_pool_of_no_limit_gives_the_threaded_store_its_default_workers(tmp_pat
             assert isinstance(async_store, AsyncThreadedSQLAlchemyStore)
             await async_store.create(started(chronicum_id))
             recorded = await async_store.record(message(chronicum_id, "no limit"))
-            return async_store._executor._max_workers, recorded.content
+            return async_store.workers, recorded.content
 
     assert asyncio.run(scenario()) == (2, "no limit")
 
@@ -693,14 +692,6 @@ def test_a_write_ends_with_its_commit_and_no_rollback_after_it(
 
             monkeypatch.setattr(dialect, name, counted)
 
-    def driver_call(connection: Any, statement: Any, values: Any) -> list[Any]:
-        # SQLite: an append's transaction is begun and ended by the driver itself
-        if statement.text in ("COMMIT", "ROLLBACK") and threading.current_thread().name != WATCHER_NAME:
-            endings.append(f"do_{statement.text.lower()}")
-        return driver_call_itself(connection, statement, values)
-
-    driver_call_itself = driver_statements.sqlite_call
-    monkeypatch.setattr(driver_statements, "sqlite_call", driver_call)
     chronicum_id = new_id()
     store.create(started(chronicum_id))
     endings.clear()
@@ -717,11 +708,9 @@ def test_a_write_ends_with_its_commit_and_no_rollback_after_it(
         await async_store.close()
 
     asyncio.run(writes())
-    # PostgreSQL: each write is one statement in autocommit, run by psycopg itself: the statement
-    # commits itself and nothing, no COMMIT and no ROLLBACK, follows it (test_round_trips counts
-    # its one round trip on the wire)
-    expected = [] if store.engine.dialect.name == "postgresql" else ["do_commit"] * 2
-    assert (blocking_endings, endings) == (expected, expected)
+    # PostgreSQL: each write is one statement in autocommit; its commit sends nothing there
+    # (test_round_trips counts its one round trip on the wire)
+    assert (blocking_endings, endings) == (["do_commit"] * 2, ["do_commit"] * 2)
 
 
 @pytest.mark.parametrize("content", ROUND_TRIPS, ids=range(len(ROUND_TRIPS)))
@@ -779,38 +768,21 @@ def test_a_context_window_is_one_statement(store: SQLAlchemyStore, monkeypatch: 
         kind = ActumKind.MESSAGE if index % 3 == 0 else ActumKind.THOUGHT
         store.record(Actum(chronicum_id, kind, ActorKind.AGENT, "concierge", str(index), id=str(index)))
     statements: list[str] = []
-    sqlite = store.engine.dialect.name == "sqlite"
 
     def seen(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement)
+        if not statement.startswith("BEGIN"):  # SQLite's, sent by the store's begin event
+            statements.append(statement)
 
-    def traced(dbapi_connection: Any, record: Any, proxy: Any = None) -> None:
-        dbapi_connection.set_trace_callback(statements.append if proxy is not None else None)
-
-    # SQLite: what the driver itself runs (its reads bypass SQLAlchemy's execution), on whichever
-    # pooled connection a read takes; elsewhere every statement SQLAlchemy sends on the store's
-    # engines (MariaDB: its read engine too), and those psycopg runs itself (PostgreSQL's hot
-    # statements bypass SQLAlchemy's execution)
-    listeners = [("checkout", traced), ("checkin", traced)] if sqlite else [("before_cursor_execute", seen)]
-    real_psycopg_call = driver_statements.psycopg_call
-
-    def psycopg_call(pooled: Any, statement: Any, values: dict[str, Any]) -> list[Any]:
-        statements.append(statement.text)
-        return real_psycopg_call(pooled, statement, values)
-
-    monkeypatch.setattr(driver_statements, "psycopg_call", psycopg_call)
     engines = [engine for engine in (store.engine, store.read_engine) if engine is not None]
     for engine in engines:
-        for name, listener in listeners:
-            event.listen(engine, name, listener)
+        event.listen(engine, "before_cursor_execute", seen)
     try:
         window = store.acta(chronicum_id, ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=4))
         with pytest.raises(ChronicumNotFound):
             store.acta(new_id("missing"), ActaQuery(last_n=4))
     finally:
         for engine in engines:
-            for name, listener in listeners:
-                event.remove(engine, name, listener)
+            event.remove(engine, "before_cursor_execute", seen)
     assert [actum.content for actum in window] == ["18", "21", "24", "27"]
     assert len(statements) == 2, statements  # one query per window, nothing else sent
 

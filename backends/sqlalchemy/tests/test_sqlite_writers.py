@@ -14,8 +14,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
-import types
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +25,6 @@ from chronica_sqlalchemy import (
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
     open_async_sqlalchemy_store,
-    sqlite_writers,
 )
 from chronica_sqlalchemy.sqlite_writers import WriterQueue, database_file, writer_queue
 from sqlalchemy import Engine, event
@@ -357,80 +354,3 @@ def test_writers_of_two_processes_meet_through_sqlites_own_lock(tmp_path: Path) 
     for writer in range(10):
         assert [content for content in landed if content.split(":")[0] == str(writer)] == expected(writer)
     assert len(landed) == 50 + 10 * WRITES
-
-
-def _interpreter_yields(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Record the writer queue's ``time.sleep`` calls instead of sleeping (a hand-over is ``sleep(0)``)."""
-    yielded: list[float] = []
-    clock = types.SimpleNamespace(sleep=yielded.append, monotonic=time.monotonic)
-    monkeypatch.setattr(sqlite_writers, "time", clock)
-    return yielded
-
-
-def test_a_blocking_writer_alone_never_lets_go_of_the_interpreter(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    yielded = _interpreter_yields(monkeypatch)
-    chronicum_id = new_id()
-    with SQLAlchemyStore.open(f"sqlite:///{tmp_path / 'alone.db'}", synchronous="FULL") as store:
-        store.create(started(chronicum_id))
-        store.record(message(chronicum_id, "one"))
-        store.record(message(chronicum_id, "two"))
-        assert [actum.content for actum in store.acta(chronicum_id, ActaQuery())] == ["one", "two"]
-    assert yielded == []  # four turns (the migration's, the create's, two records'), nobody waiting
-
-
-@pytest.mark.parametrize(
-    ("writers", "synchronous", "hands_over"),
-    [
-        ("blocking", "FULL", True),
-        ("blocking", "extra", True),
-        ("blocking", "NORMAL", False),
-        ("blocking", "OFF", False),
-        ("worker threads", "FULL", False),  # the asyncio store's: never
-    ],
-)
-def test_a_writer_hands_the_interpreter_to_a_blocking_writer_waiting_for_its_turn_when_commits_sync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writers: str, synchronous: str, hands_over: bool
-) -> None:
-    url = f"sqlite:///{tmp_path / 'hand-over.db'}"
-    chronicum_id = new_id()
-    with SQLAlchemyStore.open(url) as store:
-        store.create(started(chronicum_id))
-    yielded = _interpreter_yields(monkeypatch)
-
-    def wait_behind(engine: Engine) -> threading.Thread:
-        """A blocking writer waiting for the turn as soon as the engine lends its next connection."""
-        queue = writer_queue(engine)
-        assert queue is not None
-        waiter = threading.Thread(target=lambda: sqlite_writers.take_turn(engine).give_back())  # type: ignore[union-attr]
-
-        def checked_out(*_: object) -> None:  # the write's connection, taken in the write's turn
-            if waiter.ident is None:
-                waiter.start()
-                deadline = time.monotonic() + 10
-                while queue.waiting == 0 and time.monotonic() < deadline:
-                    time.sleep(0.001)
-                assert queue.waiting == 1
-
-        event.listen(engine, "checkout", checked_out)
-        return waiter
-
-    if writers == "blocking":
-        with SQLAlchemyStore.open(url, synchronous=synchronous, auto_migrate=False) as store:
-            waiter = wait_behind(store.engine)
-            store.record(message(chronicum_id, "first"))
-    else:
-
-        async def write() -> threading.Thread:
-            async with open_async_store(url, synchronous=synchronous, auto_migrate=False) as store:
-                assert isinstance(store, AsyncThreadedSQLAlchemyStore)
-                await store.get(chronicum_id)  # opened (its check takes a connection, and no turn)
-                waiter = wait_behind(store.engine)
-                await store.record(message(chronicum_id, "first"))
-                return waiter
-
-        waiter = asyncio.run(write())
-    waiter.join(10)
-    assert not waiter.is_alive()
-    assert yielded == ([0] if hands_over else [])  # the waiter, given its turn, had nobody behind it
