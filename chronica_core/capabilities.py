@@ -15,6 +15,8 @@ backends`` lists each backend's.
   it ``Chronicarius.follow`` still works, by polling the newest acta.
 - ``native``: ``keeps_native`` (:class:`chronica_core.NativeStore`): acta keep a framework's own
   form beside their content.
+- ``retention``: ``idle_chronica`` and ``erase_idle`` (:class:`chronica_core.RetentionStore`):
+  erasing the chronica idle since a moment, through an index.
 - ``history``: ``layout``, ``window``, ``locate``, ``fork`` and ``record_summary``
   (:class:`chronica_core.HistoryStore`): forks, summaries, tool exchanges, an actum read by its
   id and pages before an actum.
@@ -33,6 +35,7 @@ from chronica_core.store import (
     AsyncIdempotentStore,
     AsyncListingStore,
     AsyncNativeStore,
+    AsyncRetentionStore,
     BatchStore,
     ErasableStore,
     FollowStore,
@@ -40,6 +43,7 @@ from chronica_core.store import (
     IdempotentStore,
     ListingStore,
     NativeStore,
+    RetentionStore,
 )
 
 __all__ = [
@@ -51,6 +55,7 @@ __all__ = [
     "IDEMPOTENCY",
     "LISTING",
     "NATIVE",
+    "RETENTION",
     "store_capabilities",
 ]
 
@@ -61,8 +66,9 @@ ERASURE: Final = "erasure"
 FOLLOW: Final = "follow"
 NATIVE: Final = "native"
 HISTORY: Final = "history"
+RETENTION: Final = "retention"
 
-ALL_CAPABILITIES: Final = (IDEMPOTENCY, BATCH, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY)
+ALL_CAPABILITIES: Final = (IDEMPOTENCY, BATCH, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY, RETENTION)
 """Every capability, in the order ``chronica backends`` shows them."""
 
 _ARGUMENTS: Final = {
@@ -73,6 +79,7 @@ _ARGUMENTS: Final = {
     FOLLOW: {"acta_after": 3, "wait_for_acta": 3},
     NATIVE: {"keeps_native": 0},
     HISTORY: {"layout": 1, "window": 2, "locate": 2, "fork": 2, "record_summary": 5},
+    RETENTION: {"idle_chronica": 4, "erase_idle": 3},
 }
 """How many positional arguments each capability's methods take (after ``self``)."""
 
@@ -84,6 +91,7 @@ _PROTOCOLS: Final = {
     FOLLOW: (FollowStore, AsyncFollowStore),
     NATIVE: (NativeStore, AsyncNativeStore),
     HISTORY: (HistoryStore, AsyncHistoryStore),
+    RETENTION: (RetentionStore, AsyncRetentionStore),
 }
 
 

@@ -10,6 +10,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Sequence
+from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 from chronica_core.capabilities import store_capabilities
@@ -27,6 +28,7 @@ from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage, Chron
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.rules import DEFAULT_OWNER_CACHE_SIZE, Rules, StoreCall
 from chronica_core.store import AsyncStore, Store
+from chronica_core.telemetry import Counter, telemetry_for
 
 __all__ = ["AsyncChronicarius", "AsyncFollower", "Chronicarius"]
 
@@ -35,6 +37,18 @@ StoreFlavour = TypeVar("StoreFlavour", Store, AsyncStore)
 
 
 _OPERATIONS = ("create", "get", "record", "acta")
+
+Result = TypeVar("Result")
+
+
+def _one(_: object) -> int:
+    """An operation of one actum."""
+    return 1
+
+
+def _erased_count(erased: int) -> int:
+    """An erasure's count of acta."""
+    return erased
 
 
 def _wrong_flavour(keeper: object, store: object) -> TypeError:
@@ -68,6 +82,7 @@ class _Keeper(Generic[StoreFlavour]):
             limited=callable(getattr(store, "max_content_bytes", None)),
         )
         self._follow_reads = follow_reads(store)
+        self._telemetry = telemetry_for(store)
 
 
 class Chronicarius(_Keeper[Store]):
@@ -128,7 +143,8 @@ class Chronicarius(_Keeper[Store]):
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception.
         """
-        return run_plan(self._rules.record_actum(owner_id, actum, idempotency_key, create), self._perform)
+        plan = self._rules.record_actum(owner_id, actum, idempotency_key, create)
+        return self._run("record_actum", plan, _one)
 
     def get_acta(
         self,
@@ -189,7 +205,7 @@ class Chronicarius(_Keeper[Store]):
             else (before, newest_first, view, tool_exchanges)
         )
         plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n, shape)
-        return run_plan(plan, self._perform)
+        return self._run("get_acta", plan, len, last_n)
 
     def get_actum(self, owner_id: str, chronicum_id: str, actum_id: str) -> Actum:
         """Return one actum of the owner's chronicum by its id (the ``history`` capability).
@@ -206,7 +222,7 @@ class Chronicarius(_Keeper[Store]):
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception.
         """
-        return run_plan(self._rules.get_actum(owner_id, chronicum_id, actum_id), self._perform)
+        return self._run("get_actum", self._rules.get_actum(owner_id, chronicum_id, actum_id), _one)
 
     def fork_chronicum(
         self, owner_id: str, chronicum_id: str, *, at: str | None = None, fork_id: str | None = None
@@ -241,7 +257,7 @@ class Chronicarius(_Keeper[Store]):
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception.
         """
-        return run_plan(self._rules.fork_chronicum(owner_id, chronicum_id, at, fork_id), self._perform)
+        return self._run("fork_chronicum", self._rules.fork_chronicum(owner_id, chronicum_id, at, fork_id))
 
     def get_chronicum(self, owner_id: str, chronicum_id: str) -> Chronicum:
         """Return the owner's chronicum as the store has it now.
@@ -253,7 +269,7 @@ class Chronicarius(_Keeper[Store]):
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception.
         """
-        return run_plan(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
+        return self._run("get_chronicum", self._rules.get_chronicum(owner_id, chronicum_id))
 
     def record_acta(
         self, owner_id: str, acta: Sequence[Actum], *, idempotency_key: str | None = None, create: bool = True
@@ -292,7 +308,8 @@ class Chronicarius(_Keeper[Store]):
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception. Nothing was written.
         """
-        return run_plan(self._rules.record_acta(owner_id, acta, idempotency_key, create), self._perform)
+        plan = self._rules.record_acta(owner_id, acta, idempotency_key, create)
+        return self._run("record_acta", plan, len)
 
     def list_chronica(
         self, owner_id: str, *, limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None
@@ -319,7 +336,7 @@ class Chronicarius(_Keeper[Store]):
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception.
         """
-        return run_plan(self._rules.list_chronica(owner_id, limit, cursor), self._perform)
+        return self._run("list_chronica", self._rules.list_chronica(owner_id, limit, cursor))
 
     def erase_chronicum(self, owner_id: str, chronicum_id: str) -> int:
         """Erase one of the owner's chronica: its acta, their keys and its fields leave the store.
@@ -341,7 +358,9 @@ class Chronicarius(_Keeper[Store]):
                 may have stopped midway, the chronicum already gone from every read and write,
                 and :meth:`erase_owner` finishes it.
         """
-        return run_plan(self._rules.erase_chronicum(owner_id, chronicum_id), self._perform)
+        return self._run(
+            "erase_chronicum", self._rules.erase_chronicum(owner_id, chronicum_id), _erased_count
+        )
 
     def erase_owner(self, owner_id: str) -> int:
         """Erase every chronicum of ``owner_id``, each as :meth:`erase_chronicum` does.
@@ -356,7 +375,34 @@ class Chronicarius(_Keeper[Store]):
             StoreError: the store failed; chained to the driver's exception. A retry finishes
                 the job: it erases the chronica left and finishes any erasure cut short.
         """
-        return run_plan(self._rules.erase_owner(owner_id), self._perform)
+        return self._run("erase_owner", self._rules.erase_owner(owner_id))
+
+    def erase_idle(self, *, before: datetime, owner_id: str | None = None, dry_run: bool = False) -> int:
+        """Erase every chronicum idle since before ``before``: a retention rule, in bounded steps.
+
+        A chronicum's last activity is its newest actum's ``at`` (its start, without acta). Each
+        is erased as :meth:`erase_chronicum` erases one, with its forks, each in a short step of
+        its own: a chronicum written to (or with a fork written to) while it is being erased is
+        kept whole, and its id never passes to another owner. An admin's call: it is not one
+        owner's unless ``owner_id`` says so.
+
+        Args:
+            before: a timezone-aware moment; e.g. ``datetime.now(UTC) - timedelta(days=90)``.
+            owner_id: only this owner's chronica; ``None``: every owner's.
+            dry_run: erase nothing; count what is idle now.
+
+        Returns:
+            How many chronica were erased (with ``dry_run``: how many are idle).
+
+        Raises:
+            InvalidQuery: ``before`` is not a timezone-aware datetime (``field="before"``).
+            CapabilityUnsupported: the store has no ``retention`` capability; nothing is erased.
+            EmptyOwnerID: ``owner_id`` is ``""``.
+            InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
+            StoreError: the store failed; chained to the driver's exception. What was erased
+                stays erased; a retry goes on with the rest.
+        """
+        return self._run("erase_idle", self._rules.erase_idle(before, owner_id, dry_run), _erased_count)
 
     def follow(
         self,
@@ -435,6 +481,22 @@ class Chronicarius(_Keeper[Store]):
         method, arguments = call
         return getattr(self.store, method)(*arguments)
 
+    def _run(
+        self,
+        operation: str,
+        plan: Plan[StoreCall, Result],
+        count: Counter | None = None,
+        last_n: int | None = None,
+    ) -> Result:
+        """Run ``plan`` on the store, inside the operation's span when the app traces (see telemetry).
+
+        ``count`` tells how many acta its result holds, ``last_n`` what a window asked for.
+        """
+        telemetry = self._telemetry
+        if telemetry is None or not telemetry.tracing():
+            return run_plan(plan, self._perform)
+        return telemetry.run(operation, lambda: run_plan(plan, self._perform), count, last_n)
+
 
 class AsyncChronicarius(_Keeper[AsyncStore]):
     """The asyncio twin of :class:`Chronicarius` over an :class:`AsyncStore`.
@@ -451,7 +513,7 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
     ) -> Actum:
         """See :meth:`Chronicarius.record_actum`."""
         plan = self._rules.record_actum(owner_id, actum, idempotency_key, create)
-        return await run_plan_async(plan, self._perform)
+        return await self._run("record_actum", plan, _one)
 
     async def get_acta(
         self,
@@ -476,43 +538,52 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
             else (before, newest_first, view, tool_exchanges)
         )
         plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n, shape)
-        return await run_plan_async(plan, self._perform)
+        return await self._run("get_acta", plan, len, last_n)
 
     async def get_actum(self, owner_id: str, chronicum_id: str, actum_id: str) -> Actum:
         """See :meth:`Chronicarius.get_actum`."""
-        return await run_plan_async(self._rules.get_actum(owner_id, chronicum_id, actum_id), self._perform)
+        return await self._run("get_actum", self._rules.get_actum(owner_id, chronicum_id, actum_id), _one)
 
     async def fork_chronicum(
         self, owner_id: str, chronicum_id: str, *, at: str | None = None, fork_id: str | None = None
     ) -> Chronicum:
         """See :meth:`Chronicarius.fork_chronicum`."""
         plan = self._rules.fork_chronicum(owner_id, chronicum_id, at, fork_id)
-        return await run_plan_async(plan, self._perform)
+        return await self._run("fork_chronicum", plan)
 
     async def get_chronicum(self, owner_id: str, chronicum_id: str) -> Chronicum:
         """See :meth:`Chronicarius.get_chronicum`."""
-        return await run_plan_async(self._rules.get_chronicum(owner_id, chronicum_id), self._perform)
+        return await self._run("get_chronicum", self._rules.get_chronicum(owner_id, chronicum_id))
 
     async def record_acta(
         self, owner_id: str, acta: Sequence[Actum], *, idempotency_key: str | None = None, create: bool = True
     ) -> list[Actum]:
         """See :meth:`Chronicarius.record_acta`."""
         plan = self._rules.record_acta(owner_id, acta, idempotency_key, create)
-        return await run_plan_async(plan, self._perform)
+        return await self._run("record_acta", plan, len)
 
     async def list_chronica(
         self, owner_id: str, *, limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None
     ) -> ChronicaPage:
         """See :meth:`Chronicarius.list_chronica`."""
-        return await run_plan_async(self._rules.list_chronica(owner_id, limit, cursor), self._perform)
+        return await self._run("list_chronica", self._rules.list_chronica(owner_id, limit, cursor))
 
     async def erase_chronicum(self, owner_id: str, chronicum_id: str) -> int:
         """See :meth:`Chronicarius.erase_chronicum`."""
-        return await run_plan_async(self._rules.erase_chronicum(owner_id, chronicum_id), self._perform)
+        return await self._run(
+            "erase_chronicum", self._rules.erase_chronicum(owner_id, chronicum_id), _erased_count
+        )
 
     async def erase_owner(self, owner_id: str) -> int:
         """See :meth:`Chronicarius.erase_owner`."""
-        return await run_plan_async(self._rules.erase_owner(owner_id), self._perform)
+        return await self._run("erase_owner", self._rules.erase_owner(owner_id))
+
+    async def erase_idle(
+        self, *, before: datetime, owner_id: str | None = None, dry_run: bool = False
+    ) -> int:
+        """See :meth:`Chronicarius.erase_idle`."""
+        plan = self._rules.erase_idle(before, owner_id, dry_run)
+        return await self._run("erase_idle", plan, _erased_count)
 
     def follow(
         self,
@@ -553,6 +624,21 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
     async def _perform(self, call: StoreCall) -> Any:
         method, arguments = call
         return await getattr(self.store, method)(*arguments)
+
+    async def _run(
+        self,
+        operation: str,
+        plan: Plan[StoreCall, Result],
+        count: Counter | None = None,
+        last_n: int | None = None,
+    ) -> Result:
+        """See :meth:`Chronicarius._run`."""
+        telemetry = self._telemetry
+        if telemetry is None or not telemetry.tracing():
+            return await run_plan_async(plan, self._perform)
+        return await telemetry.run_async(
+            operation, lambda: run_plan_async(plan, self._perform), count, last_n
+        )
 
 
 class AsyncFollower(AsyncIterator[Actum]):

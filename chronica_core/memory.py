@@ -27,15 +27,16 @@ from chronica_core.history import (
 )
 from chronica_core.limits import MAX_CONTENT_OPTION, check_actum_size, content_limit_option
 from chronica_core.model import ActaQuery, Actum, ActumKind, Chronicum, recorded_at
+from chronica_core.retention import last_activity
 from chronica_core.store import (
     BatchStore,
-    ErasableStore,
     FollowStore,
     HistoryStore,
     IdempotentStore,
     ListingPosition,
     ListingStore,
     NativeStore,
+    RetentionStore,
 )
 
 __all__ = ["MemoryStore"]
@@ -135,7 +136,14 @@ def _listing_key(chronicum: Chronicum) -> ListingPosition:
 
 
 class MemoryStore(
-    IdempotentStore, BatchStore, ListingStore, ErasableStore, FollowStore, NativeStore, HistoryStore, Closable
+    IdempotentStore,
+    BatchStore,
+    ListingStore,
+    RetentionStore,
+    FollowStore,
+    NativeStore,
+    HistoryStore,
+    Closable,
 ):
     """Keeps everything in this process's memory; gone when the process ends.
 
@@ -205,11 +213,7 @@ class MemoryStore(
         with self._create_lock:
             if chronicum_id not in self._entries:
                 raise ChronicumNotFound(chronicum_id)
-            forks = [
-                fork_id
-                for fork_id, entry in self._entries.items()
-                if fork_id != chronicum_id and any(s.chronicum_id == chronicum_id for s in entry.lineage)
-            ]
+            forks = self._forks(chronicum_id)
             # forks first: a read of a fork, which holds the fork's lock, never finds its source gone
             return sum(self._erase(erased, owner_digest) for erased in (*forks, chronicum_id))
 
@@ -225,6 +229,51 @@ class MemoryStore(
     def keeps_native(self) -> bool:
         """Return ``True``: acta keep their native form (see ``NativeStore``)."""
         return True
+
+    def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """Return up to ``limit`` chronica idle since before ``idle_before`` (see ``RetentionStore``).
+
+        The memory store has no index: it looks at every chronicum (of the owner, when given).
+        """
+        self._refuse_if_closed(None, _WHERE)
+        with self._create_lock:
+            if owner_id is None:
+                chronica = [entry.chronicum for entry in self._entries.values()]
+            else:
+                chronica = [self._entries[id_].chronicum for id_ in self._owned.get(owner_id, ())]
+        idle = sorted(
+            (key, chronicum)
+            for chronicum in chronica
+            if (key := (last_activity(chronicum), chronicum.id))[0] < idle_before
+            and (after is None or key > after)
+        )
+        return [chronicum for _, chronicum in idle[:limit]]
+
+    def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """Erase the chronicum and its forks if they are all still idle (see ``RetentionStore``)."""
+        self._refuse_if_closed(None, _WHERE)
+        with self._create_lock:
+            entry = self._entries.get(chronicum_id)
+            if entry is None:
+                return 0
+            forks = self._forks(chronicum_id)
+            if any(
+                last_activity(self._entries[id_].chronicum) >= idle_before for id_ in (chronicum_id, *forks)
+            ):
+                return 0
+            for erased in (*forks, chronicum_id):
+                self._erase(erased, owner_digest)
+            return len(forks) + 1
+
+    def _forks(self, chronicum_id: str) -> list[str]:
+        """Under ``_create_lock``: every live fork of the chronicum, forks of forks included."""
+        return [
+            fork_id
+            for fork_id, entry in self._entries.items()
+            if fork_id != chronicum_id and any(s.chronicum_id == chronicum_id for s in entry.lineage)
+        ]
 
     def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
         """Replace the marker of ``chronicum.id`` with ``chronicum`` if its digest is ``owner_digest``."""

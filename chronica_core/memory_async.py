@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from datetime import datetime
 from typing import Any
 
 from chronica_core.closable import Closable
@@ -15,12 +16,12 @@ from chronica_core.memory import MemoryStore
 from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.store import (
     AsyncBatchStore,
-    AsyncErasableStore,
     AsyncFollowStore,
     AsyncHistoryStore,
     AsyncIdempotentStore,
     AsyncListingStore,
     AsyncNativeStore,
+    AsyncRetentionStore,
     ListingPosition,
 )
 
@@ -33,7 +34,7 @@ class AsyncMemoryStore(
     AsyncIdempotentStore,
     AsyncBatchStore,
     AsyncListingStore,
-    AsyncErasableStore,
+    AsyncRetentionStore,
     AsyncFollowStore,
     AsyncNativeStore,
     AsyncHistoryStore,
@@ -120,6 +121,18 @@ class AsyncMemoryStore(
         """See :meth:`MemoryStore.reopen`."""
         self._refuse_if_closed(None, _ASYNC_WHERE)
         return self.sync_store.reopen(chronicum, owner_digest)
+
+    async def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """See :meth:`MemoryStore.idle_chronica`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.idle_chronica(idle_before, owner_id, after, limit)
+
+    async def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """See :meth:`MemoryStore.erase_idle`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.erase_idle(chronicum_id, idle_before, owner_digest)
 
     def keeps_native(self) -> bool:
         """See :meth:`MemoryStore.keeps_native`."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, HISTORY, LISTING, NATIVE
+from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, HISTORY, LISTING, NATIVE, RETENTION
 from chronica_core.hookspecs import Backend, hookimpl
 from chronica_core.memory import MemoryStore
 from chronica_core.memory_async import AsyncMemoryStore
@@ -23,7 +23,7 @@ def chronica_backends() -> list[Backend]:
             install="chronica",
             needs_server=False,
             example_url="memory://",
-            capabilities=(BATCH, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY),
+            capabilities=(BATCH, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY, RETENTION),
             follows="in-process wake-ups",
         )
     ]

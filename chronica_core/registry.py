@@ -14,11 +14,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pluggy
 
-from chronica_core.errors import BackendConflict, BackendUnavailable, UnknownBackend
+from chronica_core.errors import BackendConflict, BackendUnavailable, InvalidOption, UnknownBackend
 from chronica_core.hookspecs import PROJECT_NAME, Backend, BackendSpec
 from chronica_core.install import install_command
 from chronica_core.redaction import masked_url, redact_error
@@ -269,18 +269,25 @@ def open_store(url: str, **options: Any) -> Store:
 
     Args:
         url: the store URL; its scheme selects the backend.
-        options: passed to the backend's factory (pool size, ``auto_migrate``, ...).
+        options: passed to the backend's factory (pool size, ``auto_migrate``, ...), but
+            ``encryption_keys``: a :class:`chronica_core.encryption.KeyProvider`, which wraps the
+            store so that content is encrypted at rest (:func:`chronica_core.encrypted.encrypted_store`).
 
     Returns:
         A :class:`Store`; close it (or use it as a context manager) when done.
 
     Raises:
         UnknownBackend: no installed backend handles the scheme (the message says what to install).
-        BackendUnavailable: the backend's driver is not installed (the message says what to install).
+        BackendUnavailable: the backend's driver is not installed (the message says what to install),
+            or ``encryption_keys`` was given without the ``cryptography`` package.
         BackendConflict: two installed backends claim the scheme.
+        InvalidOption: an option the backend does not take, or ``encryption_keys`` that is not a
+            key provider.
         StoreError: the backend could not connect or migrate.
     """
-    return registry().open_store(url, **options)
+    wrap = _encryption(options.pop(ENCRYPTION_OPTION, None))
+    store = registry().open_store(url, **options)
+    return store if wrap is None else cast(Store, wrap(store))
 
 
 def open_async_store(url: str, **options: Any) -> AsyncStore:
@@ -288,7 +295,38 @@ def open_async_store(url: str, **options: Any) -> AsyncStore:
 
     Also raises ``BackendUnavailable`` when the backend has no asyncio store.
     """
-    return registry().open_async_store(url, **options)
+    wrap = _encryption(options.pop(ENCRYPTION_OPTION, None))
+    store = registry().open_async_store(url, **options)
+    return store if wrap is None else cast(AsyncStore, wrap(store))
+
+
+ENCRYPTION_OPTION = "encryption_keys"
+"""The ``open_store`` option that encrypts a store at rest with a key provider's keys."""
+
+
+def _encryption(keys: object) -> Callable[[Store | AsyncStore], Any] | None:
+    """What wraps a store opened with ``encryption_keys=keys`` (``None``: no encryption).
+
+    Checked before the store is opened, so a refusal leaves nothing open.
+
+    Raises:
+        BackendUnavailable: the ``cryptography`` package is not installed.
+        InvalidOption: ``keys`` is not a :class:`chronica_core.encryption.KeyProvider`.
+    """
+    if keys is None:
+        return None
+    try:
+        from chronica_core.encrypted import encrypted_store  # needs the optional cryptography
+        from chronica_core.encryption import KeyProvider
+    except ModuleNotFoundError as error:
+        raise BackendUnavailable(
+            f"{ENCRYPTION_OPTION} needs the cryptography package: {install_command('chronica[encryption]')}"
+        ) from error
+    if not isinstance(keys, KeyProvider):
+        raise InvalidOption(
+            "encryption", ENCRYPTION_OPTION, "must be a KeyProvider (chronica_core.encryption)"
+        )
+    return lambda store: encrypted_store(store, keys)
 
 
 def list_backends() -> tuple[list[InstalledBackend], list[BrokenPlugin]]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from chronica_core.capabilities import BATCH, ERASURE, HISTORY, IDEMPOTENCY, LISTING, NATIVE
+from chronica_core.capabilities import BATCH, ERASURE, HISTORY, IDEMPOTENCY, LISTING, NATIVE, RETENTION
 from chronica_core.checks import (
     MAX_FOLLOW_TIMEOUT,
     Shape,
@@ -57,6 +57,7 @@ from chronica_core.model import (
     build_actum,
 )
 from chronica_core.plans import Plan
+from chronica_core.retention import erase_idle, idle_before
 
 __all__ = ["DEFAULT_OWNER_CACHE_SIZE", "MAX_BATCH_SIZE", "MAX_FOLLOW_TIMEOUT", "Rules", "StoreCall"]
 
@@ -238,6 +239,16 @@ class Rules:
         if ERASURE not in self._capabilities:
             raise CapabilityUnsupported(self._store_name, ERASURE)
         erased: int = yield ("erase_owner", (owner_id, owner_digest(owner_id)))
+        return erased
+
+    def erase_idle(self, before: datetime, owner_id: str | None, dry_run: bool) -> Plan[StoreCall, int]:
+        """Retention: erase the chronica idle since before ``before`` (every owner's, or ``owner_id``'s)."""
+        if owner_id is not None:
+            check_owner(owner_id)
+        before = idle_before(before)
+        if RETENTION not in self._capabilities:
+            raise CapabilityUnsupported(self._store_name, RETENTION)
+        erased: int = yield from erase_idle(before, owner_id, dry_run, self._history.forget)
         return erased
 
     def _check_key(self, idempotency_key: str | None) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "AsyncIdempotentStore",
     "AsyncListingStore",
     "AsyncNativeStore",
+    "AsyncRetentionStore",
     "AsyncStore",
     "BatchStore",
     "ErasableStore",
@@ -32,6 +33,7 @@ __all__ = [
     "ListingPosition",
     "ListingStore",
     "NativeStore",
+    "RetentionStore",
     "Store",
 ]
 
@@ -178,6 +180,36 @@ class ErasableStore(Store, Protocol):
         ``chronicum`` is saved as given, with no acta; returns whether it was.
 
         ``False`` when there is no marker for that id or its digest differs; nothing is changed then.
+        """
+        ...
+
+
+@runtime_checkable
+class RetentionStore(ErasableStore, Protocol):
+    """A store that finds and erases idle chronica through an index (the ``retention`` capability).
+
+    A chronicum's **last activity** is its ``last_actum_at``, or its ``started_at`` while it has
+    no acta.
+    """
+
+    def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """Return up to ``limit`` (1 to 1001) live chronica whose last activity is before ``idle_before``.
+
+        Oldest last activity first, ties by id (code points, or bytes of UTF-8), starting just
+        after ``after`` = ``(last activity, id)`` (from the oldest when ``None``); every owner's,
+        or ``owner_id``'s only. Served by an index on the last activity (and one on the owner and
+        it), so its cost follows what it returns, not how many chronica the store holds.
+        """
+        ...
+
+    def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """Erase the chronicum as ``erase`` does, if it and every fork of it are still idle.
+
+        Decided atomically with writers: a chronicum written to meanwhile (or a fork of it) is kept
+        whole and ``0`` returned. Returns how many chronica were erased (the chronicum and its
+        forks). ``0`` too when the chronicum is missing or already erased.
         """
         ...
 
@@ -370,6 +402,21 @@ class AsyncErasableStore(AsyncStore, Protocol):
 
     async def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
         """Same contract as :meth:`ErasableStore.reopen`."""
+        ...
+
+
+@runtime_checkable
+class AsyncRetentionStore(AsyncErasableStore, Protocol):
+    """The asyncio twin of :class:`RetentionStore`."""
+
+    async def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """Same contract as :meth:`RetentionStore.idle_chronica`."""
+        ...
+
+    async def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """Same contract as :meth:`RetentionStore.erase_idle`."""
         ...
 
 

@@ -48,7 +48,7 @@ def tool_request(chronicum_id: str) -> Actum:
 
 
 def test_memory_stores_have_every_capability_and_a_base_store_none() -> None:
-    everything = {"idempotency", "batch", "listing", "erasure", "follow", "native", "history"}
+    everything = {"idempotency", "batch", "listing", "erasure", "follow", "native", "history", "retention"}
     assert store_capabilities(MemoryStore()) == everything
     assert store_capabilities(AsyncMemoryStore()) == everything
     assert store_capabilities(PlainStore()) == frozenset()

@@ -44,6 +44,7 @@ pytest.register_assert_rewrite(
             "loop_contract",
             "loop_scenario",
             "native_contract",
+            "retention_contract",
             "rules_contract",
             "size_contract",
             "stateful",
@@ -68,6 +69,7 @@ from chronica_conformance.json_contract import JsonFormContract  # noqa: E402 - 
 from chronica_conformance.listing_contract import ListingContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.loop_contract import AnyLoopContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.native_contract import NativeContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.retention_contract import RetentionContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.runner import run  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.size_contract import SizeContract  # noqa: E402 - after the assert-rewrite registration
@@ -97,6 +99,7 @@ __all__ = [
     "ListingContract",
     "NativeContract",
     "ReferenceModel",
+    "RetentionContract",
     "RulesContract",
     "SizeContract",
     "StatefulRules",
@@ -120,6 +123,7 @@ class ConformanceSuite(
     BatchContract,
     ListingContract,
     ErasureContract,
+    RetentionContract,
     FollowContract,
     NativeContract,
     HistoryContract,

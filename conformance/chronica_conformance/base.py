@@ -196,6 +196,7 @@ _CAPABILITY_METHODS = {
     "erasure": "erase, erase_owner and reopen",
     "idempotency": "record_idempotent",
     "follow": "acta_after and wait_for_acta",
+    "retention": "idle_chronica and erase_idle",
     "native": "keeps_native",
     "history": "layout, window, locate, fork and record_summary",
 }

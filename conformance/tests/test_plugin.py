@@ -215,6 +215,7 @@ class TestPlain(ConformanceSuite):
         "::test_batch_",
         "::test_listing_",
         "::test_erasure_",
+        "::test_retention_",
         "::test_native_",
         "::test_history_",
     )
@@ -258,6 +259,7 @@ class TestPlain(ConformanceSuite):
             ("batch", "record_many"),
             ("listing", "list_chronica"),
             ("erasure", "erase, erase_owner and reopen"),
+            ("retention", "idle_chronica and erase_idle"),
             ("native", "keeps_native"),
             ("history", "layout, window, locate, fork and record_summary"),
         )
