@@ -384,7 +384,7 @@ def test_backends_lists_installed_and_broken_plugins() -> None:
         "memory",
         "memory://",
         "yes",
-        "idempotency, batch, listing, erasure, follow, native, history",
+        "idempotency, batch, listing, erasure, follow, native, history, retention",
         "memory",
         "in-process wake-ups",
     ]

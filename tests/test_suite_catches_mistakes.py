@@ -44,7 +44,7 @@ ASYNC_FIXTURE = """
         return broken_stores.async_face(broken_stores.{name}())
 """
 
-CAPABILITIES = ("batch", "listing", "erasure", "follow", "native", "history")
+CAPABILITIES = ("batch", "listing", "erasure", "follow", "native", "history", "retention")
 
 CAPABILITY_GROUPS = (
     "test_batch_",
@@ -54,6 +54,7 @@ CAPABILITY_GROUPS = (
     "test_follow_of_an_erased_chronicum",
     "test_native_",
     "test_history_",
+    "test_retention_",
 )
 """The cases of the capability groups, which skip for a store without the capabilities."""
 
