@@ -19,7 +19,6 @@ from helpers import AGENT, OWNER, run_on, session_on
 from chronica_core import (
     ActaQuery,
     ActorKind,
-    Actum,
     ActumKind,
     ActumTooLarge,
     AsyncChronicarius,
@@ -203,16 +202,19 @@ def test_concurrent_pops_remove_different_items(store_target: StoreTarget) -> No
     run_on(store_target, body)
 
 
-class RacingStore(AsyncMemoryStore):
-    """Holds the next ``held`` reads at a barrier, so that every pop reads the same newest item."""
+class RacingChronicarius(AsyncChronicarius):
+    """Holds the next ``held`` reads at a barrier, so that every pop reads the same newest item.
 
-    def __init__(self, store: MemoryStore, parties: int) -> None:
-        super().__init__(store=store)
+    It stands between the session and the store's keeper (whatever store operations a read
+    becomes), so it holds each pop's read, never its write."""
+
+    def __init__(self, store: AsyncStore, parties: int) -> None:
+        super().__init__(store)
         self.barrier = asyncio.Barrier(parties)
         self.held = 0
 
-    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        found = await super().acta(chronicum_id, query)
+    async def get_acta(self, owner_id: str, chronicum_id: str, **query: Any) -> Any:
+        found = await super().get_acta(owner_id, chronicum_id, **query)
         if self.held > 0:
             self.held -= 1
             await self.barrier.wait()
@@ -224,14 +226,14 @@ def test_pops_that_read_the_same_newest_item_each_remove_another(pops: int) -> N
     async def body() -> None:
         session_id = new_chronicum_id()
         setup = MemoryStore()
-        store = RacingStore(setup, pops)
+        racing = RacingChronicarius(AsyncMemoryStore(store=setup), pops)
         items = numbered(6)
-        await session_on(store, session_id).add_items(items)
-        store.held = pops
-        popped = await asyncio.gather(*(session_on(store, session_id).pop_item() for _ in range(pops)))
-        assert store.held == 0  # every pop read before any wrote its tombstone
+        await session_on(racing, session_id).add_items(items)
+        racing.held = pops
+        popped = await asyncio.gather(*(session_on(racing, session_id).pop_item() for _ in range(pops)))
+        assert racing.held == 0  # every pop read before any wrote its tombstone
         assert sorted(json.dumps(p) for p in popped) == sorted(json.dumps(i) for i in items[-pops:])
-        assert await session_on(store, session_id).get_items() == items[:-pops]
+        assert await session_on(racing, session_id).get_items() == items[:-pops]
         acta = setup.acta(session_id, ActaQuery())
         tombstones = [actum for actum in acta if actum.actor == POP_ACTOR]
         assert len(tombstones) == pops  # the losers' keyed writes stored nothing
