@@ -1,8 +1,10 @@
 """``ChronicaSession``: the Agents SDK's ``Session`` protocol kept in one Chronica chronicum.
 
-The session id is the chronicum id; every item is one actum (:mod:`chronica_openai_agents.mapping`).
-Nothing in Chronica edits or deletes one actum, so :meth:`ChronicaSession.pop_item` appends a
-tombstone naming the popped actum and every read skips tombstones and what they name.
+The session id is the chronicum id; every item is one actum, its readable text in ``content``
+and the item itself in ``native`` (:mod:`chronica_openai_agents.mapping`); other writers' acta
+read as messages. Nothing in Chronica edits or deletes one actum, so
+:meth:`ChronicaSession.pop_item` appends a tombstone naming the popped actum and every read skips
+tombstones and what they name.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from chronica_core import (
     ChronicumNotFound,
     open_async_store,
 )
+from chronica_core.capabilities import NATIVE, store_capabilities
+from chronica_core.readable import ForeignActa
 from chronica_core.rules import MAX_BATCH_SIZE
 from chronica_openai_agents.mapping import item_actum, item_of_actum, tombstone, tombstone_target
 
@@ -33,21 +37,27 @@ A read that still finds too few live items asks again for twice as many, until t
 read whole."""
 
 
-def _live(acta: Sequence[Actum]) -> list[Actum]:
-    """Return the acta of ``acta`` that record items and were not popped, in order.
+Live = tuple[Actum, TResponseInputItem]
+"""An actum the session shows and the item it reads as."""
+
+
+def _live(acta: Sequence[Actum], foreign: ForeignActa) -> list[Live]:
+    """Return the acta of ``acta`` the session shows as items and that were not popped, in order.
 
     Correct for any suffix of a chronicum: a tombstone is always written after the actum it names,
     so every tombstone naming an actum of the suffix is in the suffix too.
     """
     popped: set[str] = set()
-    items: list[Actum] = []
+    items: list[Live] = []
     for actum in acta:
         target = tombstone_target(actum)
-        if target is None:
-            items.append(actum)
-        else:
+        if target is not None:
             popped.add(target[0])
-    return [actum for actum in items if actum.id not in popped]
+            continue
+        item = item_of_actum(actum, foreign)
+        if item is not None:
+            items.append((actum, item))
+    return [(actum, item) for actum, item in items if actum.id not in popped]
 
 
 class ChronicaSession:
@@ -67,6 +77,8 @@ class ChronicaSession:
         owner_id: the person the conversation belongs to; only they read or write it.
         actor: the agent's actor id, the writer of assistant messages, thoughts and tool calls.
         human_actor: the writer of user messages; the owner by default.
+        foreign: which of other writers' thoughts and tool exchanges the session hands the SDK
+            (default: none; their messages always).
         session_settings: the SDK's settings; ``limit`` is the window ``get_items()`` reads when
             called without one (``None``: the whole history).
         store_options: options for ``open_async_store`` when ``store`` is a URL.
@@ -89,12 +101,14 @@ class ChronicaSession:
         human_actor: str | None = None,
         session_settings: SessionSettings | None = None,
         store_options: dict[str, Any] | None = None,
+        foreign: ForeignActa | None = None,
     ) -> None:
         self.session_id = session_id
         self.session_settings = session_settings
         self.owner_id = owner_id
         self.actor = actor
         self.human_actor = owner_id if human_actor is None else human_actor
+        self.foreign = ForeignActa() if foreign is None else foreign
         self._owned_store: AsyncStore | None = None
         if isinstance(store, str):
             self._owned_store = open_async_store(store, **(store_options or {}))
@@ -103,6 +117,7 @@ class ChronicaSession:
             self.chronicarius = store
         else:
             self.chronicarius = AsyncChronicarius(store)
+        self._native = NATIVE in store_capabilities(self.chronicarius.store)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Return the newest ``limit`` items, oldest first (the session's items when none was popped).
@@ -112,7 +127,8 @@ class ChronicaSession:
                 when that is ``None`` too, every item; ``0`` or less: no items.
 
         Returns:
-            The items as they were added (equal JSON objects), popped ones left out; ``[]`` for a
+            The items as they were added (equal JSON objects), with other writers' acta between
+            them as messages (the module's docstring), popped ones left out; ``[]`` for a
             session with no items, a cleared one, one never written, or another owner's.
 
         Raises:
@@ -121,11 +137,11 @@ class ChronicaSession:
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is None:
-            return [item_of_actum(actum) for actum in _live(await self._read(0))]
+            return [item for _, item in _live(await self._read(0), self.foreign)]
         if limit <= 0:
             return []
         live = await self._newest_live(limit)
-        return [item_of_actum(actum) for actum in live[-limit:]]
+        return [item for _, item in live[-limit:]]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` in order, as one atomic batch (all or none, no other write between them).
@@ -139,7 +155,10 @@ class ChronicaSession:
             ActumTooLarge: an item's JSON is larger than the store accepts; nothing is written.
             StoreError: the store failed; nothing of that batch was written.
         """
-        acta = [item_actum(self.session_id, item, self.actor, self.human_actor) for item in items]
+        acta = [
+            item_actum(self.session_id, item, self.actor, self.human_actor, native=self._native)
+            for item in items
+        ]
         for start in range(0, len(acta), MAX_BATCH_SIZE):
             await self.chronicarius.record_acta(self.owner_id, acta[start : start + MAX_BATCH_SIZE])
 
@@ -165,7 +184,7 @@ class ChronicaSession:
             live = await self._newest_live(1)
             if not live:
                 return None
-            newest = live[-1]
+            newest, newest_item = live[-1]
             try:
                 stored = await self.chronicarius.record_actum(
                     self.owner_id,
@@ -176,7 +195,7 @@ class ChronicaSession:
             except ChronicumNotFound:
                 return None
             if tombstone_target(stored) == (newest.id, nonce):
-                return item_of_actum(newest)
+                return newest_item
             # Another pop took this item first; its tombstone is now visible: take the next one.
 
     async def clear_session(self) -> None:
@@ -214,7 +233,7 @@ class ChronicaSession:
         except ChronicumNotFound:
             return []
 
-    async def _newest_live(self, wanted: int) -> list[Actum]:
+    async def _newest_live(self, wanted: int) -> list[Live]:
         """At least the newest ``wanted`` live item acta (all of them if fewer), oldest first.
 
         Reads a window of ``wanted`` + :data:`WINDOW_SLACK` acta, and twice as many each time
@@ -224,7 +243,7 @@ class ChronicaSession:
         window = wanted + WINDOW_SLACK
         while True:
             acta = await self._read(window)
-            live = _live(acta)
+            live = _live(acta, self.foreign)
             if len(live) >= wanted or len(acta) < window:
                 return live
             window *= 2
