@@ -1,20 +1,27 @@
 """How ADK's ``(app_name, user_id, session_id)`` becomes Chronica owners and chronicum ids.
 
-Every name is written as a length-prefixed part, ``<number of characters>:<text>``, after the
-prefix ``adk``, the parts joined by ``:``. Such a code is read back from the left without any
-escaping, so no two different keys give the same string, whatever characters the names hold
-(``:`` included), and an app's, a user's and a session's strings never equal one another:
+The owner of a person's sessions and of their ``user:`` state is the person: ADK's ``user_id``,
+the id every other agent and the CLI use for them (``chronica record ... --owner ardian``), so
+``erase_owner(user_id)`` erases all of it. The chronicum ids code the app, the user and the
+session: every name is written as a length-prefixed part, ``<number of characters>:<text>``,
+after the prefix ``adk``, the parts joined by ``:``. Such a code is read back from the left
+without any escaping, so no two different keys give the same string, whatever characters the
+names hold (``:`` included):
 
 | what | owner | chronicum id |
 | --- | --- | --- |
-| a session | ``adk:5:hotel:6:ardian`` | ``adk:5:hotel:6:ardian:3:s-1`` |
-| a user's state (``user:`` keys) | ``adk:5:hotel:6:ardian`` | ``adk:5:hotel:6:ardian`` |
+| a session's events | ``ardian`` | ``adk:5:hotel:6:ardian:3:s-1`` |
+| a session's state | ``ardian`` | ``adk:5:hotel:6:ardian:3:s-1:state`` |
+| a user's state (``user:`` keys) | ``ardian`` | ``adk:5:hotel:6:ardian`` |
 | an app's state (``app:`` keys) | ``adk:5:hotel`` | ``adk:5:hotel`` |
 
-The owner of a session is therefore the pair (app, user): two apps never see each other's
-sessions of one person, as in ADK. Chronica ids and owners hold at most 255 characters
-(:data:`chronica_core.MAX_ID_LENGTH`); a key whose code is longer is refused with
-:class:`InvalidSessionKey` before anything is read or written.
+Two apps never share a session of one person (the app is in the id), as in ADK. Earlier
+releases made the owner the pair (app, user), coded as ``adk:5:hotel:6:ardian``
+(:attr:`SessionKey.legacy_owner`), with the same chronicum ids and each session's state inside
+its events' chronicum; the service still reads and writes those chronica under that owner.
+Chronica ids and owners hold at most 255 characters (:data:`chronica_core.MAX_ID_LENGTH`); a
+key whose code is longer is refused with :class:`InvalidSessionKey` before anything is read or
+written.
 """
 
 from __future__ import annotations
@@ -22,14 +29,19 @@ from __future__ import annotations
 from chronica_core import MAX_ID_LENGTH, ChronicaError
 
 __all__ = [
+    "STATE_SUFFIX",
     "InvalidSessionKey",
     "SessionKey",
     "app_state_id",
+    "legacy_owner",
     "session_id_of",
-    "user_owner",
+    "user_state_id",
 ]
 
 PREFIX = "adk"
+
+STATE_SUFFIX = ":state"
+"""What a session's state chronicum adds to its events' chronicum id."""
 
 
 class InvalidSessionKey(ChronicaError, ValueError):
@@ -82,21 +94,24 @@ def app_state_id(app_name: str) -> str:
 
 
 class SessionKey:
-    """One ADK session's place in Chronica: its owner and its chronicum id.
+    """One ADK session's place in Chronica: its owner and its chronicum ids.
 
     Args:
         app_name: ADK's app name.
-        user_id: ADK's user id; the writer (actor) of the person's events too.
+        user_id: ADK's user id: the owner, and the writer (actor) of the person's events.
         session_id: ADK's session id.
 
     Attributes:
-        owner: the owner of the session and of the user's state, ``adk:<n>:<app>:<n>:<user>``.
-        chronicum_id: the session's chronicum, the owner followed by ``:<n>:<session id>``.
-        user_state_id: the chronicum holding the user's ``user:`` state (equal to ``owner``).
+        owner: the owner of the session and of the user's state: ``user_id``.
+        chronicum_id: the session's events, ``adk:<n>:<app>:<n>:<user>:<n>:<session id>``.
+        state_id: the session's state snapshots, ``chronicum_id`` followed by ``:state``.
+        user_state_id: the chronicum holding the user's ``user:`` state, ``adk:<n>:<app>:<n>:<user>``.
         app_state_id: owner and chronicum of the app's ``app:`` state.
+        legacy_owner: the owner earlier releases gave the session and the user's state (equal
+            to ``user_state_id``).
 
     Raises:
-        InvalidSessionKey: a name is empty, not text, holds NUL or a lone surrogate, or the
+        InvalidSessionKey: a name is empty, not text, holds NUL or a lone surrogate, or a
             chronicum id would be longer than 255 characters (``field`` names the name).
     """
 
@@ -104,8 +119,10 @@ class SessionKey:
         "app_name",
         "app_state_id",
         "chronicum_id",
+        "legacy_owner",
         "owner",
         "session_id",
+        "state_id",
         "user_id",
         "user_state_id",
     )
@@ -115,29 +132,48 @@ class SessionKey:
         self.user_id = user_id
         self.session_id = session_id
         self.app_state_id = app_state_id(app_name)
-        self.owner = _fitting(f"{self.app_state_id}:{_part(user_id, 'user_id')}", "user_id")
-        self.user_state_id = self.owner
-        self.chronicum_id = _fitting(f"{self.owner}:{_part(session_id, 'session_id')}", "session_id")
+        self.user_state_id = user_state_id(app_name, user_id)
+        self.owner = user_id
+        self.legacy_owner = self.user_state_id
+        self.chronicum_id = f"{self.user_state_id}:{_part(session_id, 'session_id')}"
+        self.state_id = _fitting(self.chronicum_id + STATE_SUFFIX, "session_id")
 
 
-def user_owner(app_name: str, user_id: str) -> str:
-    """Return the owner of ``user_id``'s sessions in ``app_name`` (also their state's chronicum).
+def user_state_id(app_name: str, user_id: str) -> str:
+    """Return the chronicum of ``user_id``'s ``user:`` state in ``app_name``.
+
+    It is also the prefix of their sessions' ids, and the owner earlier releases gave both
+    (:func:`legacy_owner`).
 
     Raises:
-        InvalidSessionKey: a name is empty, not text, holds NUL, or the owner is too long.
+        InvalidSessionKey: a name is empty, not text, holds NUL, or the id is too long.
     """
     return _fitting(f"{app_state_id(app_name)}:{_part(user_id, 'user_id')}", "user_id")
 
 
-def session_id_of(owner: str, chronicum_id: str) -> str | None:
-    """Return the ADK session id a chronicum id of ``owner`` codes, or ``None`` when it codes none.
+def legacy_owner(app_name: str, user_id: str) -> str:
+    """Return the owner earlier releases gave ``user_id``'s sessions and state in ``app_name``.
 
-    ``None`` for the user's state chronicum and for any chronicum not written by this package.
+    Erase it too to erase everything such a release wrote for the person:
+    ``erase_owner(legacy_owner(app_name, user_id))``.
+
+    Raises:
+        InvalidSessionKey: a name is empty, not text, holds NUL, or the owner is too long.
     """
-    head = f"{owner}:"
-    if not chronicum_id.startswith(head):
+    return user_state_id(app_name, user_id)
+
+
+def session_id_of(prefix: str, chronicum_id: str, suffix: str = "") -> str | None:
+    """Return the ADK session id ``chronicum_id`` codes, or ``None`` when it codes none.
+
+    The session id is coded after ``prefix`` (a user's state id) and before ``suffix`` (``""``
+    for a session's events, :data:`STATE_SUFFIX` for its state).
+    """
+    head = f"{prefix}:"
+    if not chronicum_id.startswith(head) or not chronicum_id.endswith(suffix):
         return None
-    length, colon, rest = chronicum_id[len(head) :].partition(":")
+    coded = chronicum_id[len(head) : len(chronicum_id) - len(suffix)]
+    length, colon, rest = coded.partition(":")
     if not colon or not length.isdigit() or str(int(length)) != length or len(rest) != int(length):
         return None
     return rest

@@ -1,7 +1,7 @@
 """``ChronicaSessionService``: ADK's ``BaseSessionService`` kept in Chronica chronica.
 
 See :mod:`chronica_adk.ids` for where a session lives and :mod:`chronica_adk.mapping` for what
-an event and a state snapshot become.
+an event and a state snapshot become, and what ADK reads of other writers' acta.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import logging
 import secrets
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -24,10 +25,9 @@ from google.adk.sessions.base_session_service import GetSessionConfig, ListSessi
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import override
 
-from chronica_adk.ids import SessionKey, app_state_id, session_id_of, user_owner
+from chronica_adk.ids import STATE_SUFFIX, SessionKey, app_state_id, session_id_of
 from chronica_adk.mapping import (
     APP_SCOPE,
-    EVENT_ACTOR_KINDS,
     SESSION_SCOPE,
     USER_SCOPE,
     Snapshot,
@@ -40,13 +40,14 @@ from chronica_adk.mapping import (
 from chronica_core import (
     ActorKind,
     Actum,
-    ActumKind,
     AsyncChronicarius,
     AsyncStore,
     ChronicumNotFound,
     StoreError,
     open_async_store,
 )
+from chronica_core.capabilities import NATIVE, store_capabilities
+from chronica_core.readable import ForeignActa
 
 __all__ = ["STALE_SESSION_MESSAGE", "ChronicaSessionService"]
 
@@ -118,6 +119,24 @@ def _merged(app: dict[str, Any], user: dict[str, Any], session: dict[str, Any]) 
     return merged
 
 
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """Where one session's events and state live, and the snapshot it was found at.
+
+    A session of this release: owner the user, state in a chronicum of its own. One an earlier
+    release wrote: owner ``adk:<app>:<user>``, state snapshots among the events.
+    """
+
+    owner: str
+    events: str
+    state: str
+    snapshot: Snapshot
+
+    @property
+    def legacy(self) -> bool:
+        return self.events == self.state
+
+
 def _suffix_after(events: list[Event], after: float) -> tuple[list[Event], bool]:
     """Return the events after the newest one older than ``after``, and whether one was found.
 
@@ -136,15 +155,18 @@ class ChronicaSessionService(BaseSessionService):
     Pass it to ``Runner(agent=..., app_name=..., session_service=...)`` in place of
     ``InMemorySessionService`` or ``DatabaseSessionService``; nothing else in the agent changes.
 
-    - An ADK session ``(app_name, user_id, session_id)`` is a chronicum of the owner
-      ``(app_name, user_id)`` (:class:`chronica_adk.ids.SessionKey`); other agents and people read
-      and write the same conversation through Chronica under that owner.
-    - Every event is one actum holding the event's JSON (:mod:`chronica_adk.mapping`), written in
-      one atomic batch with a snapshot of the session's state, so ``get_session`` reads the state
-      with a one-actum context window and ``num_recent_events`` with a ``last_n`` window: neither
-      reads the whole history.
+    - An ADK session ``(app_name, user_id, session_id)`` is a chronicum of the owner ``user_id``
+      (:class:`chronica_adk.ids.SessionKey`); other agents and the person read and write the same
+      conversation through Chronica under that owner, and ADK reads what they write as the
+      user's context (:mod:`chronica_adk.mapping`).
+    - Every event is one actum (readable content, the event's JSON as its native form). The
+      session's state lives in snapshots in a chronicum of its own, so ``get_session`` reads the
+      state with a one-actum context window and ``num_recent_events`` with a ``last_n`` window:
+      neither reads the whole history.
     - ``user:`` state lives in one chronicum per (app, user), ``app:`` state in one per app;
       ``temp:`` state is never written.
+    - Sessions an earlier release wrote (owner ``adk:<app>:<user>``, state among the events)
+      are read and appended to where they are.
 
     Args:
         store: a store URL (``"memory://"``, ``"sqlite:///sessions.db"``, ``"postgresql://..."``:
@@ -153,6 +175,8 @@ class ChronicaSessionService(BaseSessionService):
             (both left open: they are the caller's). The store needs the ``idempotency``,
             ``batch``, ``listing`` and ``erasure`` capabilities (every bundled backend has them).
         store_options: options for ``open_async_store`` when ``store`` is a URL.
+        foreign: which of other writers' thoughts and tool exchanges ADK reads (default: none;
+            their messages always).
 
     Raises:
         TypeError: ``store`` is a blocking store or ``Chronicarius`` (use the asyncio ones).
@@ -164,7 +188,9 @@ class ChronicaSessionService(BaseSessionService):
         store: str | AsyncStore | AsyncChronicarius,
         *,
         store_options: dict[str, Any] | None = None,
+        foreign: ForeignActa | None = None,
     ) -> None:
+        self.foreign = ForeignActa() if foreign is None else foreign
         self._owned_store: AsyncStore | None = None
         if isinstance(store, str):
             self._owned_store = open_async_store(store, **(store_options or {}))
@@ -173,6 +199,7 @@ class ChronicaSessionService(BaseSessionService):
             self.chronicarius = store
         else:
             self.chronicarius = AsyncChronicarius(store)
+        self._native = NATIVE in store_capabilities(self.chronicarius.store)
 
     # -- ADK's session-service interface ------------------------------------------------------
 
@@ -206,19 +233,22 @@ class ChronicaSessionService(BaseSessionService):
         """
         key = SessionKey(app_name, user_id, session_id or str(uuid.uuid4()))
         app, user, own = _split_state(state or {})
+        exists = AlreadyExistsError(f"Session with id {key.session_id} already exists.")
+        if await self._newest_snapshot(key.legacy_owner, key.chronicum_id, SESSION_SCOPE) is not None:
+            raise exists  # an earlier release's session
         write = secrets.token_hex(16)
         try:
             stored = await self.chronicarius.record_actum(
                 key.owner,
-                snapshot_actum(key.chronicum_id, SESSION_SCOPE, own, write),
+                snapshot_actum(key.state_id, SESSION_SCOPE, own, write),
                 idempotency_key=f"after:{NO_SNAPSHOT}",
             )
         except ChronicumNotFound:  # the id is held by someone writing through Chronica directly
-            raise AlreadyExistsError(f"Session with id {key.session_id} already exists.") from None
+            raise exists from None
         snapshot = snapshot_of_actum(stored, SESSION_SCOPE)
         if snapshot is None or snapshot.write != write:
-            raise AlreadyExistsError(f"Session with id {key.session_id} already exists.")
-        user_state = await self._update_shared(key.owner, key.user_state_id, USER_SCOPE, user)
+            raise exists
+        user_state = await self._update_user_state(key, user)
         app_state = await self._update_shared(key.app_state_id, key.app_state_id, APP_SCOPE, app)
         return self._session(key, snapshot, app_state, user_state, [])
 
@@ -234,7 +264,8 @@ class ChronicaSessionService(BaseSessionService):
         """Return the session with its events and merged state, or ``None`` when there is none.
 
         Reads four context windows: the session's newest state snapshot, the user's and the
-        app's (one actum each), and the events (all of them when ``config`` bounds nothing).
+        app's (one actum each; one more each for a session or user state no earlier release
+        wrote), and the events (all of them when ``config`` bounds nothing).
         ``config.num_recent_events`` is the ``last_n`` of the events' window (``0``: no events
         are read); ``config.after_timestamp`` keeps the events from the newest one older than
         it onwards (ADK's rule), read in growing windows from the newest back until one older
@@ -255,24 +286,24 @@ class ChronicaSessionService(BaseSessionService):
             StoreError: the store failed; chained to the driver's exception.
         """
         key = SessionKey(app_name, user_id, session_id)
-        snapshot = await self._newest_snapshot(key.owner, key.chronicum_id, SESSION_SCOPE)
-        if snapshot is None:
+        place = await self._place(key)
+        if place is None:
             return None
         recent = config.num_recent_events if config is not None else None
         after = config.after_timestamp if config is not None else None
         events, user_state, app_state = await asyncio.gather(
-            self._events(key, snapshot, recent, after),
-            self._shared_state(key.owner, key.user_state_id, USER_SCOPE),
+            self._events(place, recent, after),
+            self._user_state(key),
             self._shared_state(key.app_state_id, key.app_state_id, APP_SCOPE),
         )
-        return self._session(key, snapshot, app_state, user_state, events)
+        return self._session(key, place.snapshot, app_state, user_state, events)
 
     @override
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         """Return the user's sessions of ``app_name`` without events, least recently updated first.
 
-        Walks the owner's chronica by Chronica's keyset listing and reads each session's newest
-        state snapshot (one actum); no event is read.
+        Walks the owner's chronica (and those of the owner earlier releases used) by Chronica's
+        keyset listing and reads each session's newest state snapshot (one actum); no event is read.
 
         Args:
             app_name: ADK's app name.
@@ -293,26 +324,28 @@ class ChronicaSessionService(BaseSessionService):
                 "ChronicaSessionService lists one user's sessions: pass user_id (each ADK user of "
                 "an app is a Chronica owner, and Chronica lists one owner's chronica at a time)"
             )
-        owner = user_owner(app_name, user_id)
-        keys: list[SessionKey] = []
-        cursor: str | None = None
-        while True:
-            page = await self.chronicarius.list_chronica(owner, limit=1000, cursor=cursor)
-            for chronicum in page.chronica:
-                session_id = session_id_of(owner, chronicum.id)
-                if session_id is not None:
-                    keys.append(SessionKey(app_name, user_id, session_id))
-            cursor = page.next_cursor
-            if cursor is None:
-                break
+        first = SessionKey(app_name, user_id, "-")
+        found: list[tuple[SessionKey, str, str]] = []  # key, owner, snapshot chronicum
+        for owner, suffix in ((first.owner, STATE_SUFFIX), (first.legacy_owner, "")):
+            cursor: str | None = None
+            while True:
+                page = await self.chronicarius.list_chronica(owner, limit=1000, cursor=cursor)
+                for chronicum in page.chronica:
+                    session_id = session_id_of(first.user_state_id, chronicum.id, suffix)
+                    if session_id is not None:
+                        found.append((SessionKey(app_name, user_id, session_id), owner, chronicum.id))
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        keys = [key for key, _, _ in found]
         gate = asyncio.Semaphore(LISTING_READS)
 
-        async def snapshot_of(key: SessionKey) -> Snapshot | None:
+        async def snapshot_of(owner: str, chronicum_id: str) -> Snapshot | None:
             async with gate:
-                return await self._newest_snapshot(key.owner, key.chronicum_id, SESSION_SCOPE)
+                return await self._newest_snapshot(owner, chronicum_id, SESSION_SCOPE)
 
-        snapshots = await asyncio.gather(*(snapshot_of(key) for key in keys))
-        user_state = await self._shared_state(owner, owner, USER_SCOPE)
+        snapshots = await asyncio.gather(*(snapshot_of(owner, state) for _, owner, state in found))
+        user_state = await self._user_state(first)
         app_state = await self._shared_state(app_state_id(app_name), app_state_id(app_name), APP_SCOPE)
         sessions = [
             self._session(key, snapshot, app_state, user_state, [])
@@ -334,8 +367,13 @@ class ChronicaSessionService(BaseSessionService):
             StoreError: the store failed; chained to the driver's exception.
         """
         key = SessionKey(app_name, user_id, session_id)
-        with contextlib.suppress(ChronicumNotFound):
-            await self.chronicarius.erase_chronicum(key.owner, key.chronicum_id)
+        for owner, chronicum_id in (
+            (key.owner, key.state_id),  # first: the session is gone once its state is
+            (key.owner, key.chronicum_id),
+            (key.legacy_owner, key.chronicum_id),
+        ):
+            with contextlib.suppress(ChronicumNotFound):
+                await self.chronicarius.erase_chronicum(owner, chronicum_id)
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -345,8 +383,7 @@ class ChronicaSessionService(BaseSessionService):
             InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
             StoreError: the store failed; chained to the driver's exception.
         """
-        owner = user_owner(app_name, user_id)
-        return await self._shared_state(owner, owner, USER_SCOPE)
+        return await self._user_state(SessionKey(app_name, user_id, "-"))
 
     @override
     async def append_event(self, session: Session, event: Event) -> Event:
@@ -358,7 +395,10 @@ class ChronicaSessionService(BaseSessionService):
         writers holding the same revision exactly one lands; ``user:`` and ``app:`` keys then
         update the user's and the app's state (each a read and a compare-and-set write, retried
         when another writer came first). An event equal to one ``session.events`` already holds
-        (same id) is not written twice.
+        (same id) is not written twice. The session's new state snapshot is that
+        compare-and-set: written first, into the session's state chronicum, with the idempotency
+        key ``after:<the snapshot read>``, then the event, keyed by that snapshot (a session an
+        earlier release wrote gets both as one atomic batch of its events' chronicum, as before).
 
         Returns:
             ``event`` (its state delta without ``temp:`` keys).
@@ -384,29 +424,39 @@ class ChronicaSessionService(BaseSessionService):
         if any(known.id == event.id and known == event for known in session.events):
             return event
         key = SessionKey(session.app_name, session.user_id, session.id)
-        current = await self._newest_snapshot(key.owner, key.chronicum_id, SESSION_SCOPE)
-        if current is None:
+        place = await self._place(key)
+        if place is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
+        current = place.snapshot
         self._check_fresh(session, current)
         written = event_json(event)
         app, user, own = _split_state(event.actions.state_delta if event.actions is not None else {})
         state = {**current.state, **own}
+        actum = event_actum(place.events, event, key.user_id, written, native=self._native)
+        write = secrets.token_hex(16)
+        next_snapshot = snapshot_actum(place.state, SESSION_SCOPE, state, write, event.id)
         try:
-            stored = await self.chronicarius.record_acta(
-                key.owner,
-                [
-                    event_actum(key.chronicum_id, event, key.user_id, written),
-                    snapshot_actum(key.chronicum_id, SESSION_SCOPE, state, secrets.token_hex(16), event.id),
-                ],
-                idempotency_key=f"after:{current.id}",
-            )
+            if place.legacy:
+                stored = await self.chronicarius.record_acta(
+                    place.owner, [actum, next_snapshot], idempotency_key=f"after:{current.id}"
+                )
+                landed = snapshot_of_actum(stored[-1], SESSION_SCOPE)
+            else:
+                stored_snapshot = await self.chronicarius.record_actum(
+                    place.owner, next_snapshot, idempotency_key=f"after:{current.id}", create=False
+                )
+                landed = snapshot_of_actum(stored_snapshot, SESSION_SCOPE)
+                if landed is not None and landed.write == write:
+                    await self.chronicarius.record_actum(
+                        place.owner, actum, idempotency_key=f"event:{landed.id}"
+                    )
         except ChronicumNotFound:  # deleted between the read and the write
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
-        snapshot = snapshot_of_actum(stored[-1], SESSION_SCOPE)
-        if len(stored) != 2 or stored[0].content != written or snapshot is None:
+        if landed is None or landed.write != write:
             raise StaleSessionError(STALE_SESSION_MESSAGE)  # another writer's event took the revision
+        snapshot = landed
         if user:
-            await self._update_shared(key.owner, key.user_state_id, USER_SCOPE, user)
+            await self._update_user_state(key, user)
         if app:
             await self._update_shared(key.app_state_id, key.app_state_id, APP_SCOPE, app)
         session.last_update_time = snapshot.at.timestamp()
@@ -468,12 +518,41 @@ class ChronicaSessionService(BaseSessionService):
 
     async def _snapshots(self, owner: str, chronicum_id: str, last_n: int) -> list[Actum]:
         return await self.chronicarius.get_acta(
-            owner,
-            chronicum_id,
-            actum_kinds=[ActumKind.TOOL_RESPONSE],
-            actor_kinds=[ActorKind.SYSTEM],
-            last_n=last_n,
+            owner, chronicum_id, actor_kinds=[ActorKind.SYSTEM], last_n=last_n
         )
+
+    async def _place(self, key: SessionKey) -> _Place | None:
+        """Where the session lives and its newest snapshot; ``None`` for a missing session.
+
+        One read for a session of this release; one more for one an earlier release wrote, or
+        a missing one.
+        """
+        snapshot = await self._newest_snapshot(key.owner, key.state_id, SESSION_SCOPE)
+        if snapshot is not None:
+            return _Place(key.owner, key.chronicum_id, key.state_id, snapshot)
+        snapshot = await self._newest_snapshot(key.legacy_owner, key.chronicum_id, SESSION_SCOPE)
+        if snapshot is not None:
+            return _Place(key.legacy_owner, key.chronicum_id, key.chronicum_id, snapshot)
+        return None
+
+    async def _user_state_owner(self, key: SessionKey) -> tuple[str, Snapshot | None]:
+        """The owner of the user's state (the user, or an earlier release's owner), its snapshot."""
+        snapshot = await self._newest_snapshot(key.owner, key.user_state_id, USER_SCOPE)
+        if snapshot is not None:
+            return key.owner, snapshot
+        legacy = await self._newest_snapshot(key.legacy_owner, key.user_state_id, USER_SCOPE)
+        return (key.owner, None) if legacy is None else (key.legacy_owner, legacy)
+
+    async def _user_state(self, key: SessionKey) -> dict[str, Any]:
+        _, snapshot = await self._user_state_owner(key)
+        return {} if snapshot is None else snapshot.state
+
+    async def _update_user_state(self, key: SessionKey, delta: dict[str, Any]) -> dict[str, Any]:
+        """Apply ``delta`` to the user's state where it lives (see :meth:`_update_shared`)."""
+        owner, snapshot = await self._user_state_owner(key)
+        if not delta:
+            return {} if snapshot is None else snapshot.state
+        return await self._update_shared(owner, key.user_state_id, USER_SCOPE, delta)
 
     async def _newest_snapshot(self, owner: str, chronicum_id: str, scope: str) -> Snapshot | None:
         """Return the newest snapshot of ``scope`` in the chronicum; ``None`` if it has none or is missing.
@@ -527,21 +606,17 @@ class ChronicaSessionService(BaseSessionService):
             f"other writers won {SHARED_STATE_ATTEMPTS} compare-and-set rounds in a row; retry",
         )
 
-    async def _events(
-        self, key: SessionKey, snapshot: Snapshot, recent: int | None, after: float | None
-    ) -> list[Event]:
+    async def _events(self, place: _Place, recent: int | None, after: float | None) -> list[Event]:
         """Read the session's events for ``num_recent_events`` / ``after_timestamp`` (see get_session)."""
         if recent == 0:
             return []
         size = recent or (FIRST_WINDOW if after is not None else 0)
         while True:
             try:
-                acta = await self.chronicarius.get_acta(
-                    key.owner, key.chronicum_id, actor_kinds=EVENT_ACTOR_KINDS, last_n=size
-                )
+                acta = await self.chronicarius.get_acta(place.owner, place.events, last_n=size)
             except ChronicumNotFound:
-                return []  # deleted after its snapshot was read
-            events = _until_snapshot(acta, snapshot)
+                return []  # no event yet, or deleted after its snapshot was read
+            events = _until_snapshot(acta, place.snapshot, self.foreign)
             exhausted = size == 0 or len(acta) < size
             bounded = False
             if after is not None:
@@ -552,13 +627,13 @@ class ChronicaSessionService(BaseSessionService):
             size *= 4
 
 
-def _until_snapshot(acta: Sequence[Actum], snapshot: Snapshot) -> list[Event]:
+def _until_snapshot(acta: Sequence[Actum], snapshot: Snapshot, foreign: ForeignActa) -> list[Event]:
     """The events of ``acta``, without the ADK events appended after ``snapshot`` was read.
 
     The state read belongs to the snapshot, so events of batches that came after it (a writer
     racing this read) are left out; messages other agents wrote through Chronica are kept.
     """
-    decoded = [(actum, event) for actum in acta if (event := event_of_actum(actum)) is not None]
+    decoded = [(actum, event) for actum in acta if (event := event_of_actum(actum, foreign)) is not None]
     if snapshot.event_id is not None:
         for index in range(len(decoded) - 1, -1, -1):
             if decoded[index][1].id == snapshot.event_id:

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from chronica_adk import STATE_ACTOR, ChronicaSessionService, InvalidSessionKey, SessionKey, user_owner
+from chronica_adk import STATE_ACTOR, ChronicaSessionService, InvalidSessionKey, SessionKey, event_of_actum
 from conftest import StoreTarget
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -140,8 +140,8 @@ def test_apps_and_users_never_share_a_session(store_target: StoreTarget) -> None
             assert [
                 event.content.parts[0].text for event in got.events if event.content and event.content.parts
             ] == [f"hello from {n}"]
-        owners = {SessionKey(app, user, session_id).owner for app, user in keys}
-        assert len(owners) == len(keys)
+        chronica = {SessionKey(app, user, session_id).chronicum_id for app, user in keys}
+        assert len(chronica) == len(keys)
         assert await service.get_session(app_name="a", user_id="c", session_id=session_id) is None
 
     run_on(store_target, body)
@@ -243,21 +243,30 @@ def test_events_are_filed_by_kind_for_other_agents(store_target: StoreTarget) ->
         messages = await service.chronicarius.get_acta(
             key.owner, key.chronicum_id, actum_kinds=[ActumKind.MESSAGE], last_n=2
         )
-        assert [Event.model_validate_json(actum.content).author for actum in messages] == [
+        authors = [read.author for actum in messages if (read := event_of_actum(actum)) is not None]
+        assert authors == [
             "user",
             "concierge",
         ]
-        snapshots = await service.chronicarius.get_acta(
-            key.owner, key.chronicum_id, actor_kinds=[ActorKind.SYSTEM]
+        assert (
+            await service.chronicarius.get_acta(  # the state is kept apart from the events
+                key.owner, key.chronicum_id, actor_kinds=[ActorKind.SYSTEM]
+            )
+            == []
         )
-        assert {actum.actor for actum in snapshots} == {STATE_ACTOR}
+        snapshots = await service.chronicarius.get_acta(key.owner, key.state_id)
+        assert {(actum.kind, actum.actor_kind, actum.actor) for actum in snapshots} == {
+            (ActumKind.MESSAGE, ActorKind.SYSTEM, STATE_ACTOR)
+        }
         assert len(snapshots) == 7  # the creation and one per event
         assert json.loads(snapshots[-1].content)["state"] == {"picked": "Rumah Teduh"}
 
     run_on(store_target, body)
 
 
-def test_a_message_another_agent_wrote_through_chronica_is_a_text_event(store_target: StoreTarget) -> None:
+def test_a_message_another_agent_wrote_through_chronica_is_the_users_context(
+    store_target: StoreTarget,
+) -> None:
     async def body(store: AsyncStore) -> None:
         service = ChronicaSessionService(store)
         session = await new_session(service)
@@ -272,12 +281,15 @@ def test_a_message_another_agent_wrote_through_chronica_is_a_text_event(store_ta
         )
         got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
         assert got is not None
-        assert len(got.events) == 2  # the thought of another framework has no ADK form
+        assert len(got.events) == 2  # another agent's thought is left out by default
         booked = got.events[-1]
-        assert booked.author == "booking"
+        assert booked.author == "user"  # an author ADK's routing knows; the text says who wrote it
         assert booked.id == written[1].id
         assert booked.content is not None and booked.content.parts is not None
-        assert (booked.content.role, booked.content.parts[0].text) == ("model", "Booked for 7pm.")
+        assert (booked.content.role, booked.content.parts[0].text) == (
+            "user",
+            "booking said: Booked for 7pm.",
+        )
         assert written[1].at is not None and booked.timestamp == written[1].at.timestamp()
 
     run_on(store_target, body)
@@ -618,10 +630,11 @@ def test_names_chronica_cannot_hold_are_refused_naming_the_field(
 
 
 def test_ids_fit_chronica_up_to_the_limit() -> None:
-    key = SessionKey("app", "user", "s" * (255 - len("adk:3:app:4:user:") - 4))
-    assert len(key.chronicum_id) == 255
+    longest = 255 - len("adk:3:app:4:user:") - 4 - len(":state")
+    key = SessionKey("app", "user", "s" * longest)
+    assert len(key.state_id) == 255  # the session's state chronicum, the longest of its ids
     with pytest.raises(InvalidSessionKey, match="255"):
-        SessionKey("app", "user", "s" * (256 - len("adk:3:app:4:user:") - 4))
+        SessionKey("app", "user", "s" * (longest + 1))
 
 
 def test_the_service_shares_a_keeper_and_leaves_what_it_was_given_open() -> None:
@@ -705,16 +718,17 @@ def test_erasing_the_owner_erases_a_users_sessions_and_user_state(store_target: 
     async def body(store: AsyncStore) -> None:
         service = ChronicaSessionService(store)
         app = f"app-{fresh_id()}"
-        for user in ("ardian", "rafa"):
+        ardian, rafa = f"ardian-{fresh_id()}", f"rafa-{fresh_id()}"
+        for user in (ardian, rafa):
             for _ in range(2):
                 created = await service.create_session(app_name=app, user_id=user, state={"user:lang": user})
                 await service.append_event(created, text_event("user", f"{user} was here"))
-        erased = await service.chronicarius.erase_owner(user_owner(app, "ardian"))
-        assert erased == 3  # two sessions and the user's state
-        assert (await service.list_sessions(app_name=app, user_id="ardian")).sessions == []
-        assert await service.get_user_state(app_name=app, user_id="ardian") == {}
-        assert len((await service.list_sessions(app_name=app, user_id="rafa")).sessions) == 2
-        assert await service.get_user_state(app_name=app, user_id="rafa") == {"lang": "rafa"}
+        erased = await service.chronicarius.erase_owner(ardian)
+        assert erased == 5  # two sessions (events and state) and the user's state
+        assert (await service.list_sessions(app_name=app, user_id=ardian)).sessions == []
+        assert await service.get_user_state(app_name=app, user_id=ardian) == {}
+        assert len((await service.list_sessions(app_name=app, user_id=rafa)).sessions) == 2
+        assert await service.get_user_state(app_name=app, user_id=rafa) == {"lang": rafa}
 
     run_on(store_target, body)
 
