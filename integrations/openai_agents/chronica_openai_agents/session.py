@@ -9,8 +9,11 @@ tombstones and what they name.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import contextlib
 import secrets
+import weakref
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -60,6 +63,29 @@ def _live(acta: Sequence[Actum], foreign: ForeignActa) -> list[Live]:
     return [(actum, item) for actum, item in items if actum.id not in popped]
 
 
+class _ExitCloser:
+    """Closes the store a session opened from a URL when the interpreter exits, if nobody did.
+
+    ``Runner.run_sync`` runs each turn in the thread's default event loop and leaves that loop
+    open; the store's connections, and the driver's tasks (psycopg's pool workers), live in it.
+    Left there, Python reports them at exit as "Task was destroyed but it is pending!". So at
+    exit the store is closed in the loop the session last ran in, when that loop is open and not
+    running (a fresh loop otherwise).
+    """
+
+    def __init__(self, store: AsyncStore) -> None:
+        self.store = store
+        self.loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def __call__(self) -> None:
+        loop = self.loop() if self.loop is not None else None
+        with contextlib.suppress(Exception):  # the interpreter is exiting: nobody to report to
+            if loop is not None and not loop.is_closed() and not loop.is_running():
+                loop.run_until_complete(self.store.close())
+            else:
+                asyncio.run(self.store.close())
+
+
 class ChronicaSession:
     """An Agents SDK session whose items live in one chronicum of one owner.
 
@@ -81,7 +107,10 @@ class ChronicaSession:
             (default: none; their messages always).
         session_settings: the SDK's settings; ``limit`` is the window ``get_items()`` reads when
             called without one (``None``: the whole history).
-        store_options: options for ``open_async_store`` when ``store`` is a URL.
+        store_options: options for ``open_async_store`` when ``store`` is a URL. A store opened
+            from a URL is closed by :meth:`close`, or else when the interpreter exits (in the
+            event loop ``Runner.run_sync`` left open, so that none of the driver's tasks is left
+            pending).
 
     Raises:
         TypeError: ``store`` is a blocking store or ``Chronicarius`` (use the asyncio ones).
@@ -110,9 +139,12 @@ class ChronicaSession:
         self.human_actor = owner_id if human_actor is None else human_actor
         self.foreign = ForeignActa() if foreign is None else foreign
         self._owned_store: AsyncStore | None = None
+        self._exit_closer: _ExitCloser | None = None
         if isinstance(store, str):
             self._owned_store = open_async_store(store, **(store_options or {}))
             self.chronicarius = AsyncChronicarius(self._owned_store)
+            self._exit_closer = _ExitCloser(self._owned_store)
+            atexit.register(self._exit_closer)
         elif isinstance(store, AsyncChronicarius):
             self.chronicarius = store
         else:
@@ -134,6 +166,7 @@ class ChronicaSession:
         Raises:
             StoreError: the store failed.
         """
+        self._note_loop()
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is None:
@@ -155,6 +188,7 @@ class ChronicaSession:
             ActumTooLarge: an item's JSON is larger than the store accepts; nothing is written.
             StoreError: the store failed; nothing of that batch was written.
         """
+        self._note_loop()
         acta = [
             item_actum(self.session_id, item, self.actor, self.human_actor, native=self._native)
             for item in items
@@ -179,6 +213,7 @@ class ChronicaSession:
         Raises:
             StoreError: the store failed (a retry pops at most one item more).
         """
+        self._note_loop()
         nonce = secrets.token_hex(16)
         while True:
             live = await self._newest_live(1)
@@ -207,11 +242,14 @@ class ChronicaSession:
         Raises:
             StoreError: the store failed; nothing was erased.
         """
+        self._note_loop()
         with contextlib.suppress(ChronicumNotFound):
             await self.chronicarius.erase_chronicum(self.owner_id, self.session_id)
 
     async def close(self) -> None:
         """Close the store the session opened from a URL (a store or keeper given is left open)."""
+        if self._exit_closer is not None:
+            atexit.unregister(self._exit_closer)
         if self._owned_store is not None:
             await self._owned_store.close()
 
@@ -225,6 +263,11 @@ class ChronicaSession:
         traceback: TracebackType | None,
     ) -> None:
         await self.close()
+
+    def _note_loop(self) -> None:
+        """Remember the running loop: the one a store left open is closed in at exit."""
+        if self._exit_closer is not None:
+            self._exit_closer.loop = weakref.ref(asyncio.get_running_loop())
 
     async def _read(self, last_n: int) -> list[Actum]:
         """The newest ``last_n`` acta (``0``: all), or ``[]`` for a missing or foreign chronicum."""
