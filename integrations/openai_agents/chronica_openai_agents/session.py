@@ -105,7 +105,8 @@ class ChronicaSession:
         human_actor: the writer of user messages; the owner by default.
         foreign: which of other writers' thoughts and tool exchanges the session hands the SDK
             (default: none; their messages always).
-        session_settings: the SDK's settings; ``limit`` is the window ``get_items()`` reads when
+        session_settings: the SDK's settings (a ``SessionSettings`` or a dict of its fields;
+            default ``SessionSettings()``); ``limit`` is the window ``get_items()`` reads when
             called without one (``None``: the whole history).
         store_options: options for ``open_async_store`` when ``store`` is a URL. A store opened
             from a URL is closed by :meth:`close`, or else when the interpreter exits (in the
@@ -113,12 +114,13 @@ class ChronicaSession:
             pending).
 
     Raises:
-        TypeError: ``store`` is a blocking store or ``Chronicarius`` (use the asyncio ones).
+        TypeError: ``store`` is a blocking store or ``Chronicarius`` (use the asyncio ones), or
+            ``session_settings`` names a field ``SessionSettings`` does not have.
         UnknownBackend, BackendUnavailable, InvalidOption: from ``open_async_store`` for a URL.
     """
 
     session_id: str
-    session_settings: SessionSettings | None = None
+    session_settings: SessionSettings | None
 
     def __init__(
         self,
@@ -128,12 +130,12 @@ class ChronicaSession:
         owner_id: str,
         actor: str,
         human_actor: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         store_options: dict[str, Any] | None = None,
         foreign: ForeignActa | None = None,
     ) -> None:
         self.session_id = session_id
-        self.session_settings = session_settings
+        self.session_settings = SessionSettings().resolve(session_settings)
         self.owner_id = owner_id
         self.actor = actor
         self.human_actor = owner_id if human_actor is None else human_actor

@@ -553,3 +553,12 @@ def test_tricky_items_read_back_equal(store_target: StoreTarget) -> None:
         assert await session.get_items(2) == items[3:5]
 
     run_on(store_target, body)
+
+
+def test_session_settings_default_to_the_sdks_and_take_a_dict() -> None:
+    assert session_on(AsyncMemoryStore()).session_settings == SessionSettings()
+    assert session_on(AsyncMemoryStore(), session_settings={"limit": 3}).session_settings == SessionSettings(
+        limit=3
+    )
+    with pytest.raises(TypeError, match="limitt"):
+        session_on(AsyncMemoryStore(), session_settings={"limitt": 3})
