@@ -43,7 +43,7 @@ def test_a_chronica_session_is_an_sdk_session() -> None:
     session = ChronicaSession("s-1", AsyncMemoryStore(), owner_id=OWNER, actor=AGENT)
     assert isinstance(session, Session)
     assert session.session_id == "s-1"
-    assert session.session_settings is None
+    assert session.session_settings == SessionSettings()
 
 
 def test_a_new_session_is_empty(store_target: StoreTarget) -> None:
