@@ -9,16 +9,21 @@ another framework) it maps to the nearest thing its framework has, from the actu
 - another agent's message becomes a message of that agent (the framework's name field where it
   has one, else :func:`attributed` text such as ``"concierge said: ..."``);
 - other agents' thoughts and tool exchanges are left out unless asked for (:func:`shown`).
+
+An actum written before there were native forms (or on a store without the ``native``
+capability) may hold a framework's JSON as its content; :func:`readable` gives the text inside
+it, so that no framework hands another's JSON document to its model.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from chronica_core.model import ActorKind, Actum, ActumKind
 
-__all__ = ["ForeignActa", "attributed", "is_native", "shown"]
+__all__ = ["ForeignActa", "attributed", "is_native", "readable", "shown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,19 +60,68 @@ def shown(actum: Actum, foreign: ForeignActa) -> bool:
     return actum.kind in _TOOLS and foreign.tool_exchanges
 
 
+_TEXT_KEYS: Final = ("text", "content", "output", "refusal")
+"""Keys whose string value is text a person reads, in the JSON forms integrations wrote."""
+
+_NESTED_KEYS: Final = ("content", "parts", "summary", "function_call", "function_response", "output")
+"""Keys under which that text is nested (message parts, an event's content, a call)."""
+
+
+def _texts(node: Any) -> list[str]:
+    """The readable pieces of a framework's JSON form, in order (see :func:`readable`)."""
+    if isinstance(node, list):
+        return [text for child in node for text in _texts(child)]
+    if not isinstance(node, dict):
+        return []
+    name = node.get("name", node.get("tool_name"))
+    arguments = node.get("arguments", node.get("args"))
+    if isinstance(name, str) and arguments is not None:
+        shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        return [f"{name}({shown})"]
+    texts: list[str] = []
+    for key in _TEXT_KEYS:
+        if isinstance(node.get(key), str) and node[key]:
+            texts.append(node[key])
+    for key in _NESTED_KEYS:
+        if isinstance(node.get(key), (dict, list)):
+            texts.extend(_texts(node[key]))
+    if not texts and isinstance(node.get("response"), dict):
+        texts.append(json.dumps(node["response"], ensure_ascii=False))
+    return texts
+
+
+def readable(actum: Actum) -> str:
+    """``actum``'s readable text: its content, or the text inside a framework's JSON content.
+
+    An actum with a native form has readable content by the rules every integration follows.
+    One without (written before there were native forms, or on a store without the ``native``
+    capability) may hold an integration's JSON: an Agents SDK item, an ADK event, a pydantic-ai
+    message. Its text parts, a call's ``name(arguments)`` and a tool's output are then given,
+    one a line; content that is not such JSON, or holds no text, is given as it is.
+    """
+    content = actum.content
+    if actum.native is not None or not content.startswith("{"):
+        return content
+    try:
+        form = json.loads(content)
+    except ValueError:
+        return content
+    return "\n".join(_texts(form)) or content
+
+
 def attributed(actum: Actum) -> str:
     """``actum``'s content as a framework without an author field shows another writer's.
 
-    A person's message is its content as it is; anyone else's is prefixed with who wrote it and
+    A person's message is its text as it is; anyone else's is prefixed with who wrote it and
     what it is: ``"concierge said: ..."``, ``"concierge thought: ..."``, ``"search called a
-    tool: ..."``, ``"search got a tool's answer: ..."``.
+    tool: ..."``, ``"search got a tool's answer: ..."``. The text is :func:`readable`'s.
     """
     if actum.actor_kind is ActorKind.HUMAN and actum.kind is ActumKind.MESSAGE:
-        return actum.content
+        return readable(actum)
     verb = {
         ActumKind.MESSAGE: "said",
         ActumKind.THOUGHT: "thought",
         ActumKind.TOOL_REQUEST: "called a tool",
         ActumKind.TOOL_RESPONSE: "got a tool's answer",
     }[actum.kind]
-    return f"{actum.actor} {verb}: {actum.content}"
+    return f"{actum.actor} {verb}: {readable(actum)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chronica_core import ActorKind, Actum, ActumKind, Native
-from chronica_core.readable import ForeignActa, attributed, is_native, shown
+from chronica_core.readable import ForeignActa, attributed, is_native, readable, shown
 
 
 def actum(kind: ActumKind, actor_kind: ActorKind, actor: str, content: str) -> Actum:
@@ -52,3 +52,65 @@ def test_an_integration_knows_its_own_acta_by_their_native_format() -> None:
     assert is_native(own, "openai-agents.item")
     assert not is_native(own, "pydantic-ai.message")
     assert not is_native(actum(ActumKind.MESSAGE, ActorKind.AGENT, "a", "hi"), "openai-agents.item")
+
+
+OLD_FORMS = [
+    # an Agents SDK item: a message, a call, its output, a reasoning summary
+    ('{"role":"user","content":"A table for four?"}', "A table for four?"),
+    (
+        '{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Rumah Teduh."}]}',
+        "Rumah Teduh.",
+    ),
+    (
+        '{"type":"function_call","call_id":"c1","name":"find","arguments":"{\\"party\\": 4}"}',
+        'find({"party": 4})',
+    ),
+    ('{"type":"function_call_output","call_id":"c1","output":"2 places"}', "2 places"),
+    ('{"type":"reasoning","summary":[{"type":"summary_text","text":"Kemang first."}]}', "Kemang first."),
+    # an ADK event: text parts, a function call, a function response
+    (
+        '{"author":"booking","content":{"role":"model","parts":[{"text":"Booked."},{"text":"For four."}]}}',
+        "Booked.\nFor four.",
+    ),
+    (
+        '{"author":"booking","content":{"parts":[{"function_call":{"name":"book","args":{"party":4}}}]}}',
+        'book({"party": 4})',
+    ),
+    (
+        '{"author":"booking","content":{"parts":[{"function_response":{"name":"book","response":{"ok":true}}}]}}',
+        '{"ok": true}',
+    ),
+    # a pydantic-ai message: a prompt, a tool call, a tool's return
+    ('{"kind":"request","parts":[{"part_kind":"user-prompt","content":"Five people."}]}', "Five people."),
+    (
+        '{"kind":"response","parts":[{"part_kind":"tool-call","tool_name":"find","args":{"area":"Kemang"}}]}',
+        'find({"area": "Kemang"})',
+    ),
+    (
+        '{"kind":"request","parts":[{"part_kind":"tool-return","tool_name":"find","content":"2 places"}]}',
+        "2 places",
+    ),
+    # not such JSON: as it is
+    ("Plain words.", "Plain words."),
+    ('{"unrelated": 1}', '{"unrelated": 1}'),
+    ("{not json", "{not json"),
+]
+
+
+@pytest.mark.parametrize(("content", "text"), OLD_FORMS)
+def test_the_text_inside_a_framework_s_json_written_without_a_native_form(content: str, text: str) -> None:
+    assert readable(actum(ActumKind.MESSAGE, ActorKind.AGENT, "booking", content)) == text
+
+
+def test_content_beside_a_native_form_is_readable_already() -> None:
+    written = Actum(
+        "dinner",
+        ActumKind.MESSAGE,
+        ActorKind.AGENT,
+        "booking",
+        '{"content":"as is"}',
+        native=Native("x", "{}"),
+    )
+    assert readable(written) == '{"content":"as is"}'
+    old = actum(ActumKind.MESSAGE, ActorKind.AGENT, "booking", '{"role":"assistant","content":"Booked."}')
+    assert attributed(old) == "booking said: Booked."

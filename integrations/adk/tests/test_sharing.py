@@ -178,3 +178,27 @@ def test_sessions_an_earlier_release_wrote_keep_working(store_target: StoreTarge
         assert await service.chronicarius.erase_owner(key.legacy_owner) == 1  # the user's state was left
 
     run_on(store_target, body)
+
+
+def test_another_framework_s_json_written_without_a_native_form_reads_as_its_text(
+    store_target: StoreTarget,
+) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        session = await service.create_session(app_name=APP, user_id=USER, session_id=fresh_id())
+        key = SessionKey(APP, USER, session.id)
+        item = {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Five, noted."}],
+        }
+        await service.chronicarius.record_actum(  # as an earlier chronica-openai-agents wrote it
+            USER, Actum(key.chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "concierge", json.dumps(item))
+        )
+        got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+        assert got is not None
+        assert [e.content.parts[0].text for e in got.events if e.content and e.content.parts] == [
+            "concierge said: Five, noted."
+        ]
+
+    run_on(store_target, body)

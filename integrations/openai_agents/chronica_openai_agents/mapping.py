@@ -44,7 +44,7 @@ from agents import TResponseInputItem
 
 from chronica_core import ActorKind, Actum, ActumKind
 from chronica_core.model import Native
-from chronica_core.readable import ForeignActa, attributed, is_native, shown
+from chronica_core.readable import ForeignActa, attributed, is_native, readable, shown
 
 __all__ = [
     "NATIVE_FORMAT",
@@ -233,9 +233,9 @@ def item_of_actum(actum: Actum, foreign: ForeignActa | None = None) -> TResponse
         return None
     if actum.kind is ActumKind.MESSAGE:
         if actum.actor_kind is ActorKind.HUMAN:
-            return cast(TResponseInputItem, {"role": "user", "content": actum.content})
+            return cast(TResponseInputItem, {"role": "user", "content": readable(actum)})
         if actum.actor_kind is ActorKind.SYSTEM:
-            return cast(TResponseInputItem, {"role": "system", "content": actum.content})
+            return cast(TResponseInputItem, {"role": "system", "content": readable(actum)})
     role = "user" if actum.actor_kind is ActorKind.HUMAN else "assistant"
     return cast(TResponseInputItem, {"role": role, "content": attributed(actum)})
 

@@ -178,3 +178,18 @@ def test_items_written_before_there_was_a_native_form_read_back_as_they_were(
         assert item_of_actum(written[1]) == old[1]
 
     run_on(store_target, body)
+
+
+def test_another_framework_s_json_written_without_a_native_form_reads_as_its_text(
+    store_target: StoreTarget,
+) -> None:
+    async def body(store: AsyncStore) -> None:
+        session = session_on(store)
+        event = {"author": "booking", "content": {"role": "model", "parts": [{"text": "Booked for five."}]}}
+        old = Actum(session.session_id, ActumKind.MESSAGE, ActorKind.AGENT, "booking", json.dumps(event))
+        await session.chronicarius.record_actum(OWNER, old)  # as an earlier chronica-adk wrote it
+        assert await session.get_items() == [
+            {"role": "assistant", "content": "booking said: Booked for five."}
+        ]
+
+    run_on(store_target, body)

@@ -1,0 +1,64 @@
+"""examples/dinner_across_frameworks.py runs as written: a person on the CLI, the concierge on the
+OpenAI Agents SDK, the booking agent on ADK, one chronicum (on a SQLite file, as it runs by default)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from chronica_core import open_store
+from chronica_core.capabilities import NATIVE, store_capabilities
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "dinner_across_frameworks.py"
+
+ASKED = "A quiet table for four, Friday 7pm."
+FOUND = "Rumah Teduh has a quiet table at 7pm; booking, please reserve it."
+BOOKED = "Booked Rumah Teduh, Friday 7pm, for four."
+FIVE = "Actually make it five people"
+NOTED = "Noted: five people. Booking, please change it."
+CHANGED = "Changed: five."
+
+MODEL_INPUTS = [
+    "concierge's model reads:",
+    f"    user: {ASKED}",
+    "booking's model reads:",
+    f"    user: {ASKED}",
+    f"    user: concierge said: {FOUND}",
+    "concierge's model reads:",
+    f"    user: {ASKED}",
+    f"    assistant: {FOUND}",
+    f"    assistant: booking said: {BOOKED}",
+    f"    user: {FIVE}",
+    "booking's model reads:",
+    f"    user: {ASKED}",
+    f"    user: concierge said: {FOUND}",
+    f"    model: {BOOKED}",
+    f"    user: {FIVE}",
+    f"    user: concierge said: {NOTED}",
+]
+
+
+def test_the_dinner_story_across_frameworks(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'dinner.db'}"
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE), url], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    acta_at = lines.index("chronica acta:")
+    assert lines[:acta_at] == MODEL_INPUTS  # each model saw the others' messages, as messages, in order
+    erased_at = next(n for n, line in enumerate(lines) if line.startswith("erased"))
+    acta = [line for line in lines[acta_at + 1 : erased_at] if "message" in line.split()]
+    said = [ASKED, FOUND, BOOKED, FIVE, NOTED, CHANGED]
+    writers = ["ardian", "concierge", "booking", "ardian", "concierge", "booking"]
+    assert len(acta) == len(said)
+    assert all(writer in line.split() for writer, line in zip(writers, acta, strict=True))
+    with open_store(url) as store:
+        readable = NATIVE in store_capabilities(store)
+    if readable:  # what the person reads: text; each framework's own form is kept as its native form
+        assert all(line.endswith(f" {text}") for text, line in zip(said, acta, strict=True))
+    else:  # a store without native forms keeps each framework's JSON as the content
+        assert all(text in line for text, line in zip(said, acta, strict=True))
+    assert lines[erased_at] == "erased 2 chronica of owner 'ardian'"  # the conversation, the session's state
+    assert "has no chronica" in "\n".join(lines[erased_at + 1 :])
