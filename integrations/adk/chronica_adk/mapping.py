@@ -224,13 +224,15 @@ class Snapshot:
 
     Attributes:
         id: the snapshot actum's id: the storage revision marker of a session.
-        at: when the store wrote it (timezone-aware UTC): the session's last update time.
+        at: when the store wrote it (timezone-aware UTC).
         state: the state, keys as ADK has them in that scope (``user:`` and ``app:`` ones
             without their prefix).
         event_id: the id of the event whose batch wrote it (``None`` for a creation or a
             user's or app's snapshot).
         write: the random nonce its writer put in, which tells a writer whether its own write
             landed or another one that used the same idempotency key.
+        event_time: the timestamp of the event whose batch wrote it (``None`` for a creation,
+            or one an earlier release wrote).
     """
 
     id: str
@@ -238,15 +240,31 @@ class Snapshot:
     state: dict[str, Any]
     event_id: str | None
     write: str
+    event_time: float | None = None
+
+    @property
+    def updated(self) -> float:
+        """The session's last update time in seconds since the epoch, as ADK's services give it.
+
+        The timestamp of the event that wrote the snapshot; the store's time for a creation.
+        """
+        return self.at.timestamp() if self.event_time is None else self.event_time
 
 
 def snapshot_actum(
-    chronicum_id: str, scope: str, state: dict[str, Any], write: str, event_id: str | None = None
+    chronicum_id: str,
+    scope: str,
+    state: dict[str, Any],
+    write: str,
+    event_id: str | None = None,
+    event_time: float | None = None,
 ) -> Actum:
     """Return the snapshot actum of ``state`` (JSON-ready values) in ``scope``: a system message."""
     content: dict[str, Any] = {"chronica_adk": scope, "state": state, "write": write}
     if event_id is not None:
         content["event"] = event_id
+    if event_time is not None:
+        content["time"] = event_time
     text = json.dumps(content, ensure_ascii=False)
     return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.SYSTEM, STATE_ACTOR, text)
 
@@ -264,4 +282,12 @@ def snapshot_of_actum(actum: Actum, scope: str) -> Snapshot | None:
     state, write, event_id = content.get("state"), content.get("write"), content.get("event")
     if not isinstance(state, dict) or not isinstance(write, str):
         return None
-    return Snapshot(actum.id, actum.at, state, event_id if isinstance(event_id, str) else None, write)
+    event_time = content.get("time")
+    return Snapshot(
+        actum.id,
+        actum.at,
+        state,
+        event_id if isinstance(event_id, str) else None,
+        write,
+        float(event_time) if isinstance(event_time, (int, float)) else None,
+    )

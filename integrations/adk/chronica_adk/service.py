@@ -434,7 +434,7 @@ class ChronicaSessionService(BaseSessionService):
         state = {**current.state, **own}
         actum = event_actum(place.events, event, key.user_id, written, native=self._native)
         write = secrets.token_hex(16)
-        next_snapshot = snapshot_actum(place.state, SESSION_SCOPE, state, write, event.id)
+        next_snapshot = snapshot_actum(place.state, SESSION_SCOPE, state, write, event.id, event.timestamp)
         try:
             if place.legacy:
                 stored = await self.chronicarius.record_acta(
@@ -459,7 +459,7 @@ class ChronicaSessionService(BaseSessionService):
             await self._update_user_state(key, user)
         if app:
             await self._update_shared(key.app_state_id, key.app_state_id, APP_SCOPE, app)
-        session.last_update_time = snapshot.at.timestamp()
+        session.last_update_time = snapshot.updated
         session._storage_update_marker = snapshot.id
         return self._commit_event_to_session(session, event)
 
@@ -497,7 +497,7 @@ class ChronicaSessionService(BaseSessionService):
             user_id=key.user_id,
             state=_merged(app_state, user_state, snapshot.state),
             events=events,
-            last_update_time=snapshot.at.timestamp(),
+            last_update_time=snapshot.updated,
         )
         session._storage_update_marker = snapshot.id
         return session
@@ -511,7 +511,7 @@ class ChronicaSessionService(BaseSessionService):
             return
         # A session object this service did not return (built by hand, or by another service):
         # stale only when storage is newer and its newest event is not the session's newest.
-        if current.at.timestamp() > session.last_update_time:
+        if current.updated > session.last_update_time:
             newest = session.events[-1].id if session.events else None
             if current.event_id != newest:
                 raise StaleSessionError(STALE_SESSION_MESSAGE)

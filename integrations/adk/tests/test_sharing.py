@@ -202,3 +202,18 @@ def test_another_framework_s_json_written_without_a_native_form_reads_as_its_tex
         ]
 
     run_on(store_target, body)
+
+
+def test_last_update_time_is_the_newest_event_s_timestamp(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        session = await service.create_session(app_name=APP, user_id=USER, session_id=fresh_id())
+        later = session.last_update_time + 10
+        await service.append_event(session, text_event("user", "Later.", timestamp=later))
+        assert session.last_update_time == later
+        got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+        assert got is not None and got.last_update_time == later
+        listed = await service.list_sessions(app_name=APP, user_id=USER)
+        assert [s.last_update_time for s in listed.sessions if s.id == session.id] == [later]
+
+    run_on(store_target, body)
