@@ -6,7 +6,26 @@ content is pydantic-ai's own JSON for it (:mod:`chronica_pydantic_ai.mapping`). 
 distribution's README.
 """
 
+from chronica_core.readable import ForeignActa
 from chronica_pydantic_ai.history import ChronicaHistory
-from chronica_pydantic_ai.mapping import SYSTEM_ACTOR, answers_a_call, message_actum, message_of_actum, window
+from chronica_pydantic_ai.mapping import (
+    NATIVE_FORMAT,
+    SYSTEM_ACTOR,
+    answers_a_call,
+    message_actum,
+    message_of_actum,
+    message_text,
+    window,
+)
 
-__all__ = ["SYSTEM_ACTOR", "ChronicaHistory", "answers_a_call", "message_actum", "message_of_actum", "window"]
+__all__ = [
+    "NATIVE_FORMAT",
+    "SYSTEM_ACTOR",
+    "ChronicaHistory",
+    "ForeignActa",
+    "answers_a_call",
+    "message_actum",
+    "message_of_actum",
+    "message_text",
+    "window",
+]
