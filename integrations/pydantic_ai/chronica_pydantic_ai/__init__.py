@@ -7,6 +7,7 @@ distribution's README.
 """
 
 from chronica_core.readable import ForeignActa
+from chronica_pydantic_ai.conversation_store import ChronicaConversationStore
 from chronica_pydantic_ai.history import ChronicaHistory
 from chronica_pydantic_ai.mapping import (
     NATIVE_FORMAT,
@@ -21,6 +22,7 @@ from chronica_pydantic_ai.mapping import (
 __all__ = [
     "NATIVE_FORMAT",
     "SYSTEM_ACTOR",
+    "ChronicaConversationStore",
     "ChronicaHistory",
     "ForeignActa",
     "answers_a_call",

@@ -63,6 +63,7 @@ from chronica_core.readable import ForeignActa, attributed, is_native, shown
 
 __all__ = [
     "NATIVE_FORMAT",
+    "RECORD_FORMAT",
     "SYSTEM_ACTOR",
     "answers_a_call",
     "message_actum",
@@ -75,6 +76,9 @@ __all__ = [
 
 NATIVE_FORMAT: Final = "pydantic-ai.message"
 """The format of this package's native form: the message's JSON as ``ModelMessagesTypeAdapter`` writes it."""
+
+RECORD_FORMAT: Final = "pydantic-ai.conversation"
+"""The native format of a ``ChronicaConversationStore`` record: bookkeeping, never part of a history."""
 
 SYSTEM_ACTOR: Final = "system"
 """The actor of requests that carry no user prompt and no tool result (system prompts, retries)."""
@@ -184,9 +188,12 @@ def message_of_actum(actum: Actum, foreign: ForeignActa | None = None) -> ModelM
 
     This package's acta (its native form, or its JSON content from before there was one) give
     back their message exactly; anyone else's is mapped from its readable content as the module
-    docstring says. ``None`` only for another writer's thought or tool exchange that ``foreign``
-    (default: ``ForeignActa()``, messages only) does not ask for.
+    docstring says. ``None`` for another writer's thought or tool exchange that ``foreign``
+    (default: ``ForeignActa()``, messages only) does not ask for, and for the records a
+    ``ChronicaConversationStore`` keeps (:data:`RECORD_FORMAT`).
     """
+    if is_native(actum, RECORD_FORMAT):
+        return None
     if is_native(actum, NATIVE_FORMAT):
         assert actum.native is not None  # is_native says so
         own = message_of_content(actum.native.data)
