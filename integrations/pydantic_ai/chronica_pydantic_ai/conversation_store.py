@@ -276,10 +276,6 @@ class ChronicaConversationStore(ConversationStore):
                 source, at = split_entry_id(record.head_id)
                 await keeper.fork_chronicum(self.owner_id, source, at=at, fork_id=conversation_id)
                 line, end = conversation_id, record.head_id
-            if stored is not None and stored.record is not None:
-                record = dataclasses.replace(
-                    record, title=stored.record.title, metadata=stored.record.metadata
-                )
             written = await keeper.record_actum(
                 self.owner_id, self._record_actum(record, line, record.head_id == end), idempotency_key=key
             )
