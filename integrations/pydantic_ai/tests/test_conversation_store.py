@@ -14,10 +14,12 @@ import pytest
 from chronica_pydantic_ai import ChronicaConversationStore, ChronicaHistory
 from chronica_pydantic_ai.conversation_store import RECORD_ACTOR, UNSAVED
 from helpers import AGENT, OWNER, ToolLoop
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import ConversationConflict, ConversationStore, InMemoryConversationStore
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import ModelMessage, ModelRequest, TextPart, UserPromptPart
+from pydantic_ai.models.test import TestModel
 
 from chronica_core import (
     ActorKind,
@@ -230,6 +232,37 @@ def test_listing_scope_and_delete(on_each: Callable[[Body], None]) -> None:
         assert [record.conversation_id for record in await store.list_conversations()] == [second]
         again = await turn(store, first, "afresh")
         assert texts(again.messages) == ["afresh", "ok"]
+
+    on_each(body)
+
+
+def test_usage_and_deferred_tool_requests_travel_with_the_conversation(
+    on_each: Callable[[Body], None],
+) -> None:
+    agent = Agent(TestModel(), output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain(requires_approval=True)
+    def book(party: int) -> str:
+        """Book a table (the person approves it first)."""
+        return f"booked for {party}"
+
+    async def body(store: ConversationStore) -> None:
+        cid = new_chronicum_id()
+        paused = await agent.run("Book it.", conversation=Conversation(conversation_id=cid))
+        assert isinstance(paused.output, DeferredToolRequests)
+        await store.save(paused)
+        loaded = await store.load(cid)
+        assert loaded is not None
+        assert loaded.deferred_tool_requests == paused.conversation.deferred_tool_requests
+        assert loaded.usage == paused.conversation.usage and loaded.usage.requests == 1
+        approved = DeferredToolResults(
+            approvals={call.tool_call_id: True for call in paused.output.approvals}
+        )
+        done = await agent.run(conversation=loaded, deferred_tool_results=approved)
+        await store.save(done)
+        finished = await store.load(cid)
+        assert finished is not None and finished.deferred_tool_requests is None
+        assert finished.messages == done.all_messages() and finished.usage == done.conversation.usage
 
     on_each(body)
 
