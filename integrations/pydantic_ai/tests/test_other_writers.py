@@ -11,6 +11,9 @@ from chronica_pydantic_ai import NATIVE_FORMAT, ChronicaHistory, message_text
 from conftest import StoreTarget
 from helpers import AGENT, OWNER, ToolLoop, history_on, run_on
 from pydantic_ai.messages import (
+    BinaryContent,
+    FilePart,
+    ImageUrl,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -170,3 +173,14 @@ def test_acta_of_the_old_integration_still_read_back_as_before() -> None:
     Chronicarius(store).record_acta(OWNER, old)
     assert history.load_sync() == messages
     assert history.load_sync(2) == [messages[3]]  # a window still never starts with a cut-off result
+
+
+def test_the_readable_text_of_content_that_is_not_text() -> None:
+    image = ImageUrl("https://example.invalid/table.png")
+    picture = BinaryContent(b"\x89PNG", media_type="image/png")
+    assert message_text(ModelRequest(parts=[UserPromptPart(["Is this the table?", image, picture])])) == (
+        "Is this the table?\n[image-url]\n[binary]"
+    )
+    assert message_text(ModelResponse(parts=[FilePart(picture)])) == "[file]"
+    assert message_text(ModelResponse(parts=[])) == "[response]"
+    assert message_text(ModelRequest(parts=[])) == "[request]"
