@@ -156,7 +156,7 @@ class ChronicaConversationStore(ConversationStore):
         self._options = dict(store_options or {})
         self._opened: AsyncStore | None = None
         self._keeper: AsyncChronicarius | None = None
-        self._checked = False
+        self._capabilities: frozenset[str] | None = None  # the keeper's store's, read once
         self._renamed: dict[str, str] = {}  # entry ids pydantic-ai minted -> the ids of their acta
         if isinstance(store, str):
             self._url = store
@@ -173,7 +173,7 @@ class ChronicaConversationStore(ConversationStore):
     async def close(self) -> None:
         """Close the store opened from a URL (a store or keeper given is left open)."""
         if self._opened is not None:
-            store, self._opened, self._keeper = self._opened, None, None
+            store, self._opened, self._keeper, self._capabilities = self._opened, None, None, None
             await store.close()
 
     async def __aenter__(self) -> ChronicaConversationStore:
@@ -357,9 +357,10 @@ class ChronicaConversationStore(ConversationStore):
                 raise TypeError("this conversation store was closed")
             self._opened = open_async_store(self._url, **self._options)
             self._keeper = AsyncChronicarius(self._opened)
-        capabilities = store_capabilities(self._keeper.store)
+        if self._capabilities is None:
+            self._capabilities = store_capabilities(self._keeper.store)
         for capability in (*_NEEDS, *needs):
-            if capability not in capabilities:
+            if capability not in self._capabilities:
                 raise CapabilityUnsupported(
                     type(self._keeper.store).__name__,
                     capability,
