@@ -118,6 +118,8 @@ class ChronicaHistory:
         self._store_options = dict(store_options or {})
         self._async: AsyncChronicarius | None = None
         self._sync: Chronicarius | None = None
+        self._native_async: bool | None = None  # whether each keeper's store keeps native forms
+        self._native_sync: bool | None = None
         self._opened_async: AsyncStore | None = None
         self._opened_sync: Store | None = None
         if isinstance(store, str):
@@ -205,7 +207,9 @@ class ChronicaHistory:
             StoreError: the store failed; nothing was written.
         """
         keeper = self._asyncio_keeper()
-        acta = self._acta(messages, NATIVE in store_capabilities(keeper.store))
+        if self._native_async is None:
+            self._native_async = NATIVE in store_capabilities(keeper.store)
+        acta = self._acta(messages, self._native_async)
         return await keeper.record_acta(self.owner_id, acta, idempotency_key=idempotency_key)
 
     def load_sync(self, last_n: int | None = None) -> list[ModelMessage]:
@@ -235,7 +239,9 @@ class ChronicaHistory:
             TypeError: the history was given an asyncio store (use :meth:`save`).
         """
         keeper = self._blocking_keeper()
-        acta = self._acta(messages, NATIVE in store_capabilities(keeper.store))
+        if self._native_sync is None:
+            self._native_sync = NATIVE in store_capabilities(keeper.store)
+        acta = self._acta(messages, self._native_sync)
         return keeper.record_acta(self.owner_id, acta, idempotency_key=idempotency_key)
 
     async def close(self) -> None:
