@@ -67,7 +67,7 @@ from chronica_core import (
 from chronica_core.capabilities import BATCH, HISTORY, IDEMPOTENCY, LISTING, NATIVE, store_capabilities
 from chronica_core.model import Native
 from chronica_core.readable import ForeignActa, is_native
-from chronica_pydantic_ai.mapping import RECORD_FORMAT, message_actum, message_of_actum
+from chronica_pydantic_ai.mapping import RECORD_FORMAT, linked, message_actum, message_of_actum
 
 __all__ = ["RECORD_ACTOR", "RECORD_FORMAT", "ChronicaConversationStore", "entry_id", "split_entry_id"]
 
@@ -446,10 +446,11 @@ class ChronicaConversationStore(ConversationStore):
             else:
                 source, at = split_entry_id(parent)
                 line = (await keeper.fork_chronicum(self.owner_id, source, at=at)).id
-        mine = [
-            message_actum(line, entry.message, self.actor, self.human_actor, index=index)
-            for index, entry in enumerate(new_entries)
-        ]
+        messages = [entry.message for entry in new_entries]
+        mine = linked(
+            messages,
+            [message_actum(line, m, self.actor, self.human_actor, index=i) for i, m in enumerate(messages)],
+        )
         record_actum = self._record_actum(record, line, True)
         if line == conversation_id:  # messages and record in one atomic batch
             written = await keeper.record_acta(self.owner_id, [*mine, record_actum], idempotency_key=key)

@@ -26,10 +26,10 @@ from chronica_core import (
     open_async_store,
     open_store,
 )
-from chronica_core.capabilities import NATIVE, store_capabilities
+from chronica_core.capabilities import HISTORY, NATIVE, store_capabilities
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.readable import ForeignActa
-from chronica_pydantic_ai.mapping import message_actum, message_of_actum, window
+from chronica_pydantic_ai.mapping import linked, message_actum, message_of_actum, window
 
 __all__ = ["ChronicaHistory"]
 
@@ -118,8 +118,8 @@ class ChronicaHistory:
         self._store_options = dict(store_options or {})
         self._async: AsyncChronicarius | None = None
         self._sync: Chronicarius | None = None
-        self._native_async: bool | None = None  # whether each keeper's store keeps native forms
-        self._native_sync: bool | None = None
+        self._capabilities_async: frozenset[str] | None = None  # each keeper's store's, read once
+        self._capabilities_sync: frozenset[str] | None = None
         self._opened_async: AsyncStore | None = None
         self._opened_sync: Store | None = None
         if isinstance(store, str):
@@ -207,9 +207,9 @@ class ChronicaHistory:
             StoreError: the store failed; nothing was written.
         """
         keeper = self._asyncio_keeper()
-        if self._native_async is None:
-            self._native_async = NATIVE in store_capabilities(keeper.store)
-        acta = self._acta(messages, self._native_async)
+        if self._capabilities_async is None:
+            self._capabilities_async = store_capabilities(keeper.store)
+        acta = self._acta(messages, self._capabilities_async)
         return await keeper.record_acta(self.owner_id, acta, idempotency_key=idempotency_key)
 
     def load_sync(self, last_n: int | None = None) -> list[ModelMessage]:
@@ -239,9 +239,9 @@ class ChronicaHistory:
             TypeError: the history was given an asyncio store (use :meth:`save`).
         """
         keeper = self._blocking_keeper()
-        if self._native_sync is None:
-            self._native_sync = NATIVE in store_capabilities(keeper.store)
-        acta = self._acta(messages, self._native_sync)
+        if self._capabilities_sync is None:
+            self._capabilities_sync = store_capabilities(keeper.store)
+        acta = self._acta(messages, self._capabilities_sync)
         return keeper.record_acta(self.owner_id, acta, idempotency_key=idempotency_key)
 
     async def close(self) -> None:
@@ -282,8 +282,13 @@ class ChronicaHistory:
     ) -> None:
         self.close_sync()
 
-    def _acta(self, messages: Sequence[ModelMessage], native: bool) -> list[Actum]:
-        """One actum per message (with its native form if ``native``), checked before anything is written."""
+    def _acta(self, messages: Sequence[ModelMessage], capabilities: frozenset[str]) -> list[Actum]:
+        """One actum per message, checked before anything is written.
+
+        With the store's ``native`` capability, readable content and the native form; with
+        ``history``, each tool result naming its call (:func:`chronica_pydantic_ai.mapping.linked`).
+        """
+        native = NATIVE in capabilities
         if isinstance(messages, (str, bytes, ModelRequest, ModelResponse)) or not isinstance(
             messages, Sequence
         ):
@@ -291,10 +296,11 @@ class ChronicaHistory:
                 "acta",
                 f"messages must be a list of ModelRequest and ModelResponse, not {type(messages).__name__}",
             )
-        return [
+        acta = [
             message_actum(self.chronicum_id, m, self.actor, self.human_actor, index=i, native=native)
             for i, m in enumerate(messages)
         ]
+        return linked(messages, acta) if HISTORY in capabilities else acta
 
     def _asyncio_keeper(self) -> AsyncChronicarius:
         """The asyncio keeper, opening the asyncio store from the URL on first use."""

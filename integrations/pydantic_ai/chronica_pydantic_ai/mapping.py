@@ -66,6 +66,7 @@ __all__ = [
     "RECORD_FORMAT",
     "SYSTEM_ACTOR",
     "answers_a_call",
+    "linked",
     "message_actum",
     "message_kind",
     "message_of_actum",
@@ -166,6 +167,41 @@ def message_actum(
         return Actum(chronicum_id, kind, actor_kind, writer, written)
     readable = message_text(message)
     return Actum(chronicum_id, kind, actor_kind, writer, readable, native=Native(NATIVE_FORMAT, written))
+
+
+def linked(messages: Sequence[ModelMessage], acta: Sequence[Actum]) -> list[Actum]:
+    """Return ``acta`` (one per message of one batch) with each tool result naming its call.
+
+    A request holding tool results (:func:`answers_a_call`) whose calls a response earlier in the
+    batch made gets ``answers`` set to that response's actum, which gets an id of the batch's own
+    (``"call-<index>"``; Chronicarius gives both their stored ids). Then a Chronica window that
+    holds a result holds its call too (``get_acta(tool_exchanges="whole")``). Results answering
+    calls of an earlier batch are left as they are. For stores with the ``history`` capability.
+    """
+    calls: dict[str, int] = {}  # tool call id -> index of the response that made it
+    answering: dict[int, int] = {}  # index of a request -> index of the response it answers
+    for index, message in enumerate(messages):
+        if isinstance(message, ModelResponse):
+            calls.update((p.tool_call_id, index) for p in message.parts if isinstance(p, ToolCallPart))
+        elif answers_a_call(message):
+            answered = [
+                calls[p.tool_call_id]
+                for p in message.parts
+                if isinstance(p, (ToolReturnPart, RetryPromptPart)) and p.tool_call_id in calls
+            ]
+            if answered:
+                answering[index] = answered[0]
+    if not answering:
+        return list(acta)
+    called = set(answering.values())
+    out: list[Actum] = []
+    for index, actum in enumerate(acta):
+        if index in called:
+            actum = replace(actum, id=f"call-{index}")
+        elif index in answering:
+            actum = replace(actum, answers=f"call-{answering[index]}")
+        out.append(actum)
+    return out
 
 
 def message_of_content(content: str) -> ModelMessage | None:

@@ -184,3 +184,29 @@ def test_the_readable_text_of_content_that_is_not_text() -> None:
     assert message_text(ModelResponse(parts=[FilePart(picture)])) == "[file]"
     assert message_text(ModelResponse(parts=[])) == "[response]"
     assert message_text(ModelRequest(parts=[])) == "[request]"
+
+
+def test_a_tool_result_names_its_call_where_the_store_keeps_histories() -> None:
+    async def body() -> None:
+        store = AsyncMemoryStore()
+        history = history_on(store)
+        result = await ToolLoop(calls=2).agent().run("A quiet table?")
+        stored = await history.save(result.new_messages())
+        kinds = [actum.kind for actum in stored]
+        assert kinds == [
+            ActumKind.MESSAGE,
+            ActumKind.TOOL_REQUEST,
+            ActumKind.TOOL_RESPONSE,
+            ActumKind.TOOL_REQUEST,
+            ActumKind.TOOL_RESPONSE,
+            ActumKind.MESSAGE,
+        ]
+        assert [actum.answers for actum in stored] == ["", "", stored[1].id, "", stored[3].id, ""]
+        keeper = AsyncChronicarius(store)
+        window = await keeper.get_acta(
+            OWNER, history.chronicum_id, actum_kinds=[ActumKind.TOOL_RESPONSE], last_n=1
+        )
+        assert [actum.id for actum in window] == [stored[3].id, stored[4].id]  # the result with its call
+        assert await history.load() == result.new_messages()
+
+    asyncio.run(body())
