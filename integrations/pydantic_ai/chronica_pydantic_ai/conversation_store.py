@@ -332,7 +332,9 @@ class ChronicaConversationStore(ConversationStore):
         shown.append((head, message))
         before = actum_id
         while limit is None or len(shown) <= limit:
-            page = await keeper.get_acta(self.owner_id, chronicum_id, before=before, last_n=_PAGE)
+            page = await keeper.get_acta(
+                self.owner_id, chronicum_id, before=before, last_n=_PAGE, tool_exchanges="as_written"
+            )
             for actum in reversed(page):
                 message = self._message(actum)
                 if message is not None:
@@ -418,7 +420,9 @@ class ChronicaConversationStore(ConversationStore):
         before: str | None = None
         while True:
             try:
-                page = await keeper.get_acta(self.owner_id, line, before=before, last_n=_PAGE)
+                page = await keeper.get_acta(
+                    self.owner_id, line, before=before, last_n=_PAGE, tool_exchanges="as_written"
+                )
             except ChronicumNotFound:
                 return None
             for actum in reversed(page):

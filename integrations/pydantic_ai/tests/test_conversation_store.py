@@ -20,6 +20,7 @@ from pydantic_ai.conversation_store import ConversationConflict, ConversationSto
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import ModelMessage, ModelRequest, TextPart, UserPromptPart
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import UsageLimits
 
 from chronica_core import (
     ActorKind,
@@ -90,6 +91,25 @@ def test_a_conversation_saved_turn_by_turn_loads_back(on_each: Callable[[Body], 
         assert again.usage == result.conversation.usage
         window = await store.load(cid, limit=2)
         assert window is not None and window.messages == result.all_messages()[-2:]
+
+    on_each(body)
+
+
+def test_a_long_conversation_loads_whole_and_in_windows(on_each: Callable[[Body], None]) -> None:
+    async def body(store: ConversationStore) -> None:
+        cid = new_chronicum_id()
+        agent = ToolLoop(calls=1).agent()
+        for n in range(40):  # 160 messages: several pages of acta back from the head
+            conversation = await store.load(cid, limit=4) or Conversation(conversation_id=cid)
+            unlimited = UsageLimits(request_limit=None)  # the conversation's usage adds up
+            await store.save(await agent.run(f"turn {n}", conversation=conversation, usage_limits=unlimited))
+        whole = await store.load_entries(cid)
+        assert whole is not None and len(whole) == 160
+        assert [e.parent_id for e in whole] == [None, *(e.id for e in whole[:-1])]
+        assert texts([e.message for e in whole])[-2:] == ["turn 39", "Rumah Teduh has a table."]
+        for limit in (1, 63, 64, 65, 100, 159, 160, 500):
+            window = await store.load_entries(cid, limit=limit)
+            assert window == whole[-limit:], limit
 
     on_each(body)
 
