@@ -198,8 +198,8 @@ class ChronicaHistory:
                 cannot write it as JSON (``.index`` is its position, ``.field`` is ``"content"``),
                 or ``messages`` is not a list of them or holds more than 1000 (``field="acta"``);
                 nothing is written.
-            ActumTooLarge: (an ``InvalidActum``) a message's JSON is larger than the store
-                accepts; nothing is written.
+            ActumTooLarge: (an ``InvalidActum``) a message (its readable content and native
+                form together) is larger than the store accepts; nothing is written.
             ChronicumNotFound: the chronicum is another owner's; nothing is written.
             IdempotencyUnsupported, CapabilityUnsupported: the store cannot take a key or a
                 batch; nothing is written.

@@ -1,15 +1,16 @@
 """How a pydantic-ai message becomes an actum and back, and where a context window may start.
 
 Every ``ModelMessage`` (a ``ModelRequest`` or a ``ModelResponse``, with all its parts) is **one
-actum**. Its content is the message's JSON as pydantic-ai's own ``ModelMessagesTypeAdapter``
-writes it, so reading it back through the same adapter gives what the adapter itself would give:
-every part, timestamp, usage figure, run id and provider detail included. Its kind, actor kind and
-actor say who did what, for other agents that read the chronicum with filters:
+actum**. The message's JSON, as pydantic-ai's own ``ModelMessagesTypeAdapter`` writes it, is kept
+(as its native form, see below), so reading it back through the same adapter gives what the
+adapter itself would give: every part, timestamp, usage figure, run id and provider detail
+included. Its kind, actor kind and actor say who did what, for other agents that read the
+chronicum with filters:
 
 - a request holding a tool's result (a ``ToolReturnPart``, or a ``RetryPromptPart`` naming a
   tool): a **tool response** by the agent's actor (the agent's runtime ran the tool);
 - any other request holding a ``UserPromptPart``: a **human message** by the human actor (the
-  system prompt sent with it stays in the content);
+  system prompt sent with it stays in the native form, out of the readable content);
 - any other request (system prompts or instructions only, a retry prompt for the output, an
   empty request): a **system message** by :data:`SYSTEM_ACTOR`;
 - a response holding a ``ToolCallPart`` (a call the agent's runtime must answer): a **tool
