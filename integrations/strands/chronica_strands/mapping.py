@@ -30,7 +30,9 @@ the tool exchanges.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
@@ -213,6 +215,10 @@ def foreign_message(actum: Actum) -> Message:
 
     Strands messages have no author field and only the ``user`` and ``assistant`` roles: every
     other writer's actum is a ``user`` message, a person's message as its text, anyone else's as
-    :func:`chronica_core.readable.attributed` text (``"concierge said: ..."``).
+    :func:`chronica_core.readable.attributed` text (``"concierge said: ..."``). Its
+    ``tracking_id`` is the actum's id as a UUID, the same at every read.
     """
-    return {"role": "user", "content": [{"text": attributed(actum)}]}
+    message: Message = {"role": "user", "content": [{"text": attributed(actum)}]}
+    with contextlib.suppress(ValueError):  # an actum not read from a store has no id
+        message["tracking_id"] = str(uuid.UUID(hex=actum.id))
+    return message

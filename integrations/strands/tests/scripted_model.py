@@ -51,7 +51,11 @@ class ScriptedModel(Model):
             if "toolUse" in block:
                 uses_tool = True
                 use = block["toolUse"]
-                yield {"contentBlockStart": {"start": {"toolUse": {"name": use["name"], "toolUseId": use["toolUseId"]}}}}
+                yield {
+                    "contentBlockStart": {
+                        "start": {"toolUse": {"name": use["name"], "toolUseId": use["toolUseId"]}}
+                    }
+                }
                 yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(use["input"])}}}}
             elif "reasoningContent" in block:
                 text = block["reasoningContent"]["reasoningText"]["text"]
