@@ -39,6 +39,7 @@ FIRST_PARTY_FOLDERS: dict[str, str] = {
     "chronica-adk": "integrations/adk",
     "chronica-pydantic-ai": "integrations/pydantic_ai",
     "chronica-agent-framework": "integrations/agent_framework",
+    "chronica-strands": "integrations/strands",
 }
 """Each distribution of the repository, and its folder relative to the repository's root."""
 
