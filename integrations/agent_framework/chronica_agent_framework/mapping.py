@@ -163,10 +163,12 @@ def foreign_message(actum: Actum) -> Message:
     """Return the message another writer's ``actum`` stands for, from its readable content.
 
     A person's acta become ``user`` messages, the system's ``system`` messages and an agent's
-    ``assistant`` messages with ``author_name`` set to the agent. A message keeps its text; a
-    thought or a tool exchange is shown as :func:`chronica_core.readable.attributed` text.
+    ``assistant`` messages with ``author_name`` set to the agent. A person's and the system's
+    messages keep their text; anything else reads as :func:`chronica_core.readable.attributed`
+    text (``"search said: ..."``), since not every chat client sends ``author_name`` to the model.
     """
-    text = actum.content if actum.kind is ActumKind.MESSAGE else attributed(actum)
+    system_message = actum.actor_kind is ActorKind.SYSTEM and actum.kind is ActumKind.MESSAGE
+    text = actum.content if system_message else attributed(actum)
     if actum.actor_kind is ActorKind.HUMAN:
         return Message("user", [text])
     if actum.actor_kind is ActorKind.SYSTEM:

@@ -187,7 +187,7 @@ def test_other_writers_acta_are_read_from_their_content() -> None:
             [
                 Message("user", ["A table for four, from the CLI"]),
                 Message("system", ["The person prefers quiet places."]),
-                Message("assistant", ["Rumah Teduh is free at 7."], author_name="search"),
+                Message("assistant", ["search said: Rumah Teduh is free at 7."], author_name="search"),
             ]
         )
         everything = await provider_on(
@@ -199,7 +199,7 @@ def test_other_writers_acta_are_read_from_their_content() -> None:
             ("assistant", "search", "search thought: Kemang is closest."),
             ("assistant", "search", 'search called a tool: {"area": "Kemang"}'),
             ("assistant", "search", "search got a tool's answer: Rumah Teduh"),
-            ("assistant", "search", "Rumah Teduh is free at 7."),
+            ("assistant", "search", "search said: Rumah Teduh is free at 7."),
         ]
 
     run_on_store(body)
@@ -235,8 +235,8 @@ def test_two_agents_share_one_session() -> None:
         ]
         assert texts == [
             ("user", None, ["Find a quiet table in Kemang."]),
-            ("assistant", "search", ["Let me look."]),
-            ("assistant", "search", ["Rumah Teduh has a table at 7."]),
+            ("assistant", "search", ["search said: Let me look."]),
+            ("assistant", "search", ["search said: Rumah Teduh has a table at 7."]),
             ("user", None, ["Book what search found."]),
         ]
         # And search, reading again, gets its own messages back whole and the concierge's named.
@@ -247,7 +247,7 @@ def test_two_agents_share_one_session() -> None:
             ("tool", "search", ""),
             ("assistant", "search", "Rumah Teduh has a table at 7."),
             ("user", None, "Book what search found."),
-            ("assistant", AGENT, "I booked Rumah Teduh for four at 7."),
+            ("assistant", AGENT, "concierge said: I booked Rumah Teduh for four at 7."),
         ]
         assert again[1].contents[1].call_id == "call-1"  # its own message, whole
 
