@@ -110,6 +110,33 @@ def test_a_run_saves_its_messages_and_the_next_run_loads_them_back_equal() -> No
     run_on_store(body)
 
 
+def test_a_streamed_run_is_saved_as_a_run_is() -> None:
+    async def body(store: AsyncStore) -> None:
+        provider = provider_on(store)
+        agent = Agent(
+            client=ScriptedChatClient(booking_script()),
+            name=AGENT,
+            tools=[free_tables],
+            context_providers=[provider],
+        )
+        session = agent.create_session(session_id=new_chronicum_id())
+        async for _ in agent.run("A quiet table for four in Kemang?", session=session, stream=True):
+            pass
+        acta = await provider.chronicarius.get_acta(OWNER, session.session_id)
+        assert [(actum.kind, actum.content) for actum in acta] == [
+            (ActumKind.MESSAGE, "A quiet table for four in Kemang?"),
+            (ActumKind.MESSAGE, "Let me look."),
+            (ActumKind.TOOL_REQUEST, 'free_tables({"area": "Kemang"})'),
+            (ActumKind.TOOL_RESPONSE, "Rumah Teduh in Kemang: free at 7"),
+            (ActumKind.MESSAGE, "Rumah Teduh has a table at 7."),
+        ]
+        assert acta[3].answers == acta[2].id
+        saved = await provider.get_messages(session.session_id)
+        assert saved[1].contents[1].call_id == "call-1"
+
+    run_on_store(body)
+
+
 def test_messages_read_back_equal_whatever_they_hold() -> None:
     messages = [
         Message("system", ["Answer in Bahasa Indonesia."]),
