@@ -13,7 +13,7 @@ from conftest import PlainStore
 from scripted_model import ScriptedModel
 from strands import Agent, tool
 from strands.agent.conversation_manager import SlidingWindowConversationManager
-from strands.multiagent import GraphBuilder
+from strands.multiagent import GraphBuilder, Swarm
 from strands.types.content import ContentBlock, Message
 from strands.types.session import SessionMessage
 
@@ -366,6 +366,18 @@ def test_a_graph_keeps_its_state_in_the_session(store: Store) -> None:
     assert state["status"] == "completed"
     assert sorted(state["completed_nodes"]) == ["booking", "search"]
     assert ChronicaSessionRepository(keeper, owner_id=OWNER).read_multi_agent(session_id, "other") is None
+
+
+def test_a_swarm_keeps_its_state_in_the_session(store: Store) -> None:
+    keeper = Chronicarius(store)
+    session_id = new_chronicum_id()
+    search = Agent(name="search", model=ScriptedModel([text("Kemang.")]), callback_handler=None)
+    swarm = Swarm([search], session_manager=ChronicaSessionManager(session_id, keeper, owner_id=OWNER))
+    swarm("Dinner for four")
+
+    state = ChronicaSessionRepository(keeper, owner_id=OWNER).read_multi_agent(session_id, swarm.id)
+    assert state is not None
+    assert (state["status"], state["node_history"]) == ("completed", ["search"])
 
 
 def test_a_manager_opened_from_a_url_closes_its_store() -> None:
