@@ -116,7 +116,9 @@ def main(work: Path) -> None:
     run([sys.executable, "-m", "venv", "--clear", str(venv)])
     python = str(venv / "bin" / "python")
     chronica = str(venv / "bin" / "chronica")
-    extras = "postgres,sqlalchemy,mongodb,redis,conformance,openai-agents,adk,pydantic-ai"
+    extras = (
+        "postgres,sqlalchemy,mongodb,redis,conformance,openai-agents,adk,pydantic-ai,agent-framework,strands"
+    )
     print(f"installing chronica[{extras}] by name from the built files", flush=True)
     run([python, "-m", "pip", "install", "--quiet", "--find-links", str(dist), f"chronica[{extras}]",
          "chronica-sqlalchemy[aiosqlite]"])  # fmt: skip

@@ -35,6 +35,7 @@ import random
 import statistics
 import string
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -44,7 +45,8 @@ from typing import Any
 
 from benchmarks.connections import held_connections
 from benchmarks.run import _option
-from benchmarks.soak_kill import kill_connections
+from benchmarks.soak_kill import KillFailed, kill_connections
+from benchmarks.soak_ledger import IdLog
 from chronica_core import (
     ActorKind,
     Actum,
@@ -109,17 +111,31 @@ class Sample:
 
 @dataclass(slots=True)
 class Soak:
-    """What a run saw: samples, acknowledged acta per chronicum, what each follower got."""
+    """What a run saw: samples, acknowledged acta per chronicum, what each follower got.
+
+    The ids are kept in files of ``folder`` (:class:`IdLog`), not in the memory being watched.
+    """
 
     load: Load
+    folder: Path
     samples: list[Sample] = field(default_factory=list)
-    acknowledged: dict[str, list[str]] = field(default_factory=dict)
-    followed: dict[str, list[str]] = field(default_factory=dict)
+    acknowledged: dict[str, IdLog] = field(default_factory=dict)
+    followed: dict[str, IdLog] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     _appends: list[float] = field(default_factory=list)
     _reads: list[float] = field(default_factory=list)
     _failures: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def log_acknowledged(self, chronicum_id: str) -> IdLog:
+        """Start the log of the acta acknowledged in ``chronicum_id``."""
+        log = self.acknowledged[chronicum_id] = IdLog(self.folder / f"acknowledged-{len(self.acknowledged)}")
+        return log
+
+    def log_followed(self, chronicum_id: str) -> IdLog:
+        """Start the log of the acta the follower of ``chronicum_id`` got."""
+        log = self.followed[chronicum_id] = IdLog(self.folder / f"followed-{len(self.followed)}")
+        return log
 
     def timed_append(self, seconds: float) -> None:
         """Count one acknowledged append that took ``seconds``."""
@@ -160,7 +176,8 @@ class Soak:
 
     def verify(self, stored: dict[str, list[str]]) -> None:
         """Compare what each chronicum holds (``stored``: ids in order) and each follower got."""
-        for chronicum_id, acknowledged in self.acknowledged.items():
+        for chronicum_id, log in self.acknowledged.items():
+            acknowledged = log.ids()
             held = stored.get(chronicum_id, [])
             if held != acknowledged:
                 lost = len(set(acknowledged) - set(held))
@@ -169,8 +186,9 @@ class Soak:
                 self.problems.append(
                     f"{chronicum_id}: {len(held)} stored, {len(acknowledged)} acknowledged: {what}"
                 )
-        for chronicum_id, got in self.followed.items():
-            expected = self.acknowledged[chronicum_id][1:]  # the follower starts after the first
+        for chronicum_id, log in self.followed.items():
+            got = log.ids()
+            expected = self.acknowledged[chronicum_id].ids()[1:]  # the follower starts after the first
             if got != expected:
                 what = "out of order" if sorted(got) == sorted(expected) else f"expected {len(expected)}"
                 self.problems.append(f"follower of {chronicum_id}: got {len(got)}, {what}")
@@ -212,7 +230,7 @@ def _actum(chronicum_id: str, writer: int, rng: random.Random) -> Actum:
 
 
 def _caught_up(soak: Soak, chronicum_id: str) -> bool:
-    return len(soak.followed.get(chronicum_id, ())) >= len(soak.acknowledged[chronicum_id]) - 1
+    return soak.followed[chronicum_id].count >= soak.acknowledged[chronicum_id].count - 1
 
 
 def _stored_ids(acta: Sequence[Actum]) -> list[str]:
@@ -235,9 +253,12 @@ class Pace:
 # --- the blocking run --------------------------------------------------------------------------
 
 
-def run_blocking(url: str, options: dict[str, Any], load: Load, owner: str, seed: int) -> Soak:
-    """Run ``load`` on a blocking store opened from ``url``; return what it saw, verified."""
-    soak = Soak(load)
+def run_blocking(url: str, options: dict[str, Any], load: Load, owner: str, seed: int, folder: Path) -> Soak:
+    """Run ``load`` on a blocking store opened from ``url``; return what it saw, verified.
+
+    The run's ids are logged in files of ``folder``.
+    """
+    soak = Soak(load, folder)
     stop = threading.Event()
     store = open_store(url, **options)
     keeper = Chronicarius(store)
@@ -247,7 +268,7 @@ def run_blocking(url: str, options: dict[str, Any], load: Load, owner: str, seed
     for writer, chronica in enumerate(owned):
         for chronicum_id in chronica:  # a first actum, so followers can start after it
             first = keeper.record_actum(owner, _actum(chronicum_id, writer, rng))
-            soak.acknowledged[chronicum_id] = [first.id]
+            soak.log_acknowledged(chronicum_id).add(first.id)
 
     def write(writer: int) -> None:
         local = random.Random(seed + writer)
@@ -265,7 +286,7 @@ def run_blocking(url: str, options: dict[str, Any], load: Load, owner: str, seed
                     time.sleep(RETRY_PAUSE)
                     continue
                 soak.timed_append(time.perf_counter() - started)
-                soak.acknowledged[chronicum_id].append(stored.id)
+                soak.acknowledged[chronicum_id].add(stored.id)
                 break
             else:
                 soak.problems.append(f"writer {writer}: an append failed {RETRIES} times; it was given up")
@@ -286,12 +307,12 @@ def run_blocking(url: str, options: dict[str, Any], load: Load, owner: str, seed
             soak.timed_read(time.perf_counter() - started)
 
     def follow(chronicum_id: str) -> None:
-        got = soak.followed.setdefault(chronicum_id, [])
-        after = soak.acknowledged[chronicum_id][0]
+        got = soak.log_followed(chronicum_id)
+        after = soak.acknowledged[chronicum_id].first
         while not (stop.is_set() and (_caught_up(soak, chronicum_id) or time.monotonic() > deadline[0])):
             try:  # a step ends after a second without news, to look at the clock
                 for actum in keeper.follow(owner, chronicum_id, after=after, timeout=1.0):
-                    got.append(actum.id)
+                    got.add(actum.id)
                     after = actum.id
             except StoreError:
                 soak.failed()  # resumes after the last actum it got
@@ -344,13 +365,21 @@ def _drive(
         time.sleep(min(load.interval, max(0.1, (load.minutes - minute) * 60)))
         minute = (time.monotonic() - began) / 60
         if not killed and load.kill_at is not None and minute >= load.kill_at:
-            print(f"# minute {minute:.2f}: the server ends {kill_connections(url)} connections", flush=True)
+            print(f"# minute {minute:.2f}: {_kill(url)}", flush=True)
             killed = True
         print(_row(soak.sample(minute, url)), flush=True)
     stop.set()
     deadline[0] = time.monotonic() + CATCH_UP
     for worker in workers:
         worker.join()
+
+
+def _kill(url: str) -> str:
+    """Have the server end this process's connections; say how many, or why it could not."""
+    try:
+        return f"the server ends {kill_connections(url)} connections"
+    except KillFailed as error:  # the kill is the harness's, not the store's: the run goes on
+        return f"the connection kill failed: {error!r}"
 
 
 def _header() -> str:
@@ -369,13 +398,15 @@ def _row(sample: Sample) -> str:
 # --- the asyncio run ---------------------------------------------------------------------------
 
 
-def run_asyncio(url: str, options: dict[str, Any], load: Load, owner: str, seed: int) -> Soak:
-    """Run ``load`` on an asyncio store opened from ``url``, in tasks of one event loop."""
-    return asyncio.run(_run_asyncio(url, options, load, owner, seed))
+def run_asyncio(url: str, options: dict[str, Any], load: Load, owner: str, seed: int, folder: Path) -> Soak:
+    """Run ``load`` on an asyncio store from ``url``, in tasks of one event loop (as :func:`run_blocking`)."""
+    return asyncio.run(_run_asyncio(url, options, load, owner, seed, folder))
 
 
-async def _run_asyncio(url: str, options: dict[str, Any], load: Load, owner: str, seed: int) -> Soak:
-    soak = Soak(load)
+async def _run_asyncio(
+    url: str, options: dict[str, Any], load: Load, owner: str, seed: int, folder: Path
+) -> Soak:
+    soak = Soak(load, folder)
     stop = asyncio.Event()
     store = open_async_store(url, **options)
     keeper = AsyncChronicarius(store)
@@ -385,7 +416,7 @@ async def _run_asyncio(url: str, options: dict[str, Any], load: Load, owner: str
     for writer, chronica in enumerate(owned):
         for chronicum_id in chronica:
             first = await keeper.record_actum(owner, _actum(chronicum_id, writer, rng))
-            soak.acknowledged[chronicum_id] = [first.id]
+            soak.log_acknowledged(chronicum_id).add(first.id)
 
     async def pause(seconds: float) -> bool:
         """Sleep ``seconds`` unless stopped first; ``True`` when the run is stopping."""
@@ -411,7 +442,7 @@ async def _run_asyncio(url: str, options: dict[str, Any], load: Load, owner: str
                     await asyncio.sleep(RETRY_PAUSE)
                     continue
                 soak.timed_append(time.perf_counter() - started)
-                soak.acknowledged[chronicum_id].append(stored.id)
+                soak.acknowledged[chronicum_id].add(stored.id)
                 break
             else:
                 soak.problems.append(f"writer {writer}: an append failed {RETRIES} times; it was given up")
@@ -432,12 +463,12 @@ async def _run_asyncio(url: str, options: dict[str, Any], load: Load, owner: str
             soak.timed_read(time.perf_counter() - started)
 
     async def follow(chronicum_id: str) -> None:
-        got = soak.followed.setdefault(chronicum_id, [])
-        after = soak.acknowledged[chronicum_id][0]
+        got = soak.log_followed(chronicum_id)
+        after = soak.acknowledged[chronicum_id].first
         while True:  # until cancelled
             try:
                 async for actum in keeper.follow(owner, chronicum_id, after=after):
-                    got.append(actum.id)
+                    got.add(actum.id)
                     after = actum.id
             except StoreError:
                 soak.failed()  # resumes after the last actum it got
@@ -470,8 +501,7 @@ async def _run_asyncio(url: str, options: dict[str, Any], load: Load, owner: str
         await asyncio.sleep(min(load.interval, max(0.1, (load.minutes - minute) * 60)))
         minute = (time.monotonic() - began) / 60
         if not killed and load.kill_at is not None and minute >= load.kill_at:
-            ended = await asyncio.to_thread(kill_connections, url)
-            print(f"# minute {minute:.2f}: the server ends {ended} connections", flush=True)
+            print(f"# minute {minute:.2f}: {await asyncio.to_thread(_kill, url)}", flush=True)
             killed = True
         print(_row(soak.sample(minute, url)), flush=True)
     stop.set()
@@ -530,17 +560,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     owner = f"soak-{os.getpid()}-{seed}"
     print(f"# soak of {arguments.store} ({'asyncio' if arguments.asyncio else 'blocking'}), owner {owner}, "
           f"seed {seed}, {asdict(load)}", flush=True)  # fmt: skip
-    runner: Callable[[str, dict[str, Any], Load, str, int], Soak] = (
+    runner: Callable[[str, dict[str, Any], Load, str, int, Path], Soak] = (
         run_asyncio if arguments.asyncio else run_blocking
     )
-    soak = runner(arguments.store, dict(arguments.option), load, owner, seed)
+    with tempfile.TemporaryDirectory(prefix="chronica-soak-") as folder:
+        soak = runner(arguments.store, dict(arguments.option), load, owner, seed, Path(folder))
+        for log in (*soak.acknowledged.values(), *soak.followed.values()):
+            log.close()
     growth = soak.growth()
-    acknowledged = sum(len(ids) for ids in soak.acknowledged.values())
+    acknowledged = sum(log.count for log in soak.acknowledged.values())
     if growth is None:
         print("# RSS growth after the warm-up: not enough samples after it")
     else:
         print(f"# RSS growth after the warm-up: {growth[0]:+.1f} MB ({growth[1]:+.3f} MB/min)")
-    print(f"# {acknowledged} acknowledged acta; followers got {sum(map(len, soak.followed.values()))}")
+    followed = sum(log.count for log in soak.followed.values())
+    print(f"# {acknowledged} acknowledged acta; followers got {followed}")
     print(
         "# checks: "
         + ("every actum once and in order, every follower exact" if not soak.problems else "FAILED")

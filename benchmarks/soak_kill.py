@@ -13,7 +13,11 @@ from urllib.parse import urlsplit
 
 from benchmarks.connections import server_port
 
-__all__ = ["kill_connections", "local_ports"]
+__all__ = ["KillFailed", "kill_connections", "local_ports"]
+
+
+class KillFailed(Exception):
+    """The server could not be asked to end the connections (its driver's error is chained)."""
 
 
 def local_ports(server: int) -> set[int]:
@@ -43,12 +47,15 @@ def _postgresql(url: str, ports: set[int]) -> int:
 
     parts = urlsplit(url)
     conninfo = f"postgresql://{parts.netloc}{parts.path}"
-    with psycopg.connect(conninfo, autocommit=True) as admin:
-        rows = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE client_port = ANY(%s) AND pid <> pg_backend_pid()",
-            (sorted(ports),),
-        ).fetchall()
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            rows = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE client_port = ANY(%s) AND pid <> pg_backend_pid()",
+                (sorted(ports),),
+            ).fetchall()
+    except psycopg.Error as error:
+        raise KillFailed(f"PostgreSQL: {error}") from error
     return sum(1 for (ended,) in rows if ended)
 
 
@@ -67,8 +74,13 @@ def _mysql(url: str, ports: set[int]) -> int:
             for thread_id, host in rows:
                 port = str(host).rpartition(":")[2]  # "127.0.0.1:54321"; "localhost" over a socket
                 if port.isdigit() and int(port) in ports:
-                    admin.execute(sqlalchemy.text(f"KILL CONNECTION {int(thread_id)}"))
-                    ended += 1
+                    try:
+                        admin.execute(sqlalchemy.text(f"KILL CONNECTION {int(thread_id)}"))
+                        ended += 1
+                    except sqlalchemy.exc.OperationalError:  # 1094: it ended meanwhile
+                        continue
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        raise KillFailed(f"MariaDB/MySQL: {error}") from error
     finally:
         engine.dispose()
     return ended
@@ -85,7 +97,8 @@ _KILLERS: dict[str, Callable[[str, set[int]], int]] = {
 def kill_connections(url: str) -> int:
     """Have the server of ``url`` end this process's connections; return how many it ended.
 
-    ``0`` for a store with no server or a server this module cannot ask (MongoDB, Redis).
+    ``0`` for a store with no server or a server this module cannot ask (MongoDB, Redis). Raises
+    :class:`KillFailed` when the server cannot be asked.
     """
     scheme = urlsplit(url).scheme.partition("+")[0].lower()
     port = server_port(url)
