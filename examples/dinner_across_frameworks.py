@@ -3,7 +3,7 @@
 - ardian, the person, writes with the ``chronica`` command line;
 - the concierge runs on the OpenAI Agents SDK (chronica-openai-agents' ``ChronicaSession``);
 - the booking agent runs on Google ADK (chronica-adk's ``ChronicaSessionService``);
-- (pydantic-ai's search agent, chronica-pydantic-ai, takes its turn in :func:`search_turn`.)
+- the search agent runs on pydantic-ai (chronica-pydantic-ai's ``ChronicaHistory``).
 
 Each agent's model is scripted (no network, no API key) and prints what it was shown: the
 others' messages, as messages, in the order they were written. Then ``chronica acta`` prints the
@@ -14,8 +14,8 @@ Run it with a store the command line can open too (it runs in its own process):
     python examples/dinner_across_frameworks.py                        # a SQLite file in a temporary folder
     python examples/dinner_across_frameworks.py postgresql://app@db/app
 
-It needs chronica-openai-agents, chronica-adk and the store's backend (chronica-sqlalchemy for
-the default).
+It needs chronica-openai-agents, chronica-adk, chronica-pydantic-ai and the store's backend
+(chronica-sqlalchemy for the default).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from agents import Agent, Model, ModelResponse, RunConfig, Runner, TResponseInpu
 from agents.items import TResponseStreamEvent
 from chronica_adk import ChronicaSessionService, SessionKey
 from chronica_openai_agents import ChronicaSession
+from chronica_pydantic_ai import ChronicaHistory
 from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -40,6 +41,10 @@ from google.adk.runners import Runner as AdkRunner
 from google.genai import types
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 from pydantic import Field
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.messages import ModelMessage, ModelRequest, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelResponse as PydanticResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from chronica_core import AsyncChronicarius, open_async_store
 
@@ -136,12 +141,24 @@ async def booking_turn(runner: AdkRunner) -> None:
         pass
 
 
-async def search_turn() -> None:
-    """The search agent's turn, on pydantic-ai: its place in the story, to be filled in.
+def search_model(messages: list[ModelMessage], info: AgentInfo) -> PydanticResponse:
+    """The search agent's scripted model (pydantic-ai): prints its messages, answers one line."""
+    lines = []
+    for message in messages:
+        role = "user" if isinstance(message, ModelRequest) else "model"
+        texts = [part.content for part in message.parts if isinstance(part, (UserPromptPart, TextPart))]
+        lines += [f"{role}: {text}" for text in texts if isinstance(text, str)]
+    show("search", lines)
+    return PydanticResponse(parts=[TextPart("Rumah Teduh in Kemang has a quiet table at 7pm.")])
 
-    With chronica-pydantic-ai's ``ChronicaHistory(DINNER, keeper, owner_id=OWNER, actor="search")``:
-    ``load`` a window, ``agent.run(..., message_history=...)``, ``save`` the run's new messages.
-    """
+
+async def search_turn(keeper: AsyncChronicarius) -> None:
+    """The search agent answers what the chronicum holds: load a window, run, save the new messages."""
+    history = ChronicaHistory(DINNER, keeper, owner_id=OWNER, actor="search")
+    result = await PydanticAgent(FunctionModel(search_model)).run(
+        message_history=await history.load(last_n=20)
+    )
+    await history.save(result.new_messages(), idempotency_key=result.run_id)
 
 
 async def agents(url: str) -> None:
@@ -169,7 +186,7 @@ async def agents(url: str) -> None:
         )
         await service.create_session(app_name=APP, user_id=OWNER, session_id=SESSION)
         person_says(url, "A quiet table for four, Friday 7pm.")
-        await search_turn()
+        await search_turn(keeper)
         await concierge_turn(session, concierge)
         await booking_turn(booking)
         person_says(url, "Actually make it five people")

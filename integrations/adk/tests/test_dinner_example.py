@@ -1,5 +1,6 @@
-"""examples/dinner_across_frameworks.py runs as written: a person on the CLI, the concierge on the
-OpenAI Agents SDK, the booking agent on ADK, one chronicum (on a SQLite file, as it runs by default)."""
+"""examples/dinner_across_frameworks.py runs as written: a person on the CLI, the search agent on
+pydantic-ai, the concierge on the OpenAI Agents SDK, the booking agent on ADK, one chronicum (on a
+SQLite file, as it runs by default)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from chronica_core.capabilities import NATIVE, store_capabilities
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "dinner_across_frameworks.py"
 
 ASKED = "A quiet table for four, Friday 7pm."
+SEARCHED = "Rumah Teduh in Kemang has a quiet table at 7pm."
 FOUND = "Rumah Teduh has a quiet table at 7pm; booking, please reserve it."
 BOOKED = "Booked Rumah Teduh, Friday 7pm, for four."
 FIVE = "Actually make it five people"
@@ -20,18 +22,24 @@ NOTED = "Noted: five people. Booking, please change it."
 CHANGED = "Changed: five."
 
 MODEL_INPUTS = [
+    "search's model reads:",
+    f"    user: {ASKED}",
     "concierge's model reads:",
     f"    user: {ASKED}",
+    f"    assistant: search said: {SEARCHED}",
     "booking's model reads:",
     f"    user: {ASKED}",
+    f"    user: search said: {SEARCHED}",
     f"    user: concierge said: {FOUND}",
     "concierge's model reads:",
     f"    user: {ASKED}",
+    f"    assistant: search said: {SEARCHED}",
     f"    assistant: {FOUND}",
     f"    assistant: booking said: {BOOKED}",
     f"    user: {FIVE}",
     "booking's model reads:",
     f"    user: {ASKED}",
+    f"    user: search said: {SEARCHED}",
     f"    user: concierge said: {FOUND}",
     f"    model: {BOOKED}",
     f"    user: {FIVE}",
@@ -50,8 +58,8 @@ def test_the_dinner_story_across_frameworks(tmp_path: Path) -> None:
     assert lines[:acta_at] == MODEL_INPUTS  # each model saw the others' messages, as messages, in order
     erased_at = next(n for n, line in enumerate(lines) if line.startswith("erased"))
     acta = [line for line in lines[acta_at + 1 : erased_at] if "message" in line.split()]
-    said = [ASKED, FOUND, BOOKED, FIVE, NOTED, CHANGED]
-    writers = ["ardian", "concierge", "booking", "ardian", "concierge", "booking"]
+    said = [ASKED, SEARCHED, FOUND, BOOKED, FIVE, NOTED, CHANGED]
+    writers = ["ardian", "search", "concierge", "booking", "ardian", "concierge", "booking"]
     assert len(acta) == len(said)
     assert all(writer in line.split() for writer, line in zip(writers, acta, strict=True))
     with open_store(url) as store:
