@@ -24,12 +24,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chronica_core.erasure import owner_digest
 from chronica_core.errors import ChronicumExists, ChronicumNotFound, StoreError
-from chronica_core.limits import check_content_size
+from chronica_core.limits import check_actum_size
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, build_actum, recorded_at
 from chronica_core.plans import Plan
 from chronica_core.store import ListingPosition
 from chronica_core.timeouts import WRITE_FATE_UNKNOWN
 from chronica_redis import scripts
+from chronica_redis.entries import extra_fields, read_extras
 from chronica_redis.errors import WriteUnconfirmed
 from chronica_redis.keys import (
     ChronicumKeys,
@@ -59,6 +60,9 @@ _KINDS: Final = tuple(ActumKind)
 _ACTOR_KINDS: Final = tuple(ActorKind)
 
 
+_PLAIN_FIELDS: Final = 12
+"""How many items a stream entry's fields hold for an actum with no optional field."""
+
 _KIND_OF: Final = {str(kind): kind for kind in ActumKind}
 _ACTOR_KIND_OF: Final = {str(kind): kind for kind in ActorKind}
 
@@ -66,10 +70,23 @@ _ACTOR_KIND_OF: Final = {str(kind): kind for kind in ActorKind}
 def _entry_actum(chronicum_id: str, entry: Sequence[Any]) -> Actum:
     """The actum a stream entry holds.
 
-    An entry is ``[entry id, [i, id, k, kind, a, actor kind, r, actor, c, content, t, at]]``.
-    Kinds are looked up in dicts (a context window builds twenty of these per read).
+    An entry is ``[entry id, [i, id, k, kind, a, actor kind, r, actor, c, content, t, at, ...]]``,
+    then the optional fields of :func:`chronica_redis.entries.extra_fields` (an entry written
+    without them reads back with no native form, no ``answers`` and no ``summarizes``). Kinds are
+    looked up in dicts (a context window builds twenty of these per read).
     """
     fields = entry[1]
+    if len(fields) == _PLAIN_FIELDS:
+        return build_actum(
+            chronicum_id,
+            _KIND_OF[fields[3]],
+            _ACTOR_KIND_OF[fields[5]],
+            fields[7],
+            fields[9],
+            fields[1],
+            from_micros(fields[11]),
+        )
+    native, answers, summarizes = read_extras(fields[_PLAIN_FIELDS:])
     return build_actum(
         chronicum_id,
         _KIND_OF[fields[3]],
@@ -78,6 +95,9 @@ def _entry_actum(chronicum_id: str, entry: Sequence[Any]) -> Actum:
         fields[9],
         fields[1],
         from_micros(fields[11]),
+        native,
+        answers,
+        summarizes,
     )
 
 
@@ -187,7 +207,7 @@ class RedisPlans:
     def _append(self, acta: Sequence[Actum], key: str | None, where: str) -> Plan[Operation, list[Actum]]:
         limit = yield from self.content_limit()
         for actum in acta:
-            check_content_size(actum.content, limit)
+            check_actum_size(actum, limit)
         chronicum_id = acta[0].chronicum_id
         keys = self.keys(chronicum_id)
         lists: dict[str, int] = {}
@@ -195,7 +215,9 @@ class RedisPlans:
         for actum in acta:
             index = keys.index(actum.kind, actum.actor_kind)
             number = lists.setdefault(index, len(lists) + 1)
+            extras = extra_fields(actum)
             fields += [actum.id, str(actum.kind), str(actum.actor_kind), actum.actor, actum.content, number]
+            fields += [len(extras), *extras]
         touch = "1" if self.wait_replicas else ""
         answer = yield from self.run(
             Run(

@@ -53,7 +53,9 @@ RECORD: Final = Script(
 -- KEYS: chronicum, acta, keys, followed, then the index lists the acta go to.
 -- ARGV: chronicum id, channel, idempotency key ('' for none), touch ('1': a kept write is written
 -- over, so that WAIT confirms it), count, then per actum: id, kind, actor kind, actor, content,
--- and the number of its index list (1 for the first after the four keys).
+-- the number of its index list (1 for the first after the four keys), how many items of optional
+-- fields follow (names and values: n, d native form; w answers), then those items.
+-- A tool response naming its request marks the chronicum 'shaped' (read through windows).
 -- Returns {'missing'}; {'kept', entries} (the write that used the key); {'ok', at}.
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if not owner then return {'missing'} end
@@ -72,14 +74,24 @@ local time = redis.call('TIME')
 local at = time[1] .. string.format('%06d', tonumber(time[2]))
 if state[2] and tonumber(state[2]) > tonumber(at) then at = state[2] end
 local first = seq + 1
-for position = 0, tonumber(ARGV[5]) - 1 do
-  local base = 6 + position * 6
+local shaped = false
+local base = 6
+for _ = 1, tonumber(ARGV[5]) do
   seq = seq + 1
-  redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'i', ARGV[base], 'k', ARGV[base + 1],
-    'a', ARGV[base + 2], 'r', ARGV[base + 3], 'c', ARGV[base + 4], 't', at)
+  local entry = {'i', ARGV[base], 'k', ARGV[base + 1], 'a', ARGV[base + 2], 'r', ARGV[base + 3],
+    'c', ARGV[base + 4], 't', at}
+  local extras = tonumber(ARGV[base + 6])
+  for item = base + 7, base + 6 + extras, 2 do
+    entry[#entry + 1] = ARGV[item]
+    entry[#entry + 1] = ARGV[item + 1]
+    if ARGV[item] == 'w' then shaped = true end
+  end
+  redis.call('XADD', KEYS[2], string.format('%d-0', seq), unpack(entry))
   redis.call('RPUSH', KEYS[4 + tonumber(ARGV[base + 5])], seq)
+  base = base + 7 + extras
 end
 redis.call('HSET', KEYS[1], 'seq', seq, 'last', at)
+if shaped then redis.call('HSET', KEYS[1], 'shaped', '1') end
 if key ~= '' then redis.call('HSET', KEYS[3], key, string.format('%d:%d', first, seq - first + 1)) end
 if redis.call('EXISTS', KEYS[4]) == 1 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
 return {'ok', at}

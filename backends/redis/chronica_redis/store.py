@@ -142,6 +142,10 @@ class RedisStore(_Following, PlannedStore):
             self._closed_underneath(error, "redis: store")
             raise
 
+    def keeps_native(self) -> bool:
+        """Return ``True``: acta keep their native form (see :class:`chronica_core.NativeStore`)."""
+        return True
+
     def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`chronica_core.FollowStore.acta_after`: one script, looking back from the newest."""
         return self._run_if_open(self.plans.acta_after(chronicum_id, after, limit))
@@ -226,6 +230,10 @@ class AsyncRedisStore(_Following, AsyncPlannedStore):
         except Exception as error:
             self._closed_underneath(error, self._where)
             raise
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: acta keep their native form (see :class:`chronica_core.AsyncNativeStore`)."""
+        return True
 
     async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`RedisStore.acta_after`."""
