@@ -38,8 +38,10 @@ __all__ = [
     "chronicum_keys",
     "follow_channel",
     "from_micros",
+    "idle_index_key",
     "listing_member",
     "micros",
+    "owner_idle_key",
     "owner_index_key",
     "parse_listing_member",
 ]
@@ -109,6 +111,16 @@ def chronicum_keys(prefix: str, chronicum_id: str) -> ChronicumKeys:
 def owner_index_key(prefix: str, owner_digest: str) -> str:
     """The owner's index, from the owner's digest (``"sha256:<hex>"``, see ``chronica_core.erasure``)."""
     return f"{prefix}:o:{{{owner_digest.removeprefix('sha256:')}}}"
+
+
+def idle_index_key(prefix: str) -> str:
+    """The index of every chronicum's last activity (see :mod:`chronica_redis.idle`)."""
+    return f"{prefix}:{{idle}}:all"
+
+
+def owner_idle_key(prefix: str, owner_digest: str) -> str:
+    """The index of the last activity of one owner's chronica, in the slot of :func:`idle_index_key`."""
+    return f"{prefix}:{{idle}}:o:{owner_digest.removeprefix('sha256:')}"
 
 
 def follow_channel(prefix: str) -> str:

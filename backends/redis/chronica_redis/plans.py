@@ -16,6 +16,7 @@ goes the other way: the chronicum becomes its marker first, then its index entry
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -27,6 +28,7 @@ from chronica_core.errors import ChronicumExists, ChronicumNotFound, StoreError
 from chronica_core.limits import check_actum_size
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, build_actum, recorded_at
 from chronica_core.plans import Plan
+from chronica_core.retention import last_activity
 from chronica_core.store import ListingPosition
 from chronica_core.timeouts import WRITE_FATE_UNKNOWN
 from chronica_redis import scripts
@@ -37,14 +39,16 @@ from chronica_redis.keys import (
     chronicum_keys,
     follow_channel,
     from_micros,
+    idle_index_key,
     listing_member,
     micros,
+    owner_idle_key,
     owner_index_key,
     parse_listing_member,
 )
 from chronica_redis.operations import Batch, Call, Operation, Run, Written
 
-__all__ = ["FOLLOWED_SECONDS", "FOLLOW_LOOK", "LISTING_PAGE", "RedisPlans"]
+__all__ = ["FOLLOWED_SECONDS", "FOLLOW_LOOK", "IDLE_STEP", "LISTING_PAGE", "RedisPlans"]
 
 FOLLOW_LOOK: Final = 1000
 """How many acta one ``acta_after`` script looks back through for the follower's position, at most:
@@ -52,6 +56,10 @@ a position further back takes more round trips, none of which holds the server f
 
 LISTING_PAGE: Final = 1000
 """How many index entries ``erase_owner`` reads at a time."""
+
+IDLE_STEP: Final = 60_000_000
+"""How far, in microseconds, a chronicum's entry in the idle indexes may lag behind its last
+activity: an append moves the entry only when it is that much older (see :mod:`chronica_redis.idle`)."""
 
 FOLLOWED_SECONDS: Final = 120.0
 """How long a follower's mark on its chronicum lasts (appends to it publish while it does)."""
@@ -123,6 +131,8 @@ class RedisPlans:
         self.server_content_limit: int | None = None
         """The server's limit on content (set by the durability check when the store opens)."""
         self.channel = follow_channel(prefix)
+        self.idle_step = IDLE_STEP
+        """How far an idle index entry may lag (microseconds; tests set it to 0)."""
 
     def keys(self, chronicum_id: str) -> ChronicumKeys:
         """The keys of ``chronicum_id``."""
@@ -223,7 +233,7 @@ class RedisPlans:
             Run(
                 scripts.RECORD,
                 (keys.meta, keys.acta, keys.keys, keys.followed, *lists),
-                (chronicum_id, self.channel, key or "", touch, len(acta), *fields),
+                (chronicum_id, self.channel, key or "", touch, len(acta), self.idle_step, *fields),
                 writes=True,
             ),
             where,
@@ -232,6 +242,9 @@ class RedisPlans:
             raise ChronicumNotFound(chronicum_id)
         if answer[0] == "kept":
             return [_entry_actum(chronicum_id, entry) for entry in answer[1]]
+        if answer[2]:
+            digest = owner_digest(answer[2])
+            yield from self._idle(scripts.IDLE_TOUCH, digest, chronicum_id, int(answer[1]), where)
         at = from_micros(answer[1])
         return [recorded_at(actum, at) for actum in acta]
 
@@ -303,9 +316,20 @@ class RedisPlans:
 
     def _index(self, chronicum: Chronicum, where: str) -> Plan[Operation, None]:
         """Add the chronicum's entry to its owner's index (the first step of a create or reopen)."""
-        index = owner_index_key(self.prefix, owner_digest(chronicum.owner_id))
+        digest = owner_digest(chronicum.owner_id)
+        index = owner_index_key(self.prefix, digest)
         member = listing_member(chronicum.started_at, chronicum.id)
         yield from self.run(Call(("ZADD", index, 0, member), writes=True), where)
+        activity = micros(last_activity(chronicum))
+        yield from self._idle(scripts.IDLE_TOUCH, digest, chronicum.id, activity, where)
+
+    def _idle(
+        self, script: scripts.Script, digest: str, chronicum_id: str, activity: int | None, where: str
+    ) -> Plan[Operation, None]:
+        """Run an idle index ``script`` on the chronicum's entries (``activity``: ``None`` to drop them)."""
+        keys = (idle_index_key(self.prefix), owner_idle_key(self.prefix, digest))
+        args = (chronicum_id,) if activity is None else (activity, chronicum_id)
+        yield from self.run(Run(script, keys, args, writes=True), where)
 
     def list_chronica(
         self, owner_id: str, limit: int, after: ListingPosition | None
@@ -363,24 +387,31 @@ class RedisPlans:
         return erased
 
     def _erase(
-        self, chronicum_id: str, digest: str, owner_id: str, where: str
+        self, chronicum_id: str, digest: str, owner_id: str, where: str, idle_before: str = ""
     ) -> Plan[Operation, int | None]:
-        """Erase one chronicum (of ``owner_id`` only, unless ``""``); ``None`` if there was none to erase."""
-        answer = yield from self.run(self._erase_script(chronicum_id, digest, owner_id), where)
+        """Erase one chronicum (of ``owner_id`` only, unless ``""``); ``None`` if there was none to erase.
+
+        With ``idle_before`` (microseconds), only if its last activity is before that moment.
+        """
+        answer = yield from self.run(self._erase_script(chronicum_id, digest, owner_id, idle_before), where)
         if answer[0] != "erased":
             return None
-        count, started = int(answer[1]), answer[2]
+        yield from self._unindex(chronicum_id, digest, answer[2], where)
+        return int(answer[1])
+
+    def _unindex(self, chronicum_id: str, digest: str, started: str, where: str) -> Plan[Operation, None]:
+        """Drop an erased chronicum's entries from its owner's index and the idle indexes."""
         member = listing_member(from_micros(started), chronicum_id)
         yield from self.run(Call(("ZREM", owner_index_key(self.prefix, digest), member), writes=True), where)
-        return count
+        yield from self._idle(scripts.IDLE_DROP, digest, chronicum_id, None, where)
 
-    def _erase_script(self, chronicum_id: str, digest: str, owner_id: str) -> Run:
+    def _erase_script(self, chronicum_id: str, digest: str, owner_id: str, idle_before: str = "") -> Run:
         """The script that turns a chronicum into its marker (see :data:`chronica_redis.scripts.ERASE`)."""
         keys = self.keys(chronicum_id)
         return Run(
             scripts.ERASE,
             (keys.meta, keys.acta, keys.keys, keys.followed, *keys.every_index()),
-            (digest, owner_id, chronicum_id, self.channel),
+            (digest, owner_id, chronicum_id, self.channel, idle_before),
             writes=True,
         )
 
@@ -404,6 +435,7 @@ class RedisPlans:
                 answer = yield from self.run(erasing, where)
                 if answer[0] == "erased":
                     erased += 1
+                    yield from self._idle(scripts.IDLE_DROP, owner_digest, chronicum_id, None, where)
                 if answer[0] != "gone":
                     yield from self.run(Call(("ZREM", index, member), writes=True), where)
             if len(members) < LISTING_PAGE:
@@ -424,3 +456,90 @@ class RedisPlans:
             "reopen chronicum",
         )
         return bool(reopened == 1)
+
+    # -- retention ----------------------------------------------------------------------------
+
+    def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> Plan[Operation, list[Chronicum]]:
+        """Up to ``limit`` live chronica idle since before ``idle_before``, oldest first.
+
+        Reads the idle index (the owner's, or every chronicum's) from ``after`` on, and checks each
+        entry against the chronicum it names (see :mod:`chronica_redis.idle`): an entry whose
+        chronicum is missing, erased, or another owner's is skipped; one behind its chronicum's
+        last activity is skipped and moved there (where it is read again, if still idle).
+        """
+        where = "idle chronica"
+        if owner_id is None:
+            index = idle_index_key(self.prefix)
+        else:
+            index = owner_idle_key(self.prefix, owner_digest(owner_id))
+        cut = micros(idle_before)
+        cursor = (-(2**63), "") if after is None else (micros(after[0]), after[1])
+        page: list[Chronicum] = []
+        wanted = limit
+        while len(page) < limit:
+            rows: list[tuple[str, float]] = yield from self.run(
+                Call(("ZRANGE", index, cursor[0], f"({cut}", "BYSCORE", "LIMIT", 0, wanted, "WITHSCORES")),
+                where,
+            )
+            entries = [(int(score), member) for member, score in _pairs(rows)]
+            fresh = [entry for entry in entries if entry > cursor]
+            if not fresh:
+                if len(entries) < wanted:
+                    break
+                wanted *= 2  # all of them ties at the cursor's moment, already passed
+                continue
+            found = yield from self.chronica_of([member for _, member in fresh], where)
+            for (score, chronicum_id), chronicum in zip(fresh, found, strict=True):
+                if chronicum is None or (owner_id is not None and chronicum.owner_id != owner_id):
+                    continue
+                activity = micros(last_activity(chronicum))
+                if activity != score:
+                    digest = owner_digest(chronicum.owner_id)
+                    yield from self._idle(scripts.IDLE_SET, digest, chronicum_id, activity, where)
+                elif len(page) < limit:
+                    page.append(chronicum)
+            cursor = fresh[-1]
+            if len(entries) < wanted:
+                break
+            wanted = limit - len(page)
+        return page
+
+    def chronica_of(
+        self, chronicum_ids: Sequence[str], where: str
+    ) -> Plan[Operation, list[Chronicum | None]]:
+        """The chronica with these ids, read together (``None`` for a missing or erased one)."""
+        rows = yield from self.run(
+            Batch(
+                tuple(
+                    ("HMGET", self.keys(chronicum_id).meta, "owner", "started", "last")
+                    for chronicum_id in chronicum_ids
+                )
+            ),
+            where,
+        )
+        return [
+            None
+            if owner is None
+            else Chronicum(
+                chronicum_id, owner, from_micros(started), None if last is None else from_micros(last)
+            )
+            for chronicum_id, (owner, started, last) in zip(chronicum_ids, rows, strict=True)
+        ]
+
+    def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> Plan[Operation, int]:
+        """Erase the chronicum, in one script, if its last activity is still before ``idle_before``.
+
+        Returns how many chronica were erased: 1, or 0 (written to since, missing, or erased).
+        """
+        where = "erase idle chronicum"
+        erased = yield from self._erase(chronicum_id, owner_digest, "", where, str(micros(idle_before)))
+        return 0 if erased is None else 1
+
+
+def _pairs(rows: Sequence[Any]) -> list[tuple[str, float]]:
+    """``ZRANGE ... WITHSCORES``'s answer as ``(member, score)`` pairs (RESP2 or RESP3 shapes)."""
+    if rows and not isinstance(rows[0], (list, tuple)):
+        return list(zip(rows[::2], map(float, rows[1::2]), strict=True))
+    return [(member, float(score)) for member, score in rows]

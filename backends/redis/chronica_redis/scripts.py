@@ -17,6 +17,9 @@ __all__ = [
     "ACTA_AFTER",
     "CREATE",
     "ERASE",
+    "IDLE_DROP",
+    "IDLE_SET",
+    "IDLE_TOUCH",
     "NEWEST",
     "RECORD",
     "REOPEN",
@@ -52,11 +55,13 @@ RECORD: Final = Script(
     """
 -- KEYS: chronicum, acta, keys, followed, then the index lists the acta go to.
 -- ARGV: chronicum id, channel, idempotency key ('' for none), touch ('1': a kept write is written
--- over, so that WAIT confirms it), count, then per actum: id, kind, actor kind, actor, content,
--- the number of its index list (1 for the first after the four keys), how many items of optional
--- fields follow (names and values: n, d native form; w answers), then those items.
+-- over, so that WAIT confirms it), count, the idle index's step (microseconds), then per actum:
+-- id, kind, actor kind, actor, content, the number of its index list (1 for the first after the
+-- four keys), how many items of optional fields follow (names and values: n, d native form;
+-- w answers), then those items.
 -- A tool response naming its request marks the chronicum 'shaped' (read through windows).
--- Returns {'missing'}; {'kept', entries} (the write that used the key); {'ok', at}.
+-- Returns {'missing'}; {'kept', entries} (the write that used the key); {'ok', at, owner}: owner
+-- is '' unless the idle index is to be moved to at (it was last moved a step or more before).
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if not owner then return {'missing'} end
 local key = ARGV[3]
@@ -68,14 +73,14 @@ if key ~= '' then
     return {'kept', redis.call('XRANGE', KEYS[2], first .. '-0', '+', 'COUNT', count)}
   end
 end
-local state = redis.call('HMGET', KEYS[1], 'seq', 'last')
+local state = redis.call('HMGET', KEYS[1], 'seq', 'last', 'x')
 local seq = tonumber(state[1])
 local time = redis.call('TIME')
 local at = time[1] .. string.format('%06d', tonumber(time[2]))
 if state[2] and tonumber(state[2]) > tonumber(at) then at = state[2] end
 local first = seq + 1
 local shaped = false
-local base = 6
+local base = 7
 for _ = 1, tonumber(ARGV[5]) do
   seq = seq + 1
   local entry = {'i', ARGV[base], 'k', ARGV[base + 1], 'a', ARGV[base + 2], 'r', ARGV[base + 3],
@@ -94,7 +99,12 @@ redis.call('HSET', KEYS[1], 'seq', seq, 'last', at)
 if shaped then redis.call('HSET', KEYS[1], 'shaped', '1') end
 if key ~= '' then redis.call('HSET', KEYS[3], key, string.format('%d:%d', first, seq - first + 1)) end
 if redis.call('EXISTS', KEYS[4]) == 1 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
-return {'ok', at}
+local indexed = ''
+if tonumber(at) - tonumber(state[3] or '0') >= tonumber(ARGV[6]) then
+  redis.call('HSET', KEYS[1], 'x', at)
+  indexed = owner
+end
+return {'ok', at, indexed}
 """,
 )
 
@@ -188,19 +198,55 @@ ERASE: Final = Script(
     "erase",
     """
 -- KEYS: chronicum, acta, keys, followed, the twelve index lists. ARGV: owner digest, owner id
--- ('' any owner), chronicum id, channel.
--- Returns {'gone'} (no such key), {'other'} (a marker, or another owner's), {'erased', count, started}.
-local chronicum = redis.call('HMGET', KEYS[1], 'owner', 'started', 'seq')
+-- ('' any owner), chronicum id, channel, idle before ('' erase whatever its last activity; else
+-- microseconds: erase only if its last activity is before).
+-- Returns {'gone'} (no such key), {'other'} (a marker, or another owner's), {'active'} (not idle),
+-- {'erased', count, started}.
+local chronicum = redis.call('HMGET', KEYS[1], 'owner', 'started', 'seq', 'last')
 if not chronicum[1] then
   if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
   return {'other'}
 end
 if ARGV[2] ~= '' and chronicum[1] ~= ARGV[2] then return {'other'} end
+if ARGV[5] ~= '' and tonumber(chronicum[4] or chronicum[2]) >= tonumber(ARGV[5]) then return {'active'} end
 local followed = redis.call('EXISTS', KEYS[4])
 redis.call('DEL', unpack(KEYS))
 redis.call('HSET', KEYS[1], 'erased', ARGV[1])
 if followed == 1 then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
 return {'erased', tonumber(chronicum[3]), chronicum[2]}
+""",
+)
+
+IDLE_TOUCH: Final = Script(
+    "idle_touch",
+    """
+-- KEYS: the idle index, the owner's idle index. ARGV: last activity (microseconds), chronicum id.
+-- Moves the chronicum's entry in both forward to that moment (adds it if absent; never moves back).
+redis.call('ZADD', KEYS[1], 'GT', ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 'GT', ARGV[1], ARGV[2])
+return 1
+""",
+)
+
+IDLE_SET: Final = Script(
+    "idle_set",
+    """
+-- KEYS: the idle index, the owner's idle index. ARGV: last activity (microseconds), chronicum id.
+-- Sets the entry of a chronicum found elsewhere in the indexes than its last activity (only where
+-- it has one: an entry is added by a create, and dropped by an erasure).
+redis.call('ZADD', KEYS[1], 'XX', ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 'XX', ARGV[1], ARGV[2])
+return 1
+""",
+)
+
+IDLE_DROP: Final = Script(
+    "idle_drop",
+    """
+-- KEYS: the idle index, the owner's idle index. ARGV: chronicum id. Drops its entries.
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
 """,
 )
 

@@ -16,6 +16,7 @@ import os
 import threading
 import time
 import weakref
+from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from redis.exceptions import RedisClusterException, RedisError
@@ -23,10 +24,11 @@ from redis.exceptions import RedisClusterException, RedisError
 from chronica_core.errors import ChronicaError, ChronicumNotFound, StoreError
 from chronica_core.follow import follow_reads
 from chronica_core.loops import PerLoop
-from chronica_core.model import Actum
+from chronica_core.model import Actum, Chronicum
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import masked_url, redact_error
+from chronica_core.store import AsyncRetentionStore, ListingPosition, RetentionStore
 from chronica_redis import durability
 from chronica_redis.clients import AsyncClient, BlockingClient, blocking_client, open_async_client
 from chronica_redis.follow import MAX_WAIT_SECONDS, Listener, Markings, waker_for_running_loop
@@ -87,7 +89,7 @@ class _Following:
             self._listener.close()
 
 
-class RedisStore(_Following, PlannedStore):
+class RedisStore(_Following, PlannedStore, RetentionStore):
     """A blocking, idempotent store on Redis or Valkey, one server or a cluster, with every capability.
 
     Thread-safe (redis-py pools connections); fork-safe (a child process opens connections of its
@@ -146,6 +148,16 @@ class RedisStore(_Following, PlannedStore):
         """Return ``True``: acta keep their native form (see :class:`chronica_core.NativeStore`)."""
         return True
 
+    def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """See :meth:`chronica_core.RetentionStore.idle_chronica` (and :mod:`chronica_redis.idle`)."""
+        return self._run_if_open(self.plans.idle_chronica(idle_before, owner_id, after, limit))
+
+    def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """See :meth:`chronica_core.RetentionStore.erase_idle`: one script, atomic with writers."""
+        return self._run_if_open(self.plans.erase_idle(chronicum_id, idle_before, owner_digest))
+
     def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`chronica_core.FollowStore.acta_after`: one script, looking back from the newest."""
         return self._run_if_open(self.plans.acta_after(chronicum_id, after, limit))
@@ -179,7 +191,7 @@ class RedisStore(_Following, PlannedStore):
         _log.debug("closed the store on %s", masked_url(self._secrets_of))
 
 
-class AsyncRedisStore(_Following, AsyncPlannedStore):
+class AsyncRedisStore(_Following, AsyncPlannedStore, AsyncRetentionStore):
     """The asyncio twin of :class:`RedisStore`: the same plans, awaited on ``redis.asyncio``.
 
     Built without awaiting anything; it connects on its first operation, which also runs the
@@ -234,6 +246,16 @@ class AsyncRedisStore(_Following, AsyncPlannedStore):
     def keeps_native(self) -> bool:
         """Return ``True``: acta keep their native form (see :class:`chronica_core.AsyncNativeStore`)."""
         return True
+
+    async def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """See :meth:`RedisStore.idle_chronica`."""
+        return await self._run_if_open(self.plans.idle_chronica(idle_before, owner_id, after, limit))
+
+    async def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """See :meth:`RedisStore.erase_idle`."""
+        return await self._run_if_open(self.plans.erase_idle(chronicum_id, idle_before, owner_digest))
 
     async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`RedisStore.acta_after`."""
