@@ -34,9 +34,12 @@ from chronica_core.model import ActorKind, ActumKind
 
 __all__ = [
     "DEFAULT_PREFIX",
+    "KEYS_PER_CHRONICUM",
     "ChronicumKeys",
     "chronicum_keys",
+    "family_keys",
     "follow_channel",
+    "fork_keys",
     "from_micros",
     "idle_index_key",
     "listing_member",
@@ -55,6 +58,7 @@ _MEMBER_DIGITS: Final = 18
 """Digits of a listing member's moment (microseconds since year 1: fewer than 10**18 to 9999)."""
 
 _ESCAPES: Final = str.maketrans({"%": "%25", "{": "%7B", "}": "%7D"})
+_FORK_ESCAPES: Final = str.maketrans({"%": "%25", "{": "%7B", "}": "%7D", ":": "%3A"})
 
 
 def micros(moment: datetime) -> int:
@@ -94,18 +98,63 @@ class ChronicumKeys:
         """The key present while it is followed."""
         return f"{self.tag}:f"
 
+    @property
+    def positions(self) -> str:
+        """The hash of its acta's positions, by actum id."""
+        return f"{self.tag}:p"
+
+    @property
+    def marks(self) -> str:
+        """The list of the summary marks of its history."""
+        return f"{self.tag}:s"
+
+    @property
+    def forks(self) -> str:
+        """The set of the ids of the forks whose lineage names it."""
+        return f"{self.tag}:d"
+
     def index(self, kind: ActumKind | str, actor_kind: ActorKind | str) -> str:
-        """The list of the ``seq`` of its acta of ``kind`` by ``actor_kind``."""
+        """The list of the positions of its acta of ``kind`` by ``actor_kind``."""
         return f"{self.tag}:i:{kind}:{actor_kind}"
 
     def every_index(self) -> tuple[str, ...]:
         """All twelve index lists (erasure deletes them all)."""
         return tuple(self.index(kind, actor_kind) for kind in ActumKind for actor_kind in ActorKind)
 
+    def every_key(self) -> tuple[str, ...]:
+        """Every key of the chronicum, its hash first (:data:`KEYS_PER_CHRONICUM` of them)."""
+        return (
+            self.meta,
+            self.acta,
+            self.keys,
+            self.followed,
+            self.positions,
+            self.marks,
+            self.forks,
+            *self.every_index(),
+        )
+
+
+KEYS_PER_CHRONICUM: Final = 19
+"""How many keys :meth:`ChronicumKeys.every_key` names."""
+
 
 def chronicum_keys(prefix: str, chronicum_id: str) -> ChronicumKeys:
-    """The keys of ``chronicum_id`` under ``prefix``."""
+    """The keys of ``chronicum_id`` under ``prefix``, in its own slot (its hash is its home)."""
     return ChronicumKeys(chronicum_id, f"{prefix}:{{{chronicum_id.translate(_ESCAPES)}}}")
+
+
+def fork_keys(prefix: str, root_id: str, chronicum_id: str) -> ChronicumKeys:
+    """The keys of ``chronicum_id``, a fork (or an id once a fork), in the slot of its family's root."""
+    tag = chronicum_keys(prefix, root_id).tag
+    return ChronicumKeys(chronicum_id, f"{tag}:x:{chronicum_id.translate(_FORK_ESCAPES)}")
+
+
+def family_keys(prefix: str, root_id: str, chronicum_id: str) -> ChronicumKeys:
+    """The keys of ``chronicum_id``, of the family of ``root_id`` (the root's own, or a fork's)."""
+    if chronicum_id == root_id:
+        return chronicum_keys(prefix, root_id)
+    return fork_keys(prefix, root_id, chronicum_id)
 
 
 def owner_index_key(prefix: str, owner_digest: str) -> str:
