@@ -60,7 +60,16 @@ from chronica_redis.keys import (
 )
 from chronica_redis.operations import Batch, Call, Operation, Run, Written
 
-__all__ = ["FOLLOWED_SECONDS", "FOLLOW_LOOK", "IDLE_STEP", "LISTING_PAGE", "RedisPlans"]
+__all__ = [
+    "CHRONICUM_FIELDS",
+    "FOLLOWED_SECONDS",
+    "FOLLOW_LOOK",
+    "IDLE_STEP",
+    "LISTING_PAGE",
+    "RedisPlans",
+    "chronicum_of",
+    "entry_actum",
+]
 
 FOLLOW_LOOK: Final = 1000
 """How many acta one ``acta_after`` script looks back through for the follower's position, at most:
@@ -93,7 +102,7 @@ _KIND_OF: Final = {str(kind): kind for kind in ActumKind}
 _ACTOR_KIND_OF: Final = {str(kind): kind for kind in ActorKind}
 
 
-def _entry_actum(chronicum_id: str, entry: Sequence[Any]) -> Actum:
+def entry_actum(chronicum_id: str, entry: Sequence[Any]) -> Actum:
     """The actum a stream entry holds.
 
     An entry is ``[entry id, [i, id, k, kind, a, actor kind, r, actor, c, content, t, at, ...]]``,
@@ -322,7 +331,7 @@ class RedisPlans:
         if answer[0] == "stale":
             raise StaleLayout(chronicum_id)
         if answer[0] == "kept":
-            return [_entry_actum(chronicum_id, entry) for entry in answer[1]]
+            return [entry_actum(chronicum_id, entry) for entry in answer[1]]
         if answer[2]:
             digest = owner_digest(answer[2])
             yield from self._idle(scripts.IDLE_TOUCH, digest, chronicum_id, int(answer[1]), where)
@@ -349,7 +358,7 @@ class RedisPlans:
             raise ChronicumNotFound(chronicum_id)
         if entries == "stale":
             raise StaleLayout(chronicum_id)
-        return [_entry_actum(chronicum_id, entry) for entry in entries]
+        return [entry_actum(chronicum_id, entry) for entry in entries]
 
     def acta_after(
         self, chronicum_id: str, after: str | None, limit: int
@@ -386,7 +395,7 @@ class RedisPlans:
             if answer is None:
                 raise ChronicumNotFound(chronicum_id)
             if answer[0] == "page":
-                return [_entry_actum(chronicum_id, entry) for entry in answer[1]]
+                return [entry_actum(chronicum_id, entry) for entry in answer[1]]
             if answer[0] == "absent":
                 return None
             below = answer[1]
@@ -410,13 +419,17 @@ class RedisPlans:
     # -- listing and erasure ------------------------------------------------------------------
 
     def _index(self, chronicum: Chronicum, where: str) -> Plan[Operation, None]:
-        """Add the chronicum's entry to its owner's index (the first step of a create or reopen)."""
+        """Add the chronicum's entries to its owner's index and the idle indexes (a create's first step).
+
+        An idle entry already there is left as it is: a lost create race must not move the
+        winner's.
+        """
         digest = owner_digest(chronicum.owner_id)
         index = owner_index_key(self.prefix, digest)
         member = listing_member(chronicum.started_at, chronicum.id)
         yield from self.run(Call(("ZADD", index, 0, member), writes=True), where)
         activity = micros(last_activity(chronicum))
-        yield from self._idle(scripts.IDLE_TOUCH, digest, chronicum.id, activity, where)
+        yield from self._idle(scripts.IDLE_ADD, digest, chronicum.id, activity, where)
 
     def _idle(
         self, script: scripts.Script, digest: str, chronicum_id: str, activity: int | None, where: str

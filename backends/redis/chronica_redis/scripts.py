@@ -17,6 +17,7 @@ __all__ = [
     "ACTA_AFTER",
     "CREATE",
     "ERASE",
+    "IDLE_ADD",
     "IDLE_DROP",
     "IDLE_SET",
     "IDLE_TOUCH",
@@ -271,6 +272,17 @@ IDLE_TOUCH: Final = Script(
 -- Moves the chronicum's entry in both forward to that moment (adds it if absent; never moves back).
 redis.call('ZADD', KEYS[1], 'GT', ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], 'GT', ARGV[1], ARGV[2])
+return 1
+""",
+)
+
+IDLE_ADD: Final = Script(
+    "idle_add",
+    """
+-- KEYS: the idle index, the owner's idle index. ARGV: last activity (microseconds), chronicum id.
+-- Adds the chronicum's entries where it has none (a create's, a reopen's, a fork's).
+redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[1], ARGV[2])
 return 1
 """,
 )
