@@ -334,7 +334,7 @@ class RedisPlans:
             return [entry_actum(chronicum_id, entry) for entry in answer[1]]
         if answer[2]:
             digest = owner_digest(answer[2])
-            yield from self._idle(scripts.IDLE_TOUCH, digest, chronicum_id, int(answer[1]), where)
+            yield from self.idle(scripts.IDLE_TOUCH, digest, chronicum_id, int(answer[1]), where)
         at = from_micros(answer[1])
         return [recorded_at(actum, at) for actum in acta]
 
@@ -429,9 +429,9 @@ class RedisPlans:
         member = listing_member(chronicum.started_at, chronicum.id)
         yield from self.run(Call(("ZADD", index, 0, member), writes=True), where)
         activity = micros(last_activity(chronicum))
-        yield from self._idle(scripts.IDLE_ADD, digest, chronicum.id, activity, where)
+        yield from self.idle(scripts.IDLE_ADD, digest, chronicum.id, activity, where)
 
-    def _idle(
+    def idle(
         self, script: scripts.Script, digest: str, chronicum_id: str, activity: int | None, where: str
     ) -> Plan[Operation, None]:
         """Run an idle index ``script`` on the chronicum's entries (``activity``: ``None`` to drop them)."""
@@ -532,7 +532,7 @@ class RedisPlans:
         """Drop an erased chronicum's entries from its owner's index and the idle indexes."""
         member = listing_member(from_micros(started), chronicum_id)
         yield from self.run(Call(("ZREM", owner_index_key(self.prefix, digest), member), writes=True), where)
-        yield from self._idle(scripts.IDLE_DROP, digest, chronicum_id, None, where)
+        yield from self.idle(scripts.IDLE_DROP, digest, chronicum_id, None, where)
 
     def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Operation, int]:
         """Erase every chronicum the owner's index names that is the owner's (forks with their source).
@@ -617,7 +617,7 @@ class RedisPlans:
                 activity = micros(last_activity(chronicum))
                 if activity != score:
                     digest = owner_digest(chronicum.owner_id)
-                    yield from self._idle(scripts.IDLE_SET, digest, chronicum_id, activity, where)
+                    yield from self.idle(scripts.IDLE_SET, digest, chronicum_id, activity, where)
                 elif len(page) < limit:
                     page.append(chronicum)
             cursor = fresh[-1]

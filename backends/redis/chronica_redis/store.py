@@ -43,6 +43,7 @@ from chronica_redis import durability
 from chronica_redis.clients import AsyncClient, BlockingClient, blocking_client, open_async_client
 from chronica_redis.follow import MAX_WAIT_SECONDS, Listener, Markings, waker_for_running_loop
 from chronica_redis.history import HistoryPlans
+from chronica_redis.migration import migrate
 from chronica_redis.operations import Operation
 from chronica_redis.urls import Settings, settings_of
 
@@ -157,6 +158,13 @@ class RedisStore(_Following, PlannedStore, RetentionStore, NativeStore, HistoryS
     def keeps_native(self) -> bool:
         """Return ``True``: acta keep their native form (see :class:`chronica_core.NativeStore`)."""
         return True
+
+    def migrate(self) -> None:
+        """Bring chronica an earlier chronica-redis wrote up to date (see :mod:`chronica_redis.migration`).
+
+        Safe to repeat, and while the store is in use; ``StoreError`` if the server fails.
+        """
+        self._run_if_open(migrate(self.plans))
 
     def idle_chronica(
         self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
@@ -280,6 +288,10 @@ class AsyncRedisStore(
     def keeps_native(self) -> bool:
         """Return ``True``: acta keep their native form (see :class:`chronica_core.AsyncNativeStore`)."""
         return True
+
+    async def migrate(self) -> None:
+        """See :meth:`RedisStore.migrate`."""
+        await self._run_if_open(migrate(self.plans))
 
     async def idle_chronica(
         self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
