@@ -86,7 +86,8 @@ LISTING_PAGE: Final = 1000
 
 IDLE_STEP: Final = 60_000_000
 """How far, in microseconds, a chronicum's entry in the idle indexes may lag behind its last
-activity: an append moves the entry only when it is that much older (see :mod:`chronica_redis.idle`)."""
+activity: an append moves the entry only when it is that much older. An entry never stands after
+the last activity, so a retention read checks what it finds and skips none it should return."""
 
 FOLLOWED_SECONDS: Final = 120.0
 """How long a follower's mark on its chronicum lasts (appends to it publish while it does)."""
@@ -585,7 +586,7 @@ class RedisPlans:
         """Up to ``limit`` live chronica idle since before ``idle_before``, oldest first.
 
         Reads the idle index (the owner's, or every chronicum's) from ``after`` on, and checks each
-        entry against the chronicum it names (see :mod:`chronica_redis.idle`): an entry whose
+        entry against the chronicum it names (entries lag by up to :data:`IDLE_STEP`): an entry whose
         chronicum is missing, erased, or another owner's is skipped; one behind its chronicum's
         last activity is skipped and moved there (where it is read again, if still idle).
         """

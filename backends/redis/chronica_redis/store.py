@@ -169,7 +169,7 @@ class RedisStore(_Following, PlannedStore, RetentionStore, NativeStore, HistoryS
     def idle_chronica(
         self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
     ) -> list[Chronicum]:
-        """See :meth:`chronica_core.RetentionStore.idle_chronica` (and :mod:`chronica_redis.idle`)."""
+        """See :meth:`chronica_core.RetentionStore.idle_chronica`: the idle indexes, checked."""
         return self._run_if_open(self.plans.idle_chronica(idle_before, owner_id, after, limit))
 
     def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
