@@ -15,6 +15,7 @@ goes the other way: the chronicum becomes its marker first, then its index entry
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Final
@@ -75,7 +76,7 @@ FOLLOW_LOOK: Final = 1000
 """How many acta one ``acta_after`` script looks back through for the follower's position, at most:
 a position further back takes more round trips, none of which holds the server for long."""
 
-FAMILIES: Final = 100_000
+FAMILIES: Final = 10_000
 """How many forks' family roots a store remembers (each saves a read of the fork's home)."""
 
 ERASE_TRIES: Final = 10
@@ -162,6 +163,7 @@ class RedisPlans:
         self.idle_step = IDLE_STEP
         self._roots: dict[str, str] = {}
         """Fork id -> the root of its family (whose slot it lives in), for the forks met so far."""
+        self._roots_lock = threading.Lock()
         """How far an idle index entry may lag (microseconds; tests set it to 0)."""
 
     def keys(self, chronicum_id: str) -> ChronicumKeys:
@@ -196,10 +198,11 @@ class RedisPlans:
 
     def remember_root(self, chronicum_id: str, root_id: str) -> None:
         """Remember that ``chronicum_id`` lives in the family of ``root_id`` (at most :data:`FAMILIES`)."""
-        roots = self._roots
-        roots[chronicum_id] = root_id
-        if len(roots) > FAMILIES:
-            roots.pop(next(iter(roots)), None)
+        with self._roots_lock:
+            roots = self._roots
+            roots[chronicum_id] = root_id
+            if len(roots) > FAMILIES:
+                del roots[next(iter(roots))]
 
     def on_chronicum(
         self,
