@@ -13,6 +13,7 @@ prefix (a few short strings), so that its layout is one read.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Sequence
 from typing import Any, Final
 
@@ -31,7 +32,7 @@ from chronica_core.plans import Plan
 from chronica_redis import history_scripts
 from chronica_redis.keys import ChronicumKeys, family_keys, fork_keys, from_micros, micros
 from chronica_redis.operations import Call, Operation, Run
-from chronica_redis.plans import RedisPlans, entry_actum
+from chronica_redis.plans import FAMILIES, RedisPlans, entry_actum
 
 __all__ = ["HistoryPlans", "decode_lineage", "encode_lineage"]
 
@@ -85,6 +86,15 @@ class _Keys:
 class HistoryPlans(RedisPlans):
     """:class:`chronica_redis.plans.RedisPlans` with the history capability's plans."""
 
+    def __init__(
+        self, prefix: str, wait_replicas: int, wait_timeout: float, max_content_bytes: int | None
+    ) -> None:
+        super().__init__(prefix, wait_replicas, wait_timeout, max_content_bytes)
+        self._reads: dict[str, tuple[WindowReads, ChronicumKeys, Run]] = {}
+        """The script of the latest window read of each chronicum: the rules ask for the same
+        reads (the very same object) over and over, and the script is then the same too."""
+        self._reads_lock = threading.Lock()
+
     def _member(self, chronicum_id: str, keys: ChronicumKeys, member_id: str) -> ChronicumKeys:
         """The keys of ``member_id``, of the lineage of ``chronicum_id`` (whose keys are ``keys``)."""
         if member_id == chronicum_id:
@@ -133,6 +143,17 @@ class HistoryPlans(RedisPlans):
         """
 
         def operation(keys: ChronicumKeys) -> Run:
+            known = self._reads.get(chronicum_id)
+            if known is not None and known[0] is reads and known[1] == keys:
+                return known[2]
+            run = _read(keys, reads)
+            with self._reads_lock:
+                self._reads[chronicum_id] = (reads, keys, run)
+                if len(self._reads) > FAMILIES:
+                    del self._reads[next(iter(self._reads))]
+            return run
+
+        def _read(keys: ChronicumKeys, reads: WindowReads) -> Run:
             names = _Keys(keys.meta, keys.marks)
             args: list[str | int] = [len(reads.reads)]
             for read in reads.reads:
@@ -160,7 +181,12 @@ class HistoryPlans(RedisPlans):
         acta: list[Actum] = []
         positions: list[int] = []
         for read, entries in zip(reads.reads, results, strict=True):
-            member_id = read.segment.chronicum_id if isinstance(read, RangeRead) else read.chronicum_id
+            if isinstance(read, RangeRead):
+                member_id = read.segment.chronicum_id
+                if read.newest:  # read newest first
+                    entries.reverse()
+            else:
+                member_id = read.chronicum_id
             for entry in entries:
                 acta.append(entry_actum(member_id, entry))
                 positions.append(_position(entry))

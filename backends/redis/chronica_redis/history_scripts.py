@@ -149,10 +149,14 @@ local function count_upto(list, value)
 end
 
 -- A range read: the newest (or oldest) `limit` acta of a segment matching the filters' lists (none:
--- every actum), summaries skipped unless `summaries`. Returns the entries in position order.
+-- every actum), summaries skipped unless `summaries`. Returns the entries in the order read: newest
+-- first for a read of the newest.
 local function range(stream, marks, after, upto, limit, newest, summaries, lists)
   local want = limit
-  if limit > 0 and not summaries then want = limit + redis.call('LLEN', marks) end
+  if not summaries then
+    local skipped = redis.call('LLEN', marks)
+    if limit > 0 then want = limit + skipped elseif skipped > 0 then want = -1 end
+  end
   local found = {}
   if upto and upto <= after then return found end
   if #lists == 0 then
@@ -190,15 +194,11 @@ local function range(stream, marks, after, upto, limit, newest, summaries, lists
       if entry then found[#found + 1] = entry end
     end
   end
+  if want == limit then return found end
   local kept = {}
   for _, entry in ipairs(found) do
     if limit > 0 and #kept >= limit then break end
     if summaries or not is_summary(entry) then kept[#kept + 1] = entry end
-  end
-  if newest then
-    local ordered = {}
-    for index = #kept, 1, -1 do ordered[#ordered + 1] = kept[index] end
-    return ordered
   end
   return kept
 end
@@ -207,7 +207,8 @@ end
 -- each: 'r', stream, marks (indexes in KEYS), after, upto ('' none), limit, newest ('1'), summaries
 -- ('1'), how many lists, the lists' indexes; or 'p', stream, how many positions, the positions.
 -- Then the segments the requests of responses read are looked for in ('0' none; see locate).
--- Returns nil (missing or erased), else {version, marks, {entries of each read}, {found requests}}.
+-- Returns nil (missing or erased), else {version, marks, {entries of each read, in the order read},
+-- {found requests}}.
 local state = redis.call('HMGET', KEYS[1], 'owner', 'v')
 if not state[1] then return false end
 local results = {}
