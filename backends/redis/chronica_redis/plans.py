@@ -10,7 +10,13 @@ first the index entry, then the chronicum (its own script, which refuses a taken
 of a listing checks each entry against the chronicum it names and skips those that do not match:
 so if a process dies between the two steps, no chronicum exists, and the entry it left names
 none: no reader ever sees it (``get`` says ``ChronicumNotFound``, a listing skips it). An erasure
-goes the other way: the chronicum becomes its marker first, then its index entry goes.
+goes the other way: the chronicum becomes its marker first, then its index entries go.
+
+A fork's keys are in its family root's slot (see :mod:`chronica_redis.keys`): an operation is
+sent to the keys a chronicum has as far as the plans know (its own slot's, or a remembered
+fork's), and once more to its family's when it found nothing there and the home names a root
+(:meth:`RedisPlans.on_chronicum`). The history capability's plans are in
+:mod:`chronica_redis.history`; retention's idle indexes are read and checked here.
 """
 
 from __future__ import annotations
