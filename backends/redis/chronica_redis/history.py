@@ -32,7 +32,8 @@ from chronica_core.plans import Plan
 from chronica_redis import history_scripts
 from chronica_redis.keys import ChronicumKeys, family_keys, fork_keys, from_micros, micros
 from chronica_redis.operations import Call, Operation, Run
-from chronica_redis.plans import FAMILIES, RedisPlans, entry_actum
+from chronica_redis.plans import FAMILIES, entry_actum
+from chronica_redis.retention import RetentionPlans
 
 __all__ = ["HistoryPlans", "decode_lineage", "encode_lineage"]
 
@@ -83,8 +84,8 @@ class _Keys:
         return index
 
 
-class HistoryPlans(RedisPlans):
-    """:class:`chronica_redis.plans.RedisPlans` with the history capability's plans."""
+class HistoryPlans(RetentionPlans):
+    """:class:`chronica_redis.retention.RetentionPlans` with the history capability's plans."""
 
     def __init__(
         self, prefix: str, wait_replicas: int, wait_timeout: float, max_content_bytes: int | None

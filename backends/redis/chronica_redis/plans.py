@@ -15,15 +15,14 @@ goes the other way: the chronicum becomes its marker first, then its index entri
 A fork's keys are in its family root's slot (see :mod:`chronica_redis.keys`): an operation is
 sent to the keys a chronicum has as far as the plans know (its own slot's, or a remembered
 fork's), and once more to its family's when it found nothing there and the home names a root
-(:meth:`RedisPlans.on_chronicum`). The history capability's plans are in
-:mod:`chronica_redis.history`; retention's idle indexes are read and checked here.
+(:meth:`RedisPlans.on_chronicum`). The retention capability's plans are in
+:mod:`chronica_redis.retention`, the history capability's in :mod:`chronica_redis.history`.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Any, Final
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -587,55 +586,6 @@ class RedisPlans:
         )
         return bool(reopened == 1)
 
-    # -- retention ----------------------------------------------------------------------------
-
-    def idle_chronica(
-        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
-    ) -> Plan[Operation, list[Chronicum]]:
-        """Up to ``limit`` live chronica idle since before ``idle_before``, oldest first.
-
-        Reads the idle index (the owner's, or every chronicum's) from ``after`` on, and checks each
-        entry against the chronicum it names (entries lag by up to :data:`IDLE_STEP`): an entry whose
-        chronicum is missing, erased, or another owner's is skipped; one behind its chronicum's
-        last activity is skipped and moved there (where it is read again, if still idle).
-        """
-        where = "idle chronica"
-        if owner_id is None:
-            index = idle_index_key(self.prefix)
-        else:
-            index = owner_idle_key(self.prefix, owner_digest(owner_id))
-        cut = micros(idle_before)
-        cursor = (-(2**63), "") if after is None else (micros(after[0]), after[1])
-        page: list[Chronicum] = []
-        wanted = limit
-        while len(page) < limit:
-            rows: list[tuple[str, float]] = yield from self.run(
-                Call(("ZRANGE", index, cursor[0], f"({cut}", "BYSCORE", "LIMIT", 0, wanted, "WITHSCORES")),
-                where,
-            )
-            entries = [(int(score), member) for member, score in _pairs(rows)]
-            fresh = [entry for entry in entries if entry > cursor]
-            if not fresh:
-                if len(entries) < wanted:
-                    break
-                wanted *= 2  # all of them ties at the cursor's moment, already passed
-                continue
-            found = yield from self.chronica_of([member for _, member in fresh], where)
-            for (score, chronicum_id), chronicum in zip(fresh, found, strict=True):
-                if chronicum is None or (owner_id is not None and chronicum.owner_id != owner_id):
-                    continue
-                activity = micros(last_activity(chronicum))
-                if activity != score:
-                    digest = owner_digest(chronicum.owner_id)
-                    yield from self.idle(scripts.IDLE_SET, digest, chronicum_id, activity, where)
-                elif len(page) < limit:
-                    page.append(chronicum)
-            cursor = fresh[-1]
-            if len(entries) < wanted:
-                break
-            wanted = limit - len(page)
-        return page
-
     def chronica_of(
         self, chronicum_ids: Sequence[str], where: str
     ) -> Plan[Operation, list[Chronicum | None]]:
@@ -672,23 +622,6 @@ class RedisPlans:
                 self.remember_root(fork_id, root)
                 found[index] = chronicum_of(fork_id, row)
         return found
-
-    def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> Plan[Operation, int]:
-        """Erase the chronicum and its forks in one script, if each one is still idle since ``idle_before``.
-
-        Returns how many chronica were erased; 0 when one was written to since, or the chronicum
-        is missing or erased.
-        """
-        where = "erase idle chronicum"
-        erased = yield from self._erase(chronicum_id, owner_digest, "", where, str(micros(idle_before)))
-        return 0 if erased is None else erased[1]
-
-
-def _pairs(rows: Sequence[Any]) -> list[tuple[str, float]]:
-    """``ZRANGE ... WITHSCORES``'s answer as ``(member, score)`` pairs (RESP2 or RESP3 shapes)."""
-    if rows and not isinstance(rows[0], (list, tuple)):
-        return list(zip(rows[::2], map(float, rows[1::2]), strict=True))
-    return [(member, float(score)) for member, score in rows]
 
 
 CHRONICUM_FIELDS: Final = ("owner", "started", "last", "from", "at")
