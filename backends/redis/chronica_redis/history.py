@@ -147,14 +147,14 @@ class HistoryPlans(RetentionPlans):
             known = self._reads.get(chronicum_id)
             if known is not None and known[0] is reads and known[1] == keys:
                 return known[2]
-            run = _read(keys, reads)
+            run = build(keys)
             with self._reads_lock:
                 self._reads[chronicum_id] = (reads, keys, run)
                 if len(self._reads) > FAMILIES:
                     del self._reads[next(iter(self._reads))]
             return run
 
-        def _read(keys: ChronicumKeys, reads: WindowReads) -> Run:
+        def build(keys: ChronicumKeys) -> Run:
             names = _Keys(keys.meta, keys.marks)
             args: list[str | int] = [len(reads.reads)]
             for read in reads.reads:
