@@ -221,3 +221,18 @@ def test_a_keyed_summary_retried_after_a_wider_one_landed_returns_its_first_writ
         chronicarius.record_actum("ardian", summary)
     assert refused.value.field == "summarizes"
     assert [actum.content for actum in chronicarius.get_acta("ardian", "long")] == ["all four"]
+
+
+def test_a_chronicum_with_a_tool_exchange_is_read_with_one_window_call() -> None:
+    """Once ``acta`` answered ``StaleLayout`` for a linked tool response, reads go straight to ``window``."""
+    store = CallsStore()
+    chronicarius = Chronicarius(store)
+    call = chronicarius.record_actum(
+        "ardian", Actum("paired", ActumKind.TOOL_REQUEST, ActorKind.AGENT, "a", "q")
+    )
+    answer = chronicarius.record_actum("ardian", response("paired", call.id))
+    assert chronicarius.get_acta("ardian", "paired", last_n=1) == [call, answer]
+    store.calls.clear()
+    for _ in range(3):
+        assert chronicarius.get_acta("ardian", "paired", last_n=1) == [call, answer]
+    assert [call for call in store.calls if call != "locate"] == ["window"] * 3  # its window locates

@@ -24,14 +24,24 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import ClusterNode, RedisCluster
 from redis.exceptions import AskError, MovedError, NoScriptError, RedisError, TryAgainError
 
-from chronica_redis.operations import Batch, Call, NodesConfig, Operation, Run, Written
+from chronica_redis.operations import Batch, Call, NodesConfig, Operation, Run, Scan, Written
 from chronica_redis.urls import Settings
 
-__all__ = ["REDIRECTED_TRIES", "AsyncClient", "BlockingClient", "blocking_client", "open_async_client"]
+__all__ = [
+    "REDIRECTED_TRIES",
+    "SCAN_COUNT",
+    "AsyncClient",
+    "BlockingClient",
+    "blocking_client",
+    "open_async_client",
+]
 
 REDIRECTED_TRIES: Final = 5
 """How many times a confirmed write is sent again after its node answered that it does not hold
 the slot (``MOVED``, ``ASK``, ``TRYAGAIN``), before the redirection is raised."""
+
+SCAN_COUNT: Final = 1000
+"""How many keys each ``SCAN`` step looks at."""
 
 _REDIRECTED_PAUSE: Final = 0.05
 """Seconds between two such tries (a slot being moved settles)."""
@@ -80,6 +90,8 @@ class BlockingClient:
             for call in operation.calls:
                 pipeline.execute_command(*call)
             return pipeline.execute()
+        if isinstance(operation, Scan):
+            return list(self.client.scan_iter(match=operation.match, count=SCAN_COUNT))
         return self._nodes_config(operation)
 
     def _send(self, client: Any, operation: Run | Call) -> Any:
@@ -189,6 +201,8 @@ class AsyncClient:
             for call in operation.calls:
                 pipeline.execute_command(*call)
             return await pipeline.execute()
+        if isinstance(operation, Scan):
+            return [key async for key in self.client.scan_iter(match=operation.match, count=SCAN_COUNT)]
         return await self._nodes_config(operation)
 
     async def _send(self, client: redis.asyncio.Redis | AsyncRedisCluster, operation: Run | Call) -> Any:

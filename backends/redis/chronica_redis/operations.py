@@ -12,7 +12,7 @@ from typing import Any
 
 from chronica_redis.scripts import Script
 
-__all__ = ["Batch", "Call", "NodesConfig", "Operation", "Run", "Written"]
+__all__ = ["Batch", "Call", "NodesConfig", "Operation", "Run", "Scan", "Written"]
 
 Argument = str | int
 
@@ -75,4 +75,11 @@ class Written:
     replicas: int | None
 
 
-Operation = Run | Call | Batch | NodesConfig
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """The names of every key matching the glob ``match``, on every node (``SCAN``): a list."""
+
+    match: str
+
+
+Operation = Run | Call | Batch | NodesConfig | Scan

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, LISTING
+from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, HISTORY, LISTING, NATIVE, RETENTION
 from chronica_core.hookspecs import Backend, hookimpl
 from chronica_core.store import AsyncStore, Store
 
@@ -40,7 +40,7 @@ def chronica_backends() -> list[Backend]:
             name="redis",
             schemes=SCHEMES,
             idempotent=True,
-            capabilities=(BATCH, LISTING, ERASURE, FOLLOW),
+            capabilities=(BATCH, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY, RETENTION),
             open=open_store,
             open_async=open_async_store,
             install="chronica-redis",

@@ -16,22 +16,35 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Hashable
+from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from redis.exceptions import RedisClusterException, RedisError
 
 from chronica_core.errors import ChronicaError, ChronicumNotFound, StoreError
 from chronica_core.follow import follow_reads
+from chronica_core.history import Layout, Located, Segment, WindowReads, WindowRows
 from chronica_core.loops import PerLoop
-from chronica_core.model import Actum
+from chronica_core.model import Actum, Chronicum
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import masked_url, redact_error
+from chronica_core.store import (
+    AsyncHistoryStore,
+    AsyncNativeStore,
+    AsyncRetentionStore,
+    HistoryStore,
+    ListingPosition,
+    NativeStore,
+    RetentionStore,
+)
 from chronica_redis import durability
 from chronica_redis.clients import AsyncClient, BlockingClient, blocking_client, open_async_client
 from chronica_redis.follow import MAX_WAIT_SECONDS, Listener, Markings, waker_for_running_loop
+from chronica_redis.history import HistoryPlans
+from chronica_redis.migration import migrate
 from chronica_redis.operations import Operation
-from chronica_redis.plans import RedisPlans
 from chronica_redis.urls import Settings, settings_of
 
 __all__ = ["AsyncRedisStore", "RedisStore"]
@@ -43,8 +56,8 @@ _CREATING: Final = threading.Lock()
 """Held while a store makes its listener, so that racing first waits make one."""
 
 
-def _plans(settings: Settings) -> RedisPlans:
-    return RedisPlans(
+def _plans(settings: Settings) -> HistoryPlans:
+    return HistoryPlans(
         settings.prefix, settings.wait_replicas, settings.wait_timeout, settings.max_content_bytes
     )
 
@@ -58,7 +71,7 @@ class _Following:
 
     _settings: Settings
     _closed: bool
-    plans: RedisPlans
+    plans: HistoryPlans
 
     def _start_following(self) -> None:
         self._listener: Listener | None = None
@@ -87,7 +100,7 @@ class _Following:
             self._listener.close()
 
 
-class RedisStore(_Following, PlannedStore):
+class RedisStore(_Following, PlannedStore, RetentionStore, NativeStore, HistoryStore):
     """A blocking, idempotent store on Redis or Valkey, one server or a cluster, with every capability.
 
     Thread-safe (redis-py pools connections); fork-safe (a child process opens connections of its
@@ -108,7 +121,7 @@ class RedisStore(_Following, PlannedStore):
             risk is accepted.
     """
 
-    plans: RedisPlans
+    plans: HistoryPlans
     backend_name = "redis"
 
     def __init__(self, url: str, **options: Any) -> None:
@@ -141,6 +154,49 @@ class RedisStore(_Following, PlannedStore):
         except Exception as error:
             self._closed_underneath(error, "redis: store")
             raise
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: acta keep their native form (see :class:`chronica_core.NativeStore`)."""
+        return True
+
+    def migrate(self) -> None:
+        """Bring chronica an earlier chronica-redis wrote up to date (see :mod:`chronica_redis.migration`).
+
+        Safe to repeat, and while the store is in use; ``StoreError`` if the server fails.
+        """
+        self._run_if_open(migrate(self.plans))
+
+    def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """See :meth:`chronica_core.RetentionStore.idle_chronica`: the idle indexes, checked."""
+        return self._run_if_open(self.plans.idle_chronica(idle_before, owner_id, after, limit))
+
+    def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """See :meth:`chronica_core.RetentionStore.erase_idle`: one script, atomic with writers."""
+        return self._run_if_open(self.plans.erase_idle(chronicum_id, idle_before, owner_digest))
+
+    def layout(self, chronicum_id: str) -> Layout:
+        """See :meth:`chronica_core.HistoryStore.layout`: one script."""
+        return self._run_if_open(self.plans.layout(chronicum_id))
+
+    def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
+        """See :meth:`chronica_core.HistoryStore.window`: one script on the lineage's node."""
+        return self._run_if_open(self.plans.window(chronicum_id, reads))
+
+    def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
+        """See :meth:`chronica_core.HistoryStore.locate`: one script."""
+        return self._run_if_open(self.plans.locate(lineage, actum_ids))
+
+    def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
+        """See :meth:`chronica_core.HistoryStore.fork` (and :mod:`chronica_redis.history`)."""
+        self._run_if_open(self.plans.fork(chronicum, lineage))
+
+    def record_summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Actum:
+        """See :meth:`chronica_core.HistoryStore.record_summary`: one script, checking the version."""
+        return self._run_if_open(self.plans.record_summary(actum, first, last, version, key))
 
     def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`chronica_core.FollowStore.acta_after`: one script, looking back from the newest."""
@@ -175,7 +231,9 @@ class RedisStore(_Following, PlannedStore):
         _log.debug("closed the store on %s", masked_url(self._secrets_of))
 
 
-class AsyncRedisStore(_Following, AsyncPlannedStore):
+class AsyncRedisStore(
+    _Following, AsyncPlannedStore, AsyncRetentionStore, AsyncNativeStore, AsyncHistoryStore
+):
     """The asyncio twin of :class:`RedisStore`: the same plans, awaited on ``redis.asyncio``.
 
     Built without awaiting anything; it connects on its first operation, which also runs the
@@ -189,7 +247,7 @@ class AsyncRedisStore(_Following, AsyncPlannedStore):
     store (an unreachable server, a durability refusal) are raised by the first operation.
     """
 
-    plans: RedisPlans
+    plans: HistoryPlans
     backend_name = "redis"
 
     def __init__(self, url: str, **options: Any) -> None:
@@ -226,6 +284,46 @@ class AsyncRedisStore(_Following, AsyncPlannedStore):
         except Exception as error:
             self._closed_underneath(error, self._where)
             raise
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: acta keep their native form (see :class:`chronica_core.AsyncNativeStore`)."""
+        return True
+
+    async def migrate(self) -> None:
+        """See :meth:`RedisStore.migrate`."""
+        await self._run_if_open(migrate(self.plans))
+
+    async def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """See :meth:`RedisStore.idle_chronica`."""
+        return await self._run_if_open(self.plans.idle_chronica(idle_before, owner_id, after, limit))
+
+    async def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """See :meth:`RedisStore.erase_idle`."""
+        return await self._run_if_open(self.plans.erase_idle(chronicum_id, idle_before, owner_digest))
+
+    async def layout(self, chronicum_id: str) -> Layout:
+        """See :meth:`RedisStore.layout`."""
+        return await self._run_if_open(self.plans.layout(chronicum_id))
+
+    async def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
+        """See :meth:`RedisStore.window`."""
+        return await self._run_if_open(self.plans.window(chronicum_id, reads))
+
+    async def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
+        """See :meth:`RedisStore.locate`."""
+        return await self._run_if_open(self.plans.locate(lineage, actum_ids))
+
+    async def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
+        """See :meth:`RedisStore.fork`."""
+        await self._run_if_open(self.plans.fork(chronicum, lineage))
+
+    async def record_summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Actum:
+        """See :meth:`RedisStore.record_summary`."""
+        return await self._run_if_open(self.plans.record_summary(actum, first, last, version, key))
 
     async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`RedisStore.acta_after`."""

@@ -14,7 +14,7 @@ class TestRedisConformance(ConformanceSuite):
     """``store`` and ``async_store`` come from conftest.py (a fresh key prefix per test)."""
 
     declares_idempotent = True
-    declares_capabilities = ("batch", "listing", "erasure", "follow")
+    declares_capabilities = ("batch", "listing", "erasure", "follow", "native", "history", "retention")
 
     @pytest.fixture
     def store_to_close(self, redis_url: str, prefix: str) -> Iterator[RedisStore]:

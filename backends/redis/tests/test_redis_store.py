@@ -294,7 +294,15 @@ def test_the_plugin_is_registered() -> None:
     for url in ("redis://h", "rediss://h", "redis+cluster://h:1", "rediss+cluster://h:1"):
         backend = registry().backend_for(url)
         assert backend.name == "redis"
-        assert set(backend.capabilities) == {"batch", "listing", "erasure", "follow"}
+        assert set(backend.capabilities) == {
+            "batch",
+            "listing",
+            "erasure",
+            "follow",
+            "native",
+            "history",
+            "retention",
+        }
 
 
 def test_an_operation_overtaken_by_close_is_a_store_error(redis_url: str, prefix: str) -> None:
