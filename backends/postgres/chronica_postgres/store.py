@@ -208,6 +208,10 @@ class PostgresStore(PostgresFollowing, PlannedStore):
         """
         return self._run_if_open(self.plans.migrate())
 
+    def keeps_native(self) -> bool:
+        """Return ``True``: acta keep their native form (see :class:`chronica_core.NativeStore`)."""
+        return True
+
     def close(self) -> None:
         """Close the pool the store opened (a pool given to it is left open).
 
@@ -408,6 +412,10 @@ class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
         self._check_open()
         pool = (await self._pools.get()).pool
         return await run_plan_async(self.plans.migrate(), functools.partial(self._perform, pool))
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: acta keep their native form (see :class:`chronica_core.AsyncNativeStore`)."""
+        return True
 
     async def close(self) -> None:
         """Close every pool the store opened, one per event loop (a pool given to it is left open).

@@ -17,6 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from chronica_postgres import PostgresStore
+from chronica_postgres.plans import record_parameters
 from chronica_postgres.schema import LATEST_VERSION, Statements
 
 from chronica_core import (
@@ -134,7 +135,9 @@ def test_the_single_statement_append_touches_one_partition_of_each_table(
     statement = Statements(partitioned).record.decode()
     pieces = statement.split("%s")
     numbered = pieces[0] + "".join(f"${place}{piece}" for place, piece in enumerate(pieces[1:], 1))
-    parameters = (chronicum_id, new_actum_id(), "message", "human", "ardian", "hi", None, None)
+    parameters = record_parameters(
+        Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hi", new_actum_id()), None
+    )
     with psycopg.connect(postgres_url) as connection:
         connection.execute("SET plan_cache_mode = force_generic_plan")
         connection.execute(f"PREPARE append_actum AS {numbered}")
