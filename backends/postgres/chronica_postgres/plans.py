@@ -500,14 +500,14 @@ class Plans:
             self.statements.create,
             (chronicum.id, chronicum.owner_id, chronicum.started_at, chronicum.last_actum_at),
         )
-        rows = yield from self._write(statement, "create chronicum", chronicum.id)
+        rows = yield from self.write(statement, "create chronicum", chronicum.id)
         if not rows:
             raise ChronicumExists(chronicum.id)
 
     def get(self, chronicum_id: str) -> Plan[Operation, Chronicum]:
         """Read a chronicum. Raises ``ChronicumNotFound``, ``StoreError``."""
         _refuse_nul(chronicum_id)
-        rows = yield from self._read(
+        rows = yield from self.read(
             Statement(self.statements.get, (chronicum_id,)), "get chronicum", chronicum_id
         )
         if not rows:
@@ -527,7 +527,7 @@ class Plans:
             record_parameters(actum, None),
             bulky=written_chars(actum) > BULKY_CONTENT_CHARS,
         )
-        rows = yield from self._write(statement, "record actum", actum.chronicum_id)
+        rows = yield from self.write(statement, "record actum", actum.chronicum_id)
         if not rows:
             raise ChronicumNotFound(actum.chronicum_id)
         row_chronicum, row_actum, at = rows[0]
@@ -590,7 +590,7 @@ class Plans:
             actor_kinds=query.actor_kinds is not None,
             limited=query.last_n > 0,
         )
-        rows = yield from self._read(Statement(sql, tuple(parameters)), "read acta", chronicum_id)
+        rows = yield from self.read(Statement(sql, tuple(parameters)), "read acta", chronicum_id)
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         check_rows("postgres: read acta", "chronicum id", chronicum_id, rows)
@@ -610,7 +610,7 @@ class Plans:
         """
         _refuse_nul(chronicum_id)
         parameters = (chronicum_id, after, chronicum_id, after, after, max(limit, 1))
-        rows = yield from self._read(
+        rows = yield from self.read(
             Statement(self.statements.acta_after, parameters), "read acta after", chronicum_id
         )
         if not rows:
@@ -633,7 +633,7 @@ class Plans:
         if "\x00" in chronicum_id:
             return None  # no stored id holds NUL
         statement = Statement(self.statements.follow, (ahead, chronicum_id, renew_below, chronicum_id))
-        rows = yield from self._read(statement, "mark chronicum followed", chronicum_id)
+        rows = yield from self.read(statement, "mark chronicum followed", chronicum_id)
         if not rows:
             return None
         check_row("postgres: mark chronicum followed", "chronicum id", chronicum_id, rows[0][0])
@@ -701,7 +701,7 @@ class Plans:
             if "\x00" in after_id:  # text cannot hold NUL: cut there, the cut id included
                 after_id, sql = after_id[: after_id.index("\x00")], self.statements.list_chronica_after_or_at
             statement = Statement(sql, (owner_id, started_at, after_id, limit))
-        rows = yield from self._read(statement, "list chronica", owner_id)
+        rows = yield from self.read(statement, "list chronica", owner_id)
         chronica = [chronicum_of(row) for row in rows]
         for chronicum in chronica:
             check_row("postgres: list chronica", "owner id", owner_id, chronicum.owner_id)
@@ -716,7 +716,7 @@ class Plans:
         marker), ``StoreError``.
         """
         _refuse_nul(chronicum_id)
-        rows = yield from self._write(self._erasure(chronicum_id, owner_digest), "erase", chronicum_id)
+        rows = yield from self.write(self.erasure(chronicum_id, owner_digest), "erase", chronicum_id)
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         row_chronicum, erased, _ = rows[0]
@@ -731,11 +731,11 @@ class Plans:
         """
         if "\x00" in owner_id:
             return 0
-        rows = yield from self._read(Statement(self.statements.owned, (owner_id,)), "erase owner", owner_id)
+        rows = yield from self.read(Statement(self.statements.owned, (owner_id,)), "erase owner", owner_id)
         erased = 0
         for (chronicum_id,) in rows:
-            done = yield from self._write(
-                self._erasure(chronicum_id, owner_digest), "erase owner", chronicum_id
+            done = yield from self.write(
+                self.erasure(chronicum_id, owner_digest), "erase owner", chronicum_id
             )
             if done:
                 check_row("postgres: erase owner", "chronicum id", chronicum_id, done[0][0])
@@ -754,13 +754,13 @@ class Plans:
             self.statements.reopen,
             (chronicum.owner_id, chronicum.started_at, chronicum.last_actum_at, chronicum.id, owner_digest),
         )
-        rows = yield from self._write(statement, "reopen chronicum", chronicum.id)
+        rows = yield from self.write(statement, "reopen chronicum", chronicum.id)
         if not rows:
             return False
         check_row("postgres: reopen chronicum", "chronicum id", chronicum.id, rows[0][0])
         return True
 
-    def _erasure(
+    def erasure(
         self, chronicum_id: str, owner_digest: str, idle_before: datetime | None = None
     ) -> Transaction:
         """The transaction erasing one chronicum and its forks: lock their rows, then delete and mark.
@@ -786,7 +786,7 @@ class Plans:
         ``StoreError``.
         """
         keyed = Statement(self.statements.read_keyed, (chronicum_id, key))
-        rows = yield from self._read(keyed, operation, chronicum_id)
+        rows = yield from self.read(keyed, operation, chronicum_id)
         if not rows:  # only an erasure deletes acta
             raise ChronicumNotFound(chronicum_id) from lost_race
         check_rows(f"postgres: {operation}", "chronicum id", chronicum_id, rows)
@@ -803,7 +803,7 @@ class Plans:
         version = yield from self._own_version("migrate")
         if version < LATEST_VERSION:
             before = version
-            yield from self._write(Statement(self.statements.migrate), "migrate", "")
+            yield from self.write(Statement(self.statements.migrate), "migrate", "")
             version = yield from self._own_version("migrate")
             schema = self.statements.schema
             _log.info("migrated schema %r from version %d to %d", schema, before, version)
@@ -834,7 +834,7 @@ class Plans:
         try:
             rows = yield Statement(statements.read_version, ())
         except (errors.UndefinedTable, errors.InvalidSchemaName):
-            rows = yield from self._read(
+            rows = yield from self.read(
                 Statement(statements.find_tables, (statements.schema, _LOOKED_FOR)), operation, ""
             )
             found = [name for (name,) in rows]
@@ -882,7 +882,7 @@ class Plans:
             ),
         )
 
-    def _write(
+    def write(
         self, statement: Statement | Transaction, operation: str, chronicum_id: str
     ) -> Plan[Operation, Rows]:
         """Perform ``statement`` (or ``Transaction``) once: its fate is unknown after a lost connection."""
@@ -893,7 +893,7 @@ class Plans:
             raise translate(error, operation, chronicum_id) from error
         return rows
 
-    def _read(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
+    def read(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
         """Perform ``statement``; after a lost connection drop the dead ones and try once more."""
         try:
             rows: Rows = yield from self._again_if_lost(statement)

@@ -379,7 +379,7 @@ class Statements:
     def __init__(self, schema: str, *, notify: bool = True) -> None:
         self.schema = schema
         self.notify = notify
-        quoted = sql.Identifier(schema).as_string(None)
+        quoted = self._quoted = sql.Identifier(schema).as_string(None)
         self.channel = follow_channel(schema)
         notify_call = f"pg_notify({sql.Literal(self.channel).as_string(None)}, id)"
         channel = f", CASE WHEN followed_until > now() THEN {notify_call} END" if notify else ""
@@ -657,6 +657,10 @@ class Statements:
             for actor_kinds in (False, True)
             for limited in (False, True)
         }
+
+    def compose(self, template: str) -> bytes:
+        """``template`` (a statement with parameters) with this schema's quoted name for ``{schema}``."""
+        return self._compose(self._quoted, template)
 
     def window(self, *, kinds: bool, actor_kinds: bool, limited: bool) -> bytes:
         """The context-window query for one shape of :class:`chronica_core.ActaQuery`.

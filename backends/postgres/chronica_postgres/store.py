@@ -29,6 +29,7 @@ from chronica_core.urls import split_query_options, split_schema
 from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
 from chronica_postgres.follow import AsyncPostgresFollowing, Markings, PostgresFollowing
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
+from chronica_postgres.retention import AsyncPostgresRetention, PostgresRetention
 from chronica_postgres.schema import Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
 
@@ -140,7 +141,7 @@ def _run_statement(connection: psycopg.Connection[Any], statement: Statement) ->
     return connection.execute(statement.sql, statement.params, binary=statement.binary).fetchall()
 
 
-class PostgresStore(PostgresFollowing, PlannedStore):
+class PostgresStore(PostgresFollowing, PostgresRetention, PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL.
 
     Every call borrows a pooled connection (autocommit) for one statement: ``record``,
@@ -357,7 +358,7 @@ def _drop_loop_pool(loop_pool: _LoopPool) -> None:
             connection.pgconn.finish()
 
 
-class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
+class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPostgresRetention, AsyncPlannedStore):
     """The asyncio twin of :class:`PostgresStore`: the same statements, plans and errors.
 
     One store serves every event loop of the process, one after another (``asyncio.run()`` per

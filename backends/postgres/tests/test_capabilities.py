@@ -34,7 +34,15 @@ from chronica_core import (
     open_store,
 )
 from chronica_core.capabilities import BATCH as BATCH_CAPABILITY
-from chronica_core.capabilities import ERASURE, FOLLOW, IDEMPOTENCY, LISTING, NATIVE, store_capabilities
+from chronica_core.capabilities import (
+    ERASURE,
+    FOLLOW,
+    IDEMPOTENCY,
+    LISTING,
+    NATIVE,
+    RETENTION,
+    store_capabilities,
+)
 from chronica_core.erasure import owner_digest
 
 Admin = psycopg.Connection[tuple[Any, ...]]
@@ -679,8 +687,8 @@ def test_the_backend_declares_every_capability_its_stores_have(
 ) -> None:
     installed, _ = list_backends()
     (backend,) = [found.backend for found in installed if found.backend.name == "postgres"]
-    assert backend.capabilities == (BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE)
-    every = {IDEMPOTENCY, BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE}
+    assert backend.capabilities == (BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE, RETENTION)
+    every = {IDEMPOTENCY, BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE, RETENTION}
     with open_store(postgres_url, schema=schema) as store:
         assert store_capabilities(store) == every
     assert store_capabilities(async_store) == every
