@@ -65,18 +65,24 @@ __all__ = [
     "DEFAULT_MAX_IDLE",
     "DEFAULT_MAX_SIZE",
     "DISCARD_BROKEN_CONNECTIONS",
+    "INSERTED_AT",
     "Operation",
     "Options",
     "Plans",
     "Rows",
     "Statement",
     "Transaction",
+    "acta_of",
     "batch_parameters",
+    "chronicum_of",
     "names_constraint",
+    "record_parameters",
+    "text_array",
     "translate",
+    "written_chars",
 ]
 
-_INSERTED_AT: Final = 9
+INSERTED_AT: Final = 9
 """Where a keyed write's row holds the ``at`` of an actum it inserted (after the flag, 8 columns)."""
 
 Rows = list[tuple[Any, ...]]
@@ -354,7 +360,7 @@ def _content_parameters(content: str) -> tuple[str | None, bytes | None]:
     return content, None
 
 
-def _stored(actum: Actum, at: datetime) -> Actum:
+def stored_at(actum: Actum, at: datetime) -> Actum:
     """``actum`` as recorded at ``at`` (converted to UTC)."""
     return recorded_at(actum, _utc(at))
 
@@ -533,7 +539,7 @@ class Plans:
         row_chronicum, row_actum, at = rows[0]
         check_row("postgres: record actum", "chronicum id", actum.chronicum_id, row_chronicum)
         check_row("postgres: record actum", "actum id", actum.id, row_actum)
-        return _stored(actum, at)
+        return stored_at(actum, at)
 
     def record_idempotent(self, actum: Actum, key: str) -> Plan[Operation, Actum]:
         """Append ``actum`` unless ``key`` was used in its chronicum; else return the stored one.
@@ -553,14 +559,14 @@ class Plans:
             bulky=written_chars(actum) > BULKY_CONTENT_CHARS,
         )
         try:
-            rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
+            rows = yield from self.again_if_lost(statement)  # the key makes a repeat land once
         except errors.UniqueViolation as error:
             if not names_constraint(error, ACTA_IDEMPOTENCY_INDEX):
                 raise translate(error, "record actum", chronicum_id) from error
-            stored = yield from self._read_keyed(chronicum_id, key, "record actum", error)
+            stored = yield from self.read_keyed_write(chronicum_id, key, "record actum", error)
             return stored[0]
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, "record actum", chronicum_id) from error
         if not rows:
             raise ChronicumNotFound(chronicum_id)
@@ -569,7 +575,7 @@ class Plans:
         if not inserted:
             return acta_of((rows[0][1:],))[0]
         check_row("postgres: record actum", "actum id", actum.id, row_actum)
-        return _stored(actum, rows[0][_INSERTED_AT])
+        return stored_at(actum, rows[0][INSERTED_AT])
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Operation, list[Actum]]:
         """The context window ``query`` describes, oldest first, in one query.
@@ -663,13 +669,13 @@ class Plans:
             if key is None:
                 rows = yield statement
             else:
-                rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
+                rows = yield from self.again_if_lost(statement)  # the key makes a repeat land once
         except errors.UniqueViolation as error:
             if key is None or not names_constraint(error, ACTA_IDEMPOTENCY_INDEX):
                 raise translate(error, "record acta", chronicum_id) from error
-            return (yield from self._read_keyed(chronicum_id, key, "record acta", error))
+            return (yield from self.read_keyed_write(chronicum_id, key, "record acta", error))
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, "record acta", chronicum_id) from error
         if not rows:
             raise ChronicumNotFound(chronicum_id)
@@ -681,7 +687,7 @@ class Plans:
         stored: list[Actum] = []
         for actum, row in zip(acta, rows, strict=True):
             check_row(where, "actum id", actum.id, row[3])
-            stored.append(_stored(actum, row[_INSERTED_AT]))
+            stored.append(stored_at(actum, row[INSERTED_AT]))
         return stored
 
     def list_chronica(
@@ -777,7 +783,7 @@ class Plans:
             )
         )
 
-    def _read_keyed(
+    def read_keyed_write(
         self, chronicum_id: str, key: str, operation: str, lost_race: Exception
     ) -> Plan[Operation, list[Actum]]:
         """The acta the write that used ``key`` stored (after losing a race to it on the unique index).
@@ -844,7 +850,7 @@ class Plans:
                 raise self._foreign(operation, found, mixed=False) from None
             return 0
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, operation, "") from error
         version, sqlalchemy_too = rows[0]
         if sqlalchemy_too:
@@ -889,21 +895,21 @@ class Plans:
         try:
             rows: Rows = yield statement
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, operation, chronicum_id) from error
         return rows
 
     def read(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
         """Perform ``statement``; after a lost connection drop the dead ones and try once more."""
         try:
-            rows: Rows = yield from self._again_if_lost(statement)
+            rows: Rows = yield from self.again_if_lost(statement)
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, operation, chronicum_id) from error
         return rows
 
     @staticmethod
-    def _again_if_lost(statement: Statement) -> Plan[Operation, Rows]:
+    def again_if_lost(statement: Statement) -> Plan[Operation, Rows]:
         """Perform ``statement`` (one safe to repeat); once more after a lost connection.
 
         Only for reads and keyed writes: a repeated keyed write finds the actum stored the first
@@ -924,7 +930,8 @@ class Plans:
         return rows
 
     @staticmethod
-    def _discard_if_lost(error: Exception) -> Plan[Operation, None]:
+    def discard_if_lost(error: Exception) -> Plan[Operation, None]:
+        """Drop the pool's dead connections if ``error`` says the connection was lost."""
         if connection_lost(error):
             yield DISCARD_BROKEN_CONNECTIONS
 

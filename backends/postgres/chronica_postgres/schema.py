@@ -70,6 +70,7 @@ __all__ = [
     "ACTA_IDEMPOTENCY_INDEX",
     "ACTA_SUMMARIES_INDEX",
     "ACTA_TO_CHRONICA_KEY",
+    "ACTUM_COLUMNS",
     "ACTUM_ROW_SIZE",
     "CHRONICA_COLUMNS",
     "CHRONICA_FORKS_INDEX",
@@ -79,10 +80,12 @@ __all__ = [
     "CHRONICA_PRIMARY_KEY",
     "EPOCH",
     "FOREIGN_TABLES",
+    "INSERTED_ROW",
     "LAST_ACTIVITY",
     "LATEST_VERSION",
     "MAX_SCHEMA_NAME_BYTES",
     "MIGRATIONS",
+    "NEXT_AT",
     "SET_UTC",
     "SQLALCHEMY_VERSION_TABLE",
     "VERSION_TABLE",
@@ -304,19 +307,19 @@ SET_UTC = b"SET TIME ZONE 'UTC'"
 CHRONICA_COLUMNS = "id, owner_id, started_at, last_actum_at, forked_from_id, forked_from_actum"
 """The columns of a chronicum row, in the order every statement returns them."""
 
-_ACTUM_COLUMNS = (
+ACTUM_COLUMNS = (
     "chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,"
     " native_format, native_data, native_data_bytes, answers, summarizes_first, summarizes_last"
 )
 """The columns of an actum row, in the order every statement returns them."""
 
-ACTUM_ROW_SIZE = len(_ACTUM_COLUMNS.split(", "))
+ACTUM_ROW_SIZE = len(ACTUM_COLUMNS.split(", "))
 """How many columns an actum row has."""
 
-_INSERTED_ROW = "chronicum_id, seq, id, NULL, NULL, NULL, NULL, NULL::bytea, at" + ", NULL" * 6
+INSERTED_ROW = "chronicum_id, seq, id, NULL, NULL, NULL, NULL, NULL::bytea, at" + ", NULL" * 6
 """What a keyed write returns of an actum it inserted: an actum row holding its ids and ``at`` only."""
 
-_NEXT_AT = "greatest(clock_timestamp(), last_actum_at)"
+NEXT_AT = "greatest(clock_timestamp(), last_actum_at)"
 """The ``at`` of the next actum, taken under the chronicum's row lock (``greatest`` skips NULL)."""
 
 
@@ -329,8 +332,8 @@ _EXTRA_VALUES = "%s::text, %s::text, %s::bytea, %s::text"
 _LIVE = "erased_owner_digest IS NULL"
 """The predicate of a live chronicum's row (not an erased chronicum's marker)."""
 
-_STORED_COLUMNS = ", ".join(f"stored.{column}" for column in _ACTUM_COLUMNS.split(", "))
-""":data:`_ACTUM_COLUMNS` of the ``acta`` row named ``stored``."""
+_STORED_COLUMNS = ", ".join(f"stored.{column}" for column in ACTUM_COLUMNS.split(", "))
+""":data:`ACTUM_COLUMNS` of the ``acta`` row named ``stored``."""
 
 
 def _listing(*, after: str | None) -> str:
@@ -383,6 +386,8 @@ class Statements:
         self.channel = follow_channel(schema)
         notify_call = f"pg_notify({sql.Literal(self.channel).as_string(None)}, id)"
         channel = f", CASE WHEN followed_until > now() THEN {notify_call} END" if notify else ""
+        self.append_notification = channel
+        """What an append's ``RETURNING`` of the chronicum's row adds to notify its followers (or ``""``)."""
         erasure_channel = f", {notify_call}" if notify else ""
         # One row: the version, and whether chronica-sqlalchemy's version table is there too.
         self.read_version = self._compose(
@@ -425,7 +430,7 @@ class Statements:
             f"""
             WITH chronicum AS (
                 UPDATE {{schema}}.chronica
-                SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}, shaped = shaped OR %s::boolean
+                SET last_seq = last_seq + 1, last_actum_at = {NEXT_AT}, shaped = shaped OR %s::boolean
                 WHERE id = %s AND {_LIVE}
                 RETURNING id, last_seq, last_actum_at{{channel}}
             )
@@ -447,11 +452,11 @@ class Statements:
             quoted,
             f"""
             WITH existing AS (
-                SELECT {_ACTUM_COLUMNS} FROM {{schema}}.acta
+                SELECT {ACTUM_COLUMNS} FROM {{schema}}.acta
                 WHERE chronicum_id = %s AND idempotency_key = %s
             ), chronicum AS (
                 UPDATE {{schema}}.chronica
-                SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}, shaped = shaped OR %s::boolean
+                SET last_seq = last_seq + 1, last_actum_at = {NEXT_AT}, shaped = shaped OR %s::boolean
                 WHERE id = %s AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
                 RETURNING id, last_seq, last_actum_at{{channel}}
             ), inserted AS (
@@ -463,9 +468,9 @@ class Statements:
                 FROM chronicum
                 RETURNING chronicum_id, seq, id, at
             )
-            SELECT true, {_INSERTED_ROW} FROM inserted
+            SELECT true, {INSERTED_ROW} FROM inserted
             UNION ALL
-            SELECT false, {_ACTUM_COLUMNS} FROM existing
+            SELECT false, {ACTUM_COLUMNS} FROM existing
             """,
             channel=channel,
         )
@@ -503,7 +508,7 @@ class Statements:
                 WHERE keyed.chronicum_id = given.chronicum_id AND keyed.idempotency_key = given.key
             ), chronicum AS (
                 UPDATE {{schema}}.chronica
-                SET last_seq = last_seq + given.size, last_actum_at = {_NEXT_AT},
+                SET last_seq = last_seq + given.size, last_actum_at = {NEXT_AT},
                     shaped = chronica.shaped OR given.shaped
                 FROM given
                 WHERE id = given.chronicum_id AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
@@ -526,7 +531,7 @@ class Statements:
                     native_format, native_data, native_data_bytes, answers, place)
                 RETURNING chronicum_id, seq, id, at
             )
-            SELECT true, {_INSERTED_ROW} FROM inserted
+            SELECT true, {INSERTED_ROW} FROM inserted
             UNION ALL
             SELECT false, {_STORED_COLUMNS} FROM existing CROSS JOIN LATERAL (
                 SELECT * FROM {{schema}}.acta AS within
@@ -690,10 +695,10 @@ class Statements:
             quoted,
             f"""
             SELECT chronicum.id, chronicum.shaped,
-                recent.{_ACTUM_COLUMNS.split(", ", 2)[2].replace(", ", ", recent.")}
+                recent.{ACTUM_COLUMNS.split(", ", 2)[2].replace(", ", ", recent.")}
             FROM {{schema}}.chronica AS chronicum
             LEFT JOIN LATERAL (
-                SELECT {_ACTUM_COLUMNS} FROM {{schema}}.acta
+                SELECT {ACTUM_COLUMNS} FROM {{schema}}.acta
                 WHERE chronicum_id = %s{filters}{newest}
             ) AS recent ON true
             WHERE chronicum.id = %s AND chronicum.{_LIVE}

@@ -28,6 +28,7 @@ from chronica_core.redaction import masked_url, redact_error
 from chronica_core.urls import split_query_options, split_schema
 from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
 from chronica_postgres.follow import AsyncPostgresFollowing, Markings, PostgresFollowing
+from chronica_postgres.history import AsyncPostgresHistory, PostgresHistory
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
 from chronica_postgres.retention import AsyncPostgresRetention, PostgresRetention
 from chronica_postgres.schema import Statements
@@ -141,7 +142,7 @@ def _run_statement(connection: psycopg.Connection[Any], statement: Statement) ->
     return connection.execute(statement.sql, statement.params, binary=statement.binary).fetchall()
 
 
-class PostgresStore(PostgresFollowing, PostgresRetention, PlannedStore):
+class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL.
 
     Every call borrows a pooled connection (autocommit) for one statement: ``record``,
@@ -358,7 +359,9 @@ def _drop_loop_pool(loop_pool: _LoopPool) -> None:
             connection.pgconn.finish()
 
 
-class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPostgresRetention, AsyncPlannedStore):
+class AsyncPostgresStore(
+    AsyncPostgresFollowing, AsyncPostgresRetention, AsyncPostgresHistory, AsyncPlannedStore
+):
     """The asyncio twin of :class:`PostgresStore`: the same statements, plans and errors.
 
     One store serves every event loop of the process, one after another (``asyncio.run()`` per

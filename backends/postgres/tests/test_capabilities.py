@@ -37,6 +37,7 @@ from chronica_core.capabilities import BATCH as BATCH_CAPABILITY
 from chronica_core.capabilities import (
     ERASURE,
     FOLLOW,
+    HISTORY,
     IDEMPOTENCY,
     LISTING,
     NATIVE,
@@ -687,8 +688,8 @@ def test_the_backend_declares_every_capability_its_stores_have(
 ) -> None:
     installed, _ = list_backends()
     (backend,) = [found.backend for found in installed if found.backend.name == "postgres"]
-    assert backend.capabilities == (BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE, RETENTION)
-    every = {IDEMPOTENCY, BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE, RETENTION}
+    assert backend.capabilities == (BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY, RETENTION)
+    every = {IDEMPOTENCY, BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY, RETENTION}
     with open_store(postgres_url, schema=schema) as store:
         assert store_capabilities(store) == every
     assert store_capabilities(async_store) == every
