@@ -30,7 +30,7 @@ from chronica_core.history import (
 from chronica_core.limits import check_actum_size
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row, check_rows
-from chronica_postgres.history_sql import HistoryStatements
+from chronica_postgres.history_sql import NO_BOUND, HistoryStatements, ReadShape
 from chronica_postgres.plans import (
     BULKY_CONTENT_CHARS,
     INSERTED_AT,
@@ -53,6 +53,11 @@ __all__ = ["AsyncPostgresHistory", "HistoryPlans", "PostgresHistory"]
 Result = TypeVar("Result")
 
 _ACTOR_KINDS = {kind.value: kind for kind in ActorKind}
+
+
+def _bounds(segment: Segment) -> tuple[str, int, int]:
+    """A segment as a range read's first parameters: chronicum id, after, upto (:data:`NO_BOUND`: none)."""
+    return segment.chronicum_id, segment.after, NO_BOUND if segment.upto is None else segment.upto
 
 
 def _segments(segments: tuple[Segment, ...]) -> tuple[list[str], list[int], list[int | None]]:
@@ -127,39 +132,30 @@ class HistoryPlans:
         """
         if "\x00" in chronicum_id:
             raise ChronicumNotFound(chronicum_id)
-        ranges: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [], [])
-        places: list[int] = []
-        holders: list[str] = []
-        positions: list[int] = []
-        for place, read in enumerate(reads.reads, 1):
+        shapes: list[ReadShape] = []
+        parameters: list[Any] = [chronicum_id]
+        for read in reads.reads:
             if isinstance(read, RangeRead):
-                segment = read.segment
-                for column, value in zip(
-                    ranges,
-                    (
-                        place,
-                        segment.chronicum_id,
-                        segment.after,
-                        segment.upto,
-                        None if read.actum_kinds is None else text_array(read.actum_kinds),
-                        None if read.actor_kinds is None else text_array(read.actor_kinds),
-                        read.limit,
-                        read.newest,
-                        read.summaries,
-                    ),
-                    strict=True,
-                ):
-                    column.append(value)
+                kinds, actor_kinds, limit = read.actum_kinds, read.actor_kinds, read.limit
+                shapes.append(
+                    (kinds is not None, actor_kinds is not None, limit > 0, read.newest, read.summaries)
+                )
+                parameters.extend(_bounds(read.segment))
+                if kinds is not None:
+                    parameters.append(text_array(kinds))
+                if actor_kinds is not None:
+                    parameters.append(text_array(actor_kinds))
+                if limit > 0:
+                    parameters.append(limit)
             else:
-                for position in read.positions:
-                    places.append(place)
-                    holders.append(read.chronicum_id)
-                    positions.append(position)
-        answered_in = _segments(reads.answered_in or ())
-        parameters = (chronicum_id, *ranges, places, holders, positions, *answered_in)
-        rows = yield from self._plans.read(
-            Statement(self._statements.window, parameters), "read window", chronicum_id
-        )
+                shapes.append(None)
+                parameters.extend((read.chronicum_id, list(read.positions)))
+        answered_in = reads.answered_in or ()
+        for segment in answered_in:
+            parameters.extend(_bounds(segment))
+        sql = self._statements.window((tuple(shapes), len(answered_in)))
+        rows = yield from self._plans.read(Statement(sql, tuple(parameters)), "read window", chronicum_id)
+
         if not rows or rows[0][0] != 0:
             raise ChronicumNotFound(chronicum_id)
         version = (rows[0][2], rows[0][3])
@@ -178,7 +174,11 @@ class HistoryPlans:
         wanted = [actum_id for actum_id in actum_ids if "\x00" not in actum_id]  # none stored holds NUL
         if not wanted or not lineage:
             return {}
-        statement = Statement(self._statements.locate, (*_segments(lineage), wanted))
+        parameters: list[Any] = []
+        for segment in lineage:
+            chronicum_id, after, upto = _bounds(segment)
+            parameters.extend((chronicum_id, wanted, after, upto))
+        statement = Statement(self._statements.locate(len(lineage)), tuple(parameters))
         rows = yield from self._plans.read(statement, "locate acta", lineage[-1].chronicum_id)
         return {actum.id: Located(row[1], actum) for row, actum in zip(rows, acta_of(rows), strict=True)}
 

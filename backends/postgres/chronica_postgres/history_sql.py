@@ -49,18 +49,105 @@ def _in_segment(segment: str) -> str:
     )
 
 
-def _range_read(*, newest: bool) -> str:
-    """One branch of a range read: the newest (or oldest) ``r.lim`` matching acta of segment ``r``."""
-    order = "DESC" if newest else ""
-    gate = "r.newest" if newest else "NOT r.newest"
+RangeShape = tuple[bool, bool, bool, bool, bool]
+"""What the statement of a range read depends on: whether it filters kinds, filters actor kinds,
+has a limit, reads the newest (else the oldest), and reads summaries too."""
+
+ReadShape = RangeShape | None
+"""A range read's shape, or ``None`` for a read of positions."""
+
+WindowShape = tuple[tuple[ReadShape, ...], int]
+"""The shape of a window statement: its reads' shapes, and how many segments it finds requests in."""
+
+SHAPES_KEPT = 512
+"""How many window and locate statements a store keeps composed (an app asks for a few shapes)."""
+
+
+def _range_read(place: int, shape: RangeShape) -> str:
+    """The range read numbered ``place``: matching acta of a segment, the newest or oldest first.
+
+    Parameters: chronicum id, after, upto, then the kinds, the actor kinds (as ``text[]``
+    literals) and the limit, where the shape has them.
+    """
+    kinds, actor_kinds, limited, newest, summaries = shape
+    filters = "".join(
+        condition
+        for wanted, condition in (
+            (kinds, " AND a.kind = ANY(%s::text[])"),
+            (actor_kinds, " AND a.actor_kind = ANY(%s::text[])"),
+            (not summaries, " AND a.summary_first IS NULL"),
+        )
+        if wanted
+    )
+    order = " DESC" if newest else ""
+    limit = " LIMIT %s" if limited else ""
     return f"""
-        (SELECT {_ROW} FROM {{schema}}.acta AS a
-        WHERE {_in_segment("r")} AND {gate}
-            AND (r.kinds IS NULL OR a.kind = ANY(r.kinds::text[]))
-            AND (r.actor_kinds IS NULL OR a.actor_kind = ANY(r.actor_kinds::text[]))
-            AND (r.summaries OR a.summary_first IS NULL)
-        ORDER BY a.seq {order} LIMIT CASE WHEN r.lim > 0 THEN r.lim END)
+        (SELECT {place}::bigint AS place, {_ROW} FROM {{schema}}.acta AS a
+        WHERE a.chronicum_id = %s AND a.seq > %s AND a.seq <= %s{filters}
+        ORDER BY a.seq{order}{limit})
         """
+
+
+def _positions_read(place: int) -> str:
+    """The read numbered ``place`` of the acta at some positions. Parameters: chronicum id, positions."""
+    return f"""
+        (SELECT {place}::bigint AS place, {_ROW} FROM {{schema}}.acta AS a
+        WHERE a.chronicum_id = %s AND a.seq = ANY(%s::bigint[]))
+        """
+
+
+def _window(shape: WindowShape) -> str:
+    """The window statement of one shape (see :meth:`HistoryStatements.window`)."""
+    reads, segments = shape
+    branches = [
+        _positions_read(place) if read is None else _range_read(place, read)
+        for place, read in enumerate(reads, 1)
+    ] or [f"(SELECT 0::bigint AS place, {_ROW} FROM {{schema}}.acta AS a WHERE false)"]
+    # driven by the ids wanted (none, usually: then no index is read), each found by its id
+    answered = " UNION ALL ".join(
+        f"""
+        SELECT found.* FROM wanted CROSS JOIN LATERAL (
+            SELECT * FROM ({_by_id("wanted.answers")}) AS a WHERE a.seq > %s AND a.seq <= %s
+        ) AS found
+        """
+        for _ in range(segments)
+    )
+    finding = (
+        f"""
+        , wanted AS (
+            SELECT DISTINCT answers FROM read WHERE answers IS NOT NULL
+        ), answered AS ({answered})
+        """
+        if segments
+        else ""
+    )
+    found = f" UNION ALL SELECT 2, NULL, NULL, NULL, {ACTUM_COLUMNS} FROM answered" if segments else ""
+    return f"""
+        WITH chronicum AS (
+            SELECT started_at, summaries FROM {{schema}}.chronica WHERE id = %s AND {_LIVE}
+        ), read AS ({" UNION ALL ".join(branches)}){finding}
+        SELECT 0, NULL::bigint, started_at, summaries, {_NO_ACTUM} FROM chronicum
+        UNION ALL
+        SELECT 1, place, NULL, NULL, {ACTUM_COLUMNS} FROM read{found}
+        ORDER BY 1, 2, 6
+        """
+
+
+def _by_id(ids: str) -> str:
+    """The acta of one chronicum (a parameter) whose id is ``ids``, found by the index of acta by id.
+
+    The bounds of a segment are checked around it: inside, the planner could take them for a
+    range of the primary key and read the whole segment (``OFFSET 0`` keeps them out).
+    """
+    return f"SELECT {_ROW} FROM {{schema}}.acta AS a WHERE a.chronicum_id = %s AND a.id = {ids} OFFSET 0"
+
+
+def _locate(segments: int) -> str:
+    """The statement finding acta by id in ``segments`` segments (see :meth:`HistoryStatements.locate`)."""
+    return " UNION ALL ".join(
+        f"SELECT * FROM ({_by_id('ANY(%s::text[])')}) AS a WHERE a.seq > %s AND a.seq <= %s"
+        for _ in range(segments)
+    )
 
 
 class HistoryStatements:
@@ -71,7 +158,9 @@ class HistoryStatements:
     """
 
     def __init__(self, statements: Statements) -> None:
-        segments = "unnest(%s::text[], %s::bigint[], %s::bigint[]) AS {name} (chronicum_id, after, upto)"
+        self._statements = statements
+        self._windows: dict[WindowShape, bytes] = {}
+        self._locates: dict[int, bytes] = {}
         # Parameters: chronicum id. Rows: none when the chronicum is missing or erased; else its
         # columns, its lineage's three arrays and its summary count, then the position, range and
         # actor kind of one summary of its history (NULLs when it has none), in position order.
@@ -92,55 +181,6 @@ class HistoryStatements:
             ) AS mark ON true
             WHERE c.id = %s AND c.{_LIVE}
             ORDER BY mark.seq
-            """
-        )
-        # Parameters: chronicum id; the range reads as nine arrays (read number, segment chronicum
-        # ids, after, upto, kinds and actor kinds as text[] literals or NULL, limits, newest,
-        # summaries); the position reads as three arrays (read number, chronicum id, position);
-        # the segments to find answered requests in, as three arrays (empty: none). Rows: none when
-        # the chronicum is missing or erased; else (0, NULL, started_at, summaries, NULLs...),
-        # then (1, read number, NULL, NULL, actum row) for each actum read, by read number and
-        # position, then (2, NULL, NULL, NULL, actum row) for each request found.
-        self.window = statements.compose(
-            f"""
-            WITH chronicum AS (
-                SELECT started_at, summaries FROM {{schema}}.chronica WHERE id = %s AND {_LIVE}
-            ), ranges AS (
-                SELECT * FROM unnest(
-                    %s::bigint[], %s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[],
-                    %s::bigint[], %s::boolean[], %s::boolean[]
-                ) AS r (place, chronicum_id, after, upto, kinds, actor_kinds, lim, newest, summaries)
-            ), read AS (
-                SELECT r.place, found.* FROM chronicum CROSS JOIN ranges AS r CROSS JOIN LATERAL (
-                    {_range_read(newest=True)}
-                    UNION ALL
-                    {_range_read(newest=False)}
-                ) AS found
-                UNION ALL
-                SELECT p.place, {_ROW}
-                FROM chronicum
-                CROSS JOIN unnest(%s::bigint[], %s::text[], %s::bigint[]) AS p (place, chronicum_id, seq)
-                JOIN {{schema}}.acta AS a ON a.chronicum_id = p.chronicum_id AND a.seq = p.seq
-            ), answered AS (
-                SELECT {_ROW}
-                FROM (SELECT DISTINCT answers FROM read WHERE answers IS NOT NULL) AS wanted
-                CROSS JOIN {segments.format(name="segment")}
-                JOIN {{schema}}.acta AS a ON a.id = wanted.answers AND {_in_segment("segment")}
-            )
-            SELECT 0, NULL::bigint, started_at, summaries, {_NO_ACTUM} FROM chronicum
-            UNION ALL
-            SELECT 1, place, NULL, NULL, {ACTUM_COLUMNS} FROM read
-            UNION ALL
-            SELECT 2, NULL, NULL, NULL, {ACTUM_COLUMNS} FROM answered
-            ORDER BY 1, 2, 6
-            """
-        )
-        # Parameters: the lineage as three arrays, the actum ids. Rows: the actum rows of the
-        # lineage's acta with those ids (the position is `seq`).
-        self.locate = statements.compose(
-            f"""
-            SELECT {_ROW} FROM {segments.format(name="segment")}
-            JOIN {{schema}}.acta AS a ON a.id = ANY(%s::text[]) AND {_in_segment("segment")}
             """
         )
         # Parameters: the ids of the source and of the lineage's other chronica (each once); the
@@ -205,3 +245,33 @@ class HistoryStatements:
             ORDER BY 1
             """
         )
+
+    def window(self, shape: WindowShape) -> bytes:
+        """The statement of a window of ``shape``: its reads, and the requests they answer, in one.
+
+        Parameters: the chronicum id; each read's (see :func:`_range_read`, :func:`_positions_read`);
+        then chronicum id, after and upto of each segment to find requests in. Rows: none when
+        the chronicum is missing or erased; else ``(0, NULL, started_at, summaries, NULLs...)``,
+        then ``(1, read number, NULL, NULL, actum row)`` for each actum read, by read number and
+        position, then ``(2, NULL, NULL, NULL, actum row)`` for each request found. Each read is
+        a range of an index (the primary key, or the index of acta by id for the requests).
+        """
+        statement = self._windows.get(shape)
+        if statement is None:
+            if len(self._windows) >= SHAPES_KEPT:
+                self._windows.clear()
+            statement = self._windows[shape] = self._statements.compose(_window(shape))
+        return statement
+
+    def locate(self, segments: int) -> bytes:
+        """The statement finding acta by id in a lineage of ``segments`` segments.
+
+        Parameters: chronicum id, the ids (a list), after and upto, for each segment. Rows: the
+        actum rows found (the position is ``seq``).
+        """
+        statement = self._locates.get(segments)
+        if statement is None:
+            if len(self._locates) >= SHAPES_KEPT:
+                self._locates.clear()
+            statement = self._locates[segments] = self._statements.compose(_locate(segments))
+        return statement
