@@ -18,6 +18,11 @@ Layout (in the schema given by the ``schema`` option, ``public`` by default):
   ``(chronicum_id, idempotency_key)`` where the key is set. A keyed write puts its key on its
   first actum only, with ``batch_size``, the number of acta it stored (NULL: one), so that a
   repeat reads back the acta with ``seq`` from that actum's to ``seq + batch_size - 1``.
+- Native forms, tool answers, summaries and forks (migration 4): ``acta.native_format``,
+  ``native_data`` / ``native_data_bytes`` (as content: text, or bytes when it holds NUL),
+  ``answers``, a summary's span and positions; ``chronica``'s fork point, lineage, summary count
+  and ``shaped``; see :mod:`chronica_postgres.history_sql`. The indexes of idle chronica
+  (migration 5): see :mod:`chronica_postgres.retention`.
 - ``chronica_schema_version``: one row per migration applied (``version``, ``applied_at``,
   ``description``). It is also what makes the tables this package's own: a schema holding
   ``chronica`` or ``acta`` without it holds someone else's tables (chronica-sqlalchemy's, whose
@@ -38,10 +43,10 @@ The actum's ``at`` is taken under that lock too, from the server's clock, and ne
 the chronicum's ``last_actum_at``: ``at`` never decreases along the order.
 
 A batch (``record_many``) takes ``n`` consecutive ``seq`` under that lock, all with one ``at``.
-``erase`` runs in one transaction: it locks the chronicum's row first, as ``record`` does, then (in
-a second statement, whose snapshot sees every actum committed before the lock was granted) deletes
-the acta and turns the row into the marker. A write racing with it lands wholly before (and is
-erased) or finds the marker.
+``erase`` runs in one transaction: it locks the rows of the chronicum and of its forks first, as
+``record`` does, then (in a second statement, whose snapshot sees every actum committed before the
+locks were granted) deletes their acta and turns their rows into markers. A write racing with it
+lands wholly before (and is erased) or finds the marker.
 
 Following: an append notifies the schema's channel (:func:`follow_channel`) only while the
 chronicum's ``followed_until`` is later than the append's ``now()``: nobody listening, no

@@ -146,9 +146,11 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
     """A blocking, thread-safe, idempotent store in PostgreSQL.
 
     Every call borrows a pooled connection (autocommit) for one statement: ``record``,
-    ``record_idempotent``, ``record_many``, ``acta``, ``get``, ``list_chronica`` and ``reopen``
-    are each one round trip; ``erase`` is one transaction of two statements (``erase_owner``
-    reads the owner's chronica, then erases each so).
+    ``record_idempotent``, ``record_many``, ``acta``, ``get``, ``list_chronica``, ``reopen``,
+    ``idle_chronica``, ``layout``, ``window``, ``locate``, ``fork`` and ``record_summary`` are each
+    one round trip; ``erase`` and ``erase_idle`` are one transaction of two statements
+    (``erase_owner`` reads the owner's chronica, then erases each so). It has every capability:
+    idempotency, batch, listing, erasure, follow, native, history and retention.
 
     Args:
         url: a libpq URL, ``postgresql://user@host:5432/database`` (``postgres://`` works too),
