@@ -71,6 +71,8 @@ class HistoryRules:
         self._layouts: dict[str, Layout] = {}  # read without the lock: a dict lookup is atomic
         self._plans: dict[str, tuple[Layout, WindowQuery, WindowReads]] = {}
         """The latest window planned for each chronicum: agents ask for the same one over and over."""
+        self._shaped: dict[str, None] = {}
+        """Chronica whose store answered ``acta`` with ``StaleLayout``: read with ``window`` only."""
         self._lock = threading.Lock()
 
     # -- layouts ------------------------------------------------------------------------------
@@ -109,6 +111,20 @@ class HistoryRules:
         """Drop the remembered layout of ``chronicum_id`` (after a write that changed it)."""
         with self._lock:
             self._layouts.pop(chronicum_id, None)
+
+    def shaped(self, chronicum_id: str) -> None:
+        """Note that the store answered ``acta`` for ``chronicum_id`` with ``StaleLayout``.
+
+        Its layout may show no summary (a tool response naming its request shapes it too), so
+        :meth:`plain` says no for it from now on, and its windows are read with ``window`` alone.
+        """
+        with self._lock:
+            self._layouts.pop(chronicum_id, None)
+            if self._cache_size <= 0:
+                return
+            self._shaped[chronicum_id] = None
+            while len(self._shaped) > self._cache_size:
+                del self._shaped[next(iter(self._shaped))]
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -161,6 +177,7 @@ class HistoryRules:
             and layout.chronicum.owner_id == owner_id
             and len(layout.lineage) == 1
             and not layout.summaries
+            and chronicum_id not in self._shaped
         )
 
     def _plan(self, layout: Layout, query: WindowQuery) -> WindowReads:

@@ -317,7 +317,7 @@ class Rules:
                     acta: list[Actum] = yield ("acta", (chronicum_id, query))
                     return acta[::-1] if newest_first else acta
                 except StaleLayout:  # it has a summary or a tool exchange now
-                    self._history.forget(chronicum_id)
+                    self._history.shaped(chronicum_id)
             window = (newest_first, view, exchanges)
             shaped: list[Actum] = yield from self._history.window(
                 owner_id, chronicum_id, query, window, before

@@ -221,3 +221,16 @@ def test_a_keyed_summary_retried_after_a_wider_one_landed_returns_its_first_writ
         chronicarius.record_actum("ardian", summary)
     assert refused.value.field == "summarizes"
     assert [actum.content for actum in chronicarius.get_acta("ardian", "long")] == ["all four"]
+
+
+def test_a_chronicum_with_a_tool_exchange_is_read_with_one_window_call() -> None:
+    """Once its store's ``acta`` answered StaleLayout, a chronicum without summaries is read by ``window``."""
+    store = CallsStore()
+    chronicarius = Chronicarius(store)
+    call = chronicarius.record_actum("ardian", Actum("c", ActumKind.TOOL_REQUEST, ActorKind.AGENT, "a", "q"))
+    answer = chronicarius.record_actum("ardian", response("c", call.id))
+    assert chronicarius.get_acta("ardian", "c") == [call, answer]
+    for _ in range(3):
+        store.calls.clear()
+        assert chronicarius.get_acta("ardian", "c", last_n=1) == [call, answer]
+        assert store.calls[0] == "window" and {"acta", "layout"}.isdisjoint(store.calls), store.calls
