@@ -7,15 +7,19 @@ data reach the tables in plaintext; idle chronica are found through their index.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from hashlib import md5
 from typing import Any
 
 import psycopg
 import pytest
 from chronica_postgres import PostgresStore
 from chronica_postgres import schema as schema_module
+from chronica_postgres.history import HistoryPlans
+from chronica_postgres.plans import Statement
 from chronica_postgres.retention import RetentionStatements
 from chronica_postgres.schema import LATEST_VERSION, MIGRATIONS, VERSION_TABLE, Statements
 from conftest import TEST_POOL_SIZE
@@ -27,6 +31,7 @@ from chronica_core import (
     Actum,
     ActumKind,
     Chronicarius,
+    Chronicum,
     Native,
     Span,
     new_actum_id,
@@ -34,7 +39,7 @@ from chronica_core import (
     open_store,
 )
 from chronica_core.encryption import MemoryKeys
-from chronica_core.history import Segment
+from chronica_core.history import Layout, RangeRead, Segment, WindowQuery, WindowReads, plan_window
 
 Admin = psycopg.Connection[tuple[Any, ...]]
 
@@ -205,3 +210,76 @@ def test_idle_chronica_are_read_from_their_index(store: PostgresStore, admin: Ad
         expected = "chronica_owner_idle" if owner else "chronica_idle"
         assert f"Index Scan using {expected} " in plan, plan
         assert "Sort" not in plan, plan
+
+
+def page_reads(layout: Layout, position: int, limit: int) -> WindowReads:
+    """The reads of a page of ``limit`` acta after ``position``, as the rules plan one."""
+    return WindowReads(
+        tuple(
+            RangeRead(Segment(s.chronicum_id, max(s.after, position), s.upto), None, None, limit, False, True)
+            for s in layout.lineage
+            if s.upto is None or s.upto > position
+        )
+    )
+
+
+def _rows_read(admin: Admin, statement: bytes, values: tuple[Any, ...]) -> list[int]:
+    """The rows each node of ``statement``'s generic plan returned, run with ``values``."""
+    numbers = iter(range(1, len(values) + 1))
+    prepared = re.sub(rb"%s", lambda _: b"$%d" % next(numbers), statement)
+    admin.execute("SET plan_cache_mode = force_generic_plan")
+    admin.execute(b"PREPARE chronica_shape AS " + prepared)
+    try:
+        arguments = sql.SQL(", ").join(sql.Literal(value) for value in values)
+        rows = admin.execute(
+            sql.SQL("EXPLAIN (ANALYZE, TIMING OFF) EXECUTE chronica_shape({})").format(arguments)
+        ).fetchall()
+    finally:
+        admin.execute("DEALLOCATE chronica_shape")
+        admin.execute("RESET plan_cache_mode")
+    plan = "\n".join(str(row[0]) for row in rows)
+    return [int(found) for found in re.findall(r"actual rows=(\d+)", plan)]
+
+
+def test_a_fork_s_reads_stay_flat_with_its_shared_prefix(store: PostgresStore, admin: Admin) -> None:
+    chronicarius = Chronicarius(store)
+    source = new_chronicum_id()
+    store.create(Chronicum(source, OWNER, datetime.now(UTC)))
+    admin.execute(
+        """
+        INSERT INTO acta (chronicum_id, seq, id, kind, actor_kind, actor, content, at)
+        SELECT %s, n, md5('shape' || n), 'message', 'human', 'ardian', 'actum ' || n, now()
+        FROM generate_series(1, 100000) AS n
+        """,
+        (source,),
+    )
+    admin.execute("UPDATE chronica SET last_seq = 100000 WHERE id = %s", (source,))
+    admin.execute("ANALYZE acta")
+    fork = chronicarius.fork_chronicum(OWNER, source)
+    request = chronicarius.record_actum(OWNER, message(fork.id, "call", ActumKind.TOOL_REQUEST))
+    chronicarius.record_acta(OWNER, [message(fork.id, f"own {index}") for index in range(25)])
+    answer = replace(message(fork.id, "result", ActumKind.TOOL_RESPONSE), answers=request.id)
+    chronicarius.record_actum(OWNER, answer)
+    window = chronicarius.get_acta(OWNER, fork.id, last_n=20)
+    assert [actum.content for actum in window] == ["call", *(f"own {n}" for n in range(6, 25)), "result"]
+    layout = store.layout(fork.id)
+    history = HistoryPlans(store.plans)
+    reads = (
+        plan_window(layout, WindowQuery(last_n=20)),
+        plan_window(layout, WindowQuery(last_n=50)),  # into the shared prefix
+        page_reads(layout, 99_990, 20),
+    )
+    for read in reads:
+        operation = history.window(fork.id, read)
+        statement = next(operation)
+        operation.close()
+        assert isinstance(statement, Statement)
+        read_rows = _rows_read(admin, statement.sql, statement.params or ())
+        assert max(read_rows) <= 150, (read, read_rows)  # at most 50 a read, never the prefix
+    middle = md5(b"shape50000").hexdigest()
+    operation = history.locate(layout.lineage, (middle,))
+    statement = next(operation)
+    operation.close()
+    assert isinstance(statement, Statement)
+    assert max(_rows_read(admin, statement.sql, statement.params or ())) == 1
+    assert store.locate(layout.lineage, (middle,))[middle].position == 50_000
