@@ -277,9 +277,9 @@ def test_a_fork_s_reads_stay_flat_with_its_shared_prefix(store: PostgresStore, a
         read_rows = _rows_read(admin, statement.sql, statement.params or ())
         assert max(read_rows) <= 150, (read, read_rows)  # at most 50 a read, never the prefix
     middle = md5(b"shape50000").hexdigest()
-    operation = history.locate(layout.lineage, (middle,))
-    statement = next(operation)
-    operation.close()
+    locating = history.locate(layout.lineage, (middle,))
+    statement = next(locating)
+    locating.close()
     assert isinstance(statement, Statement)
     assert max(_rows_read(admin, statement.sql, statement.params or ())) == 1
     assert store.locate(layout.lineage, (middle,))[middle].position == 50_000
