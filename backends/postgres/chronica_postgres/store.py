@@ -40,6 +40,11 @@ Result = TypeVar("Result")
 
 _log = logging.getLogger("chronica.postgres")
 
+KEPT_CURSORS_MOST = 256
+"""How many cursors a connection keeps at most: one per statement, and a window's statement is
+composed per shape of reads (see :mod:`chronica_postgres.history_sql`), so their number has no
+bound of its own."""
+
 _URL_OPTIONS = ("schema", "connect_timeout")
 """Options a URL's query may carry (``?schema=app&connect_timeout=5``)."""
 
@@ -120,6 +125,10 @@ class _PooledConnection(psycopg.Connection[TupleRow]):
         sql = statement.sql
         cursor = self.kept_cursors.get(sql)
         if cursor is None:
+            if len(self.kept_cursors) >= KEPT_CURSORS_MOST:  # windows of many shapes: start afresh
+                for kept in self.kept_cursors.values():
+                    kept.close()
+                self.kept_cursors.clear()
             cursor = self.kept_cursors[sql] = self.cursor()
         rows = cursor.execute(sql, statement.params, binary=True).fetchall()
         result = cursor.pgresult
