@@ -69,13 +69,19 @@ def check_sdist(path: Path) -> None:
         check(not tests, f"{path.name} carries tests without what they need: {tests[:3]}")
 
 
-def check_wheel(path: Path, packages: list[str]) -> None:
-    """The wheel has the licence, each package typed, and the one version."""
+def check_wheel(path: Path, folder: Path, packages: list[str]) -> None:
+    """The wheel has the licence, each package typed, every module of its source tree, and the one version."""
     with zipfile.ZipFile(path) as archive:
         names = set(archive.namelist())
+        for package in packages:
+            modules = (folder / package.replace(".", "/")).rglob("*.py")
+            for module in modules:
+                if "__pycache__" not in module.parts:
+                    wanted = module.relative_to(folder).as_posix()
+                    check(wanted in names, f"{path.name} lacks {wanted} (a subpackage not listed?)")
         info = next(name.split("/")[0] for name in names if name.endswith(".dist-info/METADATA"))
         check(f"{info}/licenses/LICENSE" in names, f"{path.name} lacks its LICENSE")
-        for package in packages:
+        for package in (package for package in packages if "." not in package):
             check(f"{package}/py.typed" in names, f"{path.name} lacks {package}/py.typed")
         metadata = archive.read(f"{info}/METADATA").decode()
         check(f"\nVersion: {VERSION}\n" in metadata, f"{path.name} is not version {VERSION}")
@@ -102,7 +108,7 @@ def main(work: Path) -> None:
         check(len(sdists) == 1 and len(wheels) == 1, f"{name}: expected one sdist and one wheel, got {built}")
         check_sdist(sdists[0])
         own = project["tool"]["setuptools"]["packages"]
-        check_wheel(wheels[0], own)
+        check_wheel(wheels[0], folder, own)
         packages += own
     run([sys.executable, "-m", "twine", "check", "--strict", *map(str, sorted(dist.iterdir()))])
 
@@ -110,7 +116,9 @@ def main(work: Path) -> None:
     run([sys.executable, "-m", "venv", "--clear", str(venv)])
     python = str(venv / "bin" / "python")
     chronica = str(venv / "bin" / "chronica")
-    extras = "postgres,sqlalchemy,mongodb,redis,conformance,openai-agents,adk,pydantic-ai"
+    extras = (
+        "postgres,sqlalchemy,mongodb,redis,conformance,openai-agents,adk,pydantic-ai,agent-framework,strands"
+    )
     print(f"installing chronica[{extras}] by name from the built files", flush=True)
     run([python, "-m", "pip", "install", "--quiet", "--find-links", str(dist), f"chronica[{extras}]",
          "chronica-sqlalchemy[aiosqlite]"])  # fmt: skip

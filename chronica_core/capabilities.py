@@ -24,7 +24,9 @@ backends`` lists each backend's.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import weakref
 from typing import Final
 
 from chronica_core.store import (
@@ -102,13 +104,26 @@ def store_capabilities(store: object) -> frozenset[str]:
     checks a runtime protocol) and each takes the protocol's arguments, so that an older store's
     own method that happens to share a name (a ``record_many(acta)`` of its own) is not taken
     for the capability; e.g. ``frozenset({"idempotency", "batch"})``.
+
+    Found once per store object (reading signatures is slow next to a store call) and kept while
+    the store lives; a store that cannot be weakly referenced is looked at on every call.
     """
-    return frozenset(
+    try:
+        return _FOUND[store]
+    except (KeyError, TypeError):  # not seen yet, or no weak reference possible
+        pass
+    found = frozenset(
         name
         for name, protocols in _PROTOCOLS.items()
         if isinstance(store, protocols)
         and all(_takes(getattr(store, method), count) for method, count in _ARGUMENTS[name].items())
     )
+    with contextlib.suppress(TypeError):
+        _FOUND[store] = found
+    return found
+
+
+_FOUND: weakref.WeakKeyDictionary[object, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def _takes(method: object, count: int) -> bool:

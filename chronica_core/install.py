@@ -38,6 +38,8 @@ FIRST_PARTY_FOLDERS: dict[str, str] = {
     "chronica-openai-agents": "integrations/openai_agents",
     "chronica-adk": "integrations/adk",
     "chronica-pydantic-ai": "integrations/pydantic_ai",
+    "chronica-agent-framework": "integrations/agent_framework",
+    "chronica-strands": "integrations/strands",
 }
 """Each distribution of the repository, and its folder relative to the repository's root."""
 

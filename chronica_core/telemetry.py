@@ -21,6 +21,8 @@ records nothing (see :data:`PROVIDER_CHECK_INTERVAL`).
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
@@ -141,7 +143,21 @@ class Telemetry:
 
 def telemetry_for(store: object) -> Telemetry | None:
     """A :class:`Telemetry` for a Chronicarius over ``store``; ``None`` without ``opentelemetry-api``."""
+    if not _api_installed():
+        return None
     try:
         return Telemetry(str(getattr(store, "backend_name", type(store).__name__)))
     except ModuleNotFoundError:
         return None
+
+
+@functools.cache
+def _api_installed() -> bool:
+    """Whether ``opentelemetry-api`` is installed, looked up once a process.
+
+    A failed import searches the whole path again each time it is tried.
+    """
+    try:
+        return importlib.util.find_spec("opentelemetry.trace") is not None
+    except ModuleNotFoundError:  # no opentelemetry package at all
+        return False

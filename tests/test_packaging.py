@@ -137,8 +137,21 @@ def test_metadata_an_index_shows(folder: Path) -> None:
 def test_every_package_is_typed(folder: Path) -> None:
     tool = _tool(folder)
     for package in tool["setuptools"]["packages"]:
+        if "." in package:
+            continue  # a subpackage: its top-level package's py.typed covers it (PEP 561)
         assert (folder / package / "py.typed").is_file()
         assert "py.typed" in tool["setuptools"]["package-data"][package]
+
+
+def test_every_subpackage_is_listed(folder: Path) -> None:
+    listed = set(_tool(folder)["setuptools"]["packages"])
+    found = {
+        init.parent.relative_to(folder).as_posix().replace("/", ".")
+        for package in listed
+        if "." not in package
+        for init in (folder / package).rglob("__init__.py")
+    }
+    assert found == listed  # a subpackage left out is missing from the wheel
 
 
 _LINK = re.compile(r"\]\((?P<target>[^)\s]+)")

@@ -29,6 +29,7 @@ from chronica_core import (
     MemoryStore,
     new_chronicum_id,
 )
+from chronica_core.history import WindowReads, WindowRows
 
 
 def item(role: str, text: str) -> TResponseInputItem:
@@ -211,11 +212,20 @@ class RacingStore(AsyncMemoryStore):
         self.barrier = asyncio.Barrier(parties)
         self.held = 0
 
-    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
-        found = await super().acta(chronicum_id, query)
+    async def _hold(self) -> None:
         if self.held > 0:
             self.held -= 1
             await self.barrier.wait()
+
+    async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        found = await super().acta(chronicum_id, query)
+        await self._hold()
+        return found
+
+    async def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
+        # A store with the history capability serves a session's reads here once its layout is read.
+        found = await super().window(chronicum_id, reads)
+        await self._hold()
         return found
 
 

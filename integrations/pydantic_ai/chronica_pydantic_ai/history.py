@@ -26,8 +26,10 @@ from chronica_core import (
     open_async_store,
     open_store,
 )
+from chronica_core.capabilities import HISTORY, NATIVE, store_capabilities
 from chronica_core.plans import Plan, run_plan, run_plan_async
-from chronica_pydantic_ai.mapping import message_actum, message_of_actum, window
+from chronica_core.readable import ForeignActa
+from chronica_pydantic_ai.mapping import linked, message_actum, message_of_actum, window
 
 __all__ = ["ChronicaHistory"]
 
@@ -35,22 +37,27 @@ _Read = Plan[int, list[ModelMessage]]
 """A read: yields how many of the newest acta to read (``0``: all), is sent them, returns messages."""
 
 
-def _read_window(last_n: int | None) -> _Read:
+def _read_window(last_n: int | None, foreign: ForeignActa) -> _Read:
     """The read behind :meth:`ChronicaHistory.load`, for either flavour of store.
 
     Reads the newest ``last_n`` acta (every actum when ``last_n`` is ``None`` or below 1), and
-    twice as many each time acta that hold no pydantic-ai message leave fewer than ``last_n``
-    messages, until the whole chronicum has been read.
+    twice as many each time acta left out (other writers' thoughts and tool exchanges that
+    ``foreign`` does not ask for) leave fewer than ``last_n`` messages, until the whole chronicum
+    has been read.
     """
+
+    def read(actum: Actum) -> ModelMessage | None:
+        return message_of_actum(actum, foreign)
+
     if last_n is not None and (isinstance(last_n, bool) or not isinstance(last_n, int)):
         raise InvalidQuery("last_n", f"must be an int or None, not {type(last_n).__name__}")
     if last_n is None or last_n <= 0:
         acta = yield 0
-        return window([m for m in map(message_of_actum, acta) if m is not None], None)
+        return window([m for m in map(read, acta) if m is not None], None)
     wanted = last_n + 1  # one more than asked, to know whether anything lies before the window
     while True:
         acta = yield wanted
-        messages = [m for m in map(message_of_actum, acta) if m is not None]
+        messages = [m for m in map(read, acta) if m is not None]
         whole = len(acta) < wanted
         if whole or len(messages) > last_n:
             return window(messages, last_n, whole=whole)
@@ -83,6 +90,8 @@ class ChronicaHistory:
         owner_id: the person the conversation belongs to; only they read or write it.
         actor: the agent's actor id, the writer of model responses and tool results.
         human_actor: the writer of user prompts; the owner by default.
+        foreign: which acta of other writers :meth:`load` hands pydantic-ai besides their
+            messages (other agents' thoughts, tool exchanges); by default none.
         store_options: options for ``open_async_store`` / ``open_store`` when ``store`` is a URL.
 
     Raises:
@@ -97,16 +106,20 @@ class ChronicaHistory:
         owner_id: str,
         actor: str,
         human_actor: str | None = None,
+        foreign: ForeignActa | None = None,
         store_options: dict[str, Any] | None = None,
     ) -> None:
         self.chronicum_id = chronicum_id
         self.owner_id = owner_id
         self.actor = actor
         self.human_actor = owner_id if human_actor is None else human_actor
+        self.foreign = ForeignActa() if foreign is None else foreign
         self._url: str | None = None
         self._store_options = dict(store_options or {})
         self._async: AsyncChronicarius | None = None
         self._sync: Chronicarius | None = None
+        self._capabilities_async: frozenset[str] | None = None  # each keeper's store's, read once
+        self._capabilities_sync: frozenset[str] | None = None
         self._opened_async: AsyncStore | None = None
         self._opened_sync: Store | None = None
         if isinstance(store, str):
@@ -142,10 +155,12 @@ class ChronicaHistory:
                 when the stored history has it (:func:`chronica_pydantic_ai.mapping.window`).
 
         Returns:
-            The messages, oldest first, as ``ModelMessagesTypeAdapter`` reads back what it wrote
-            (equal to what was saved); ``[]`` for a conversation never saved, erased, or another
-            owner's. Acta of the chronicum that hold no pydantic-ai message (written by other
-            means) are left out and not counted.
+            The messages, oldest first: this package's as ``ModelMessagesTypeAdapter`` reads
+            back what it wrote (equal to what was saved), every other writer's actum as a request
+            made from its readable content (:func:`chronica_pydantic_ai.mapping.message_of_actum`:
+            a person's message a user prompt, another agent's an attributed one); ``[]`` for a
+            conversation never saved, erased, or another owner's. Other writers' thoughts and tool
+            exchanges are left out (and not counted) unless ``foreign`` asks for them.
 
         Raises:
             InvalidQuery: ``last_n`` is not an int or ``None`` (``field="last_n"``).
@@ -160,7 +175,7 @@ class ChronicaHistory:
             except ChronicumNotFound:
                 return []
 
-        return await run_plan_async(_read_window(last_n), read)
+        return await run_plan_async(_read_window(last_n, self.foreign), read)
 
     async def save(
         self, messages: Sequence[ModelMessage], *, idempotency_key: str | None = None
@@ -183,16 +198,19 @@ class ChronicaHistory:
                 cannot write it as JSON (``.index`` is its position, ``.field`` is ``"content"``),
                 or ``messages`` is not a list of them or holds more than 1000 (``field="acta"``);
                 nothing is written.
-            ActumTooLarge: (an ``InvalidActum``) a message's JSON is larger than the store
-                accepts; nothing is written.
+            ActumTooLarge: (an ``InvalidActum``) a message (its readable content and native
+                form together) is larger than the store accepts; nothing is written.
             ChronicumNotFound: the chronicum is another owner's; nothing is written.
             IdempotencyUnsupported, CapabilityUnsupported: the store cannot take a key or a
                 batch; nothing is written.
             TypeError: the history was given a blocking store (use :meth:`save_sync`).
             StoreError: the store failed; nothing was written.
         """
-        acta = self._acta(messages)
-        return await self._asyncio_keeper().record_acta(self.owner_id, acta, idempotency_key=idempotency_key)
+        keeper = self._asyncio_keeper()
+        if self._capabilities_async is None:
+            self._capabilities_async = store_capabilities(keeper.store)
+        acta = self._acta(messages, self._capabilities_async)
+        return await keeper.record_acta(self.owner_id, acta, idempotency_key=idempotency_key)
 
     def load_sync(self, last_n: int | None = None) -> list[ModelMessage]:
         """The blocking twin of :meth:`load`, for ``agent.run_sync`` (no event loop involved).
@@ -210,7 +228,7 @@ class ChronicaHistory:
             except ChronicumNotFound:
                 return []
 
-        return run_plan(_read_window(last_n), read)
+        return run_plan(_read_window(last_n, self.foreign), read)
 
     def save_sync(
         self, messages: Sequence[ModelMessage], *, idempotency_key: str | None = None
@@ -220,8 +238,11 @@ class ChronicaHistory:
         Raises:
             TypeError: the history was given an asyncio store (use :meth:`save`).
         """
-        acta = self._acta(messages)
-        return self._blocking_keeper().record_acta(self.owner_id, acta, idempotency_key=idempotency_key)
+        keeper = self._blocking_keeper()
+        if self._capabilities_sync is None:
+            self._capabilities_sync = store_capabilities(keeper.store)
+        acta = self._acta(messages, self._capabilities_sync)
+        return keeper.record_acta(self.owner_id, acta, idempotency_key=idempotency_key)
 
     async def close(self) -> None:
         """Close the stores the history opened from a URL (a store or keeper given is left open).
@@ -261,8 +282,13 @@ class ChronicaHistory:
     ) -> None:
         self.close_sync()
 
-    def _acta(self, messages: Sequence[ModelMessage]) -> list[Actum]:
-        """One actum per message, checked before anything is written."""
+    def _acta(self, messages: Sequence[ModelMessage], capabilities: frozenset[str]) -> list[Actum]:
+        """One actum per message, checked before anything is written.
+
+        With the store's ``native`` capability, readable content and the native form; with
+        ``history``, each tool result naming its call (:func:`chronica_pydantic_ai.mapping.linked`).
+        """
+        native = NATIVE in capabilities
         if isinstance(messages, (str, bytes, ModelRequest, ModelResponse)) or not isinstance(
             messages, Sequence
         ):
@@ -270,10 +296,11 @@ class ChronicaHistory:
                 "acta",
                 f"messages must be a list of ModelRequest and ModelResponse, not {type(messages).__name__}",
             )
-        return [
-            message_actum(self.chronicum_id, message, self.actor, self.human_actor, index=index)
-            for index, message in enumerate(messages)
+        acta = [
+            message_actum(self.chronicum_id, m, self.actor, self.human_actor, index=i, native=native)
+            for i, m in enumerate(messages)
         ]
+        return linked(messages, acta) if HISTORY in capabilities else acta
 
     def _asyncio_keeper(self) -> AsyncChronicarius:
         """The asyncio keeper, opening the asyncio store from the URL on first use."""

@@ -28,7 +28,6 @@ from pydantic_ai.models.test import TestModel
 
 from chronica_core import (
     ActorKind,
-    Actum,
     ActumKind,
     AsyncChronicarius,
     AsyncMemoryStore,
@@ -221,24 +220,6 @@ def test_load_reads_a_window_not_the_whole_history() -> None:
         assert reads == [0]
 
     asyncio.run(body())
-
-
-def test_acta_written_by_other_means_are_left_out_and_not_counted(store_target: StoreTarget) -> None:
-    async def body(store: AsyncStore) -> None:
-        history = history_on(store)
-        keeper = AsyncChronicarius(store)
-        agent = ToolLoop(calls=0).agent()
-        first = await agent.run("one")
-        await history.save(first.new_messages())
-        for text in ("a person's note", "{not json", '{"kind": "request"}'):
-            note = Actum(history.chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, OWNER, text)
-            await keeper.record_actum(OWNER, note)
-        second = await agent.run("two")
-        await history.save(second.new_messages())
-        assert await history.load() == [*first.new_messages(), *second.new_messages()]
-        assert await history.load(3) == [first.new_messages()[-1], *second.new_messages()]
-
-    run_on(store_target, body)
 
 
 def test_tricky_content_round_trips_as_the_adapter_does(store_target: StoreTarget) -> None:

@@ -1,0 +1,91 @@
+"""The soak harness runs a short load on memory:// and its checks catch lost, doubled and reordered acta."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the benchmarks are not installed: run from the repository
+
+from benchmarks import soak  # noqa: E402
+from benchmarks.soak_kill import kill_connections, local_ports  # noqa: E402
+from benchmarks.soak_ledger import IdLog  # noqa: E402
+
+SHORT = ["--minutes", "0.06", "--warmup-minutes", "0.02", "--interval", "1", "--append-rate", "80"]
+
+
+def test_a_short_blocking_soak_samples_and_verifies(tmp_path: Path) -> None:
+    report = tmp_path / "soak.json"
+    assert soak.main(["--store", "memory://", *SHORT, "--seed", "3", "--json", str(report)]) == 0
+    written = json.loads(report.read_text())
+    assert written["problems"] == []
+    assert written["acknowledged"] > 8 * 4  # every writer's first acta and more
+    assert len(written["samples"]) >= 3
+    first = written["samples"][0]
+    assert first["rss_mb"] > 1 and first["fds"] > 0 and first["threads"] >= 1 + 8 + 4 + 3 + 1
+    assert first["connections"] is None  # memory:// has no server
+    assert written["growth_mb"] is not None
+
+
+def test_a_short_asyncio_soak_verifies(tmp_path: Path) -> None:
+    report = tmp_path / "soak.json"
+    assert soak.main(["--store", "memory://", "--asyncio", *SHORT, "--json", str(report)]) == 0
+    written = json.loads(report.read_text())
+    assert written["problems"] == [] and written["asyncio"] is True
+    assert sum(sample["appends"] for sample in written["samples"]) > 0
+
+
+FAULTS = [
+    (["a", "b", "c", "d"], ["b", "c", "d"], []),
+    (["a", "b", "d"], ["b", "c", "d"], ["c: 3 stored, 4 acknowledged: 1 lost, 0 twice"]),
+    (["a", "b", "c", "c", "d"], ["b", "c", "d"], ["c: 5 stored, 4 acknowledged: 0 lost, 1 twice"]),
+    (["a", "c", "b", "d"], ["b", "c", "d"], ["c: 4 stored, 4 acknowledged: out of order"]),
+    (["a", "b", "c", "d"], ["b", "d"], ["follower of c: got 2, expected 3"]),
+    (["a", "b", "c", "d"], ["c", "b", "d"], ["follower of c: got 3, out of order"]),
+]
+
+
+@pytest.mark.parametrize(("stored", "followed", "problems"), FAULTS)
+def test_the_checks_pass_exact_histories_and_catch_every_fault(
+    stored: list[str], followed: list[str], problems: list[str], tmp_path: Path
+) -> None:
+    run = soak.Soak(soak.Load(), tmp_path)
+    acknowledged = run.log_acknowledged("c")
+    for actum_id in ("a", "b", "c", "d"):
+        acknowledged.add(actum_id)
+    got = run.log_followed("c")
+    for actum_id in followed:
+        got.add(actum_id)
+    run.verify({"c": stored})
+    assert run.problems == problems
+
+
+def test_growth_is_measured_after_the_warm_up_only() -> None:
+    run = soak.Soak(soak.Load(warmup_minutes=1), Path("unused"))
+    for minute, rss in ((0.5, 10.0), (1.0, 50.0), (2.0, 52.0), (3.0, 54.0)):
+        run.samples.append(soak.Sample(minute, rss, 1, 1, None, 0, 0, 0, 0, 0, 0, 0))
+    assert run.growth() == (4.0, 2.0)
+
+
+def test_the_id_logs_keep_order_and_count(tmp_path: Path) -> None:
+    log = IdLog(tmp_path / "log")
+    for actum_id in ("x", "y", "x"):
+        log.add(actum_id)
+    assert (log.ids(), log.count, log.first, log.last) == (["x", "y", "x"], 3, "x", "x")
+    log.close()
+    assert log.ids() == ["x", "y", "x"]
+
+
+def test_the_connection_kill_finds_this_process_s_connections_by_port() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = server.accept()
+            with accepted:
+                assert local_ports(port) == {client.getsockname()[1]}
+    assert kill_connections("memory://") == 0
