@@ -22,7 +22,7 @@ from typing import Any
 
 import psycopg
 from chronica_postgres import Options
-from chronica_postgres.plans import text_array
+from chronica_postgres.plans import record_parameters, text_array
 from chronica_postgres.schema import Statements
 from psycopg import sql
 
@@ -172,9 +172,8 @@ class StoreStatements(_Kept):
         self._kinds = text_array(["message"])  # the parameter as the store sends it
 
     def append(self, actum: Actum) -> None:
-        """The store's ``record`` statement, with the store's parameters (no NUL, no key)."""
-        parameters = (actum.chronicum_id, *_fields(actum), None, None)
-        self._connected().execute(self._record, parameters).fetchall()
+        """The store's ``record`` statement, with the store's parameters (no key)."""
+        self._connected().execute(self._record, record_parameters(actum, None)).fetchall()
 
     def last_messages(self, chronicum_id: str, n: int) -> list[Any]:
         """The store's window statement; its rows (the chronicum's own id in the first column)."""

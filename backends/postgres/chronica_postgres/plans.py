@@ -35,14 +35,15 @@ from chronica_core import (
     ListingPosition,
     StoreError,
 )
+from chronica_core.history import StaleLayout
 from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check_idle_after_option
 from chronica_core.limits import (
     MAX_CONTENT_OPTION,
     POSTGRESQL_MAX_CONTENT_BYTES,
-    check_content_size,
+    check_actum_size,
     content_limit_option,
 )
-from chronica_core.model import build_actum, recorded_at
+from chronica_core.model import ForkPoint, Native, Span, build_actum, recorded_at
 from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row, check_rows
@@ -64,16 +65,25 @@ __all__ = [
     "DEFAULT_MAX_IDLE",
     "DEFAULT_MAX_SIZE",
     "DISCARD_BROKEN_CONNECTIONS",
+    "INSERTED_AT",
     "Operation",
     "Options",
     "Plans",
     "Rows",
     "Statement",
     "Transaction",
+    "acta_of",
     "batch_parameters",
+    "chronicum_of",
     "names_constraint",
+    "record_parameters",
+    "text_array",
     "translate",
+    "written_chars",
 ]
+
+INSERTED_AT: Final = 9
+"""Where a keyed write's row holds the ``at`` of an actum it inserted (after the flag, 8 columns)."""
 
 Rows = list[tuple[Any, ...]]
 """What performing an operation sends back into the plan: the rows (``[]`` when none)."""
@@ -82,27 +92,45 @@ Rows = list[tuple[Any, ...]]
 def batch_parameters(acta: Sequence[Actum], key: str | None) -> tuple[object, ...]:
     """The parameters of :attr:`Statements.record_many` for ``acta`` (one chronicum's) and ``key``.
 
-    The chronicum id, the key, the count, then one array each of ids, kinds, actor kinds, actors,
-    contents as text and contents as bytes (exactly one of the two set per actum, see
-    :func:`_content_parameters`), in batch order.
+    The chronicum id, the key, the count, whether any actum answers a request, then one array
+    each of ids, kinds, actor kinds, actors, contents as text and contents as bytes (exactly one
+    of the two set per actum, see :func:`_content_parameters`), native formats, native data as
+    text and as bytes (likewise), and the requests answered (``None``: none), in batch order.
     """
     texts: list[str | None] = []
     encoded: list[bytes | None] = []
+    native_texts: list[str | None] = []
+    native_encoded: list[bytes | None] = []
     for actum in acta:
         text, content_bytes = _content_parameters(actum.content)
         texts.append(text)
         encoded.append(content_bytes)
+        native = actum.native
+        text, content_bytes = (None, None) if native is None else _content_parameters(native.data)
+        native_texts.append(text)
+        native_encoded.append(content_bytes)
     return (
         acta[0].chronicum_id,
         key,
         len(acta),
+        any(actum.answers for actum in acta),
         [actum.id for actum in acta],
         [str(actum.kind) for actum in acta],
         [str(actum.actor_kind) for actum in acta],
         [actum.actor for actum in acta],
         texts,
         encoded,
+        [None if actum.native is None else actum.native.format for actum in acta],
+        native_texts,
+        native_encoded,
+        [actum.answers or None for actum in acta],
     )
+
+
+def written_chars(actum: Actum) -> int:
+    """How many characters of content and native data ``actum`` carries (see :attr:`Statement.bulky`)."""
+    native = actum.native
+    return len(actum.content) + (0 if native is None else len(native.data))
 
 
 BULKY_CONTENT_CHARS: Final = 8192
@@ -332,34 +360,31 @@ def _content_parameters(content: str) -> tuple[str | None, bytes | None]:
     return content, None
 
 
-def _stored(actum: Actum, at: datetime) -> Actum:
+def stored_at(actum: Actum, at: datetime) -> Actum:
     """``actum`` as recorded at ``at`` (converted to UTC)."""
     return recorded_at(actum, _utc(at))
 
 
-def _chronicum(row: tuple[Any, ...]) -> Chronicum:
-    """A chronicum from ``(id, owner_id, started_at, last_actum_at)``."""
-    row_id, owner_id, started_at, last_actum_at = row
+def chronicum_of(row: Sequence[Any]) -> Chronicum:
+    """A chronicum from ``(id, owner_id, started_at, last_actum_at, forked_from_id, forked_from_actum)``."""
+    row_id, owner_id, started_at, last_actum_at, forked_from_id, forked_from_actum = row
     return Chronicum(
-        row_id, owner_id, _utc(started_at), None if last_actum_at is None else _utc(last_actum_at)
+        row_id,
+        owner_id,
+        _utc(started_at),
+        None if last_actum_at is None else _utc(last_actum_at),
+        None if forked_from_id is None else ForkPoint(forked_from_id, forked_from_actum),
     )
 
 
-def _actum(row: tuple[Any, ...]) -> Actum:
-    """An actum from ``(chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at)``."""
-    chronicum_id, _, actum_id, kind, actor_kind, actor, content, content_bytes, at = row
-    if content is None:
-        content = bytes(content_bytes).decode()
-    if at.tzinfo is not UTC:
-        at = at.astimezone(UTC)
-    return build_actum(chronicum_id, _KINDS[kind], _ACTOR_KINDS[actor_kind], actor, content, actum_id, at)
+def acta_of(rows: Iterable[Sequence[Any]]) -> list[Actum]:
+    """The acta of actum rows, in order: one loop, no call per row but the actum's.
 
-
-def _acta(rows: Iterable[Sequence[Any]]) -> list[Actum]:
-    """:func:`_actum` of every row, in order: one loop, no call per row but the actum's.
-
-    A context window builds twenty acta per read, a third of the client CPU a read costs: hence
-    :data:`chronica_core.model.build_actum`, and no function call per row on top of it.
+    A row is ``(chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,
+    native_format, native_data, native_data_bytes, answers, summarizes_first, summarizes_last)``;
+    its ``seq`` is not read. A context window builds twenty acta per read, a third of the client
+    CPU a read costs: hence :data:`chronica_core.model.build_actum`, and no function call per row
+    on top of it (but for a native form or a summary's range, where the actum has one).
     """
     kinds, actor_kinds, build = _KINDS, _ACTOR_KINDS, build_actum
     return [
@@ -371,8 +396,29 @@ def _acta(rows: Iterable[Sequence[Any]]) -> list[Actum]:
             bytes(content_bytes).decode() if content is None else content,
             actum_id,
             at if at.tzinfo is UTC else at.astimezone(UTC),
+            None
+            if native_format is None
+            else Native(native_format, bytes(native_bytes).decode() if native_data is None else native_data),
+            answers or "",
+            None if first is None else Span(first, last),
         )
-        for chronicum_id, _, actum_id, kind, actor_kind, actor, content, content_bytes, at in rows
+        for (
+            chronicum_id,
+            _,
+            actum_id,
+            kind,
+            actor_kind,
+            actor,
+            content,
+            content_bytes,
+            at,
+            native_format,
+            native_data,
+            native_bytes,
+            answers,
+            first,
+            last,
+        ) in rows
     ]
 
 
@@ -460,20 +506,20 @@ class Plans:
             self.statements.create,
             (chronicum.id, chronicum.owner_id, chronicum.started_at, chronicum.last_actum_at),
         )
-        rows = yield from self._write(statement, "create chronicum", chronicum.id)
+        rows = yield from self.write(statement, "create chronicum", chronicum.id)
         if not rows:
             raise ChronicumExists(chronicum.id)
 
     def get(self, chronicum_id: str) -> Plan[Operation, Chronicum]:
         """Read a chronicum. Raises ``ChronicumNotFound``, ``StoreError``."""
         _refuse_nul(chronicum_id)
-        rows = yield from self._read(
+        rows = yield from self.read(
             Statement(self.statements.get, (chronicum_id,)), "get chronicum", chronicum_id
         )
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         check_row("postgres: get chronicum", "chronicum id", chronicum_id, rows[0][0])
-        return _chronicum(rows[0])
+        return chronicum_of(rows[0])
 
     def record(self, actum: Actum) -> Plan[Operation, Actum]:
         """Append ``actum`` in one statement.
@@ -481,19 +527,19 @@ class Plans:
         Raises ``ActumTooLarge`` (before sending anything), ``ChronicumNotFound``, ``StoreError``.
         """
         _refuse_nul(actum.chronicum_id)
-        check_content_size(actum.content, self.max_content_bytes)
+        check_actum_size(actum, self.max_content_bytes)
         statement = Statement(
             self.statements.record,
-            _record_parameters(actum, None),
-            bulky=len(actum.content) > BULKY_CONTENT_CHARS,
+            record_parameters(actum, None),
+            bulky=written_chars(actum) > BULKY_CONTENT_CHARS,
         )
-        rows = yield from self._write(statement, "record actum", actum.chronicum_id)
+        rows = yield from self.write(statement, "record actum", actum.chronicum_id)
         if not rows:
             raise ChronicumNotFound(actum.chronicum_id)
         row_chronicum, row_actum, at = rows[0]
         check_row("postgres: record actum", "chronicum id", actum.chronicum_id, row_chronicum)
         check_row("postgres: record actum", "actum id", actum.id, row_actum)
-        return _stored(actum, at)
+        return stored_at(actum, at)
 
     def record_idempotent(self, actum: Actum, key: str) -> Plan[Operation, Actum]:
         """Append ``actum`` unless ``key`` was used in its chronicum; else return the stored one.
@@ -506,30 +552,30 @@ class Plans:
         """
         chronicum_id = actum.chronicum_id
         _refuse_nul(chronicum_id)
-        check_content_size(actum.content, self.max_content_bytes)
+        check_actum_size(actum, self.max_content_bytes)
         statement = Statement(
             self.statements.record_idempotent,
-            (chronicum_id, key, *_record_parameters(actum, key)),
-            bulky=len(actum.content) > BULKY_CONTENT_CHARS,
+            (chronicum_id, key, *record_parameters(actum, key)),
+            bulky=written_chars(actum) > BULKY_CONTENT_CHARS,
         )
         try:
-            rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
+            rows = yield from self.again_if_lost(statement)  # the key makes a repeat land once
         except errors.UniqueViolation as error:
             if not names_constraint(error, ACTA_IDEMPOTENCY_INDEX):
                 raise translate(error, "record actum", chronicum_id) from error
-            stored = yield from self._read_keyed(chronicum_id, key, "record actum", error)
+            stored = yield from self.read_keyed_write(chronicum_id, key, "record actum", error)
             return stored[0]
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, "record actum", chronicum_id) from error
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        inserted, row_chronicum, _, row_actum, *_, at = rows[0]
+        inserted, row_chronicum, _, row_actum = rows[0][:4]
         check_row("postgres: record actum", "chronicum id", chronicum_id, row_chronicum)
         if not inserted:
-            return _actum(rows[0][1:])
+            return acta_of((rows[0][1:],))[0]
         check_row("postgres: record actum", "actum id", actum.id, row_actum)
-        return _stored(actum, at)
+        return stored_at(actum, rows[0][INSERTED_AT])
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Operation, list[Actum]]:
         """The context window ``query`` describes, oldest first, in one query.
@@ -550,13 +596,15 @@ class Plans:
             actor_kinds=query.actor_kinds is not None,
             limited=query.last_n > 0,
         )
-        rows = yield from self._read(Statement(sql, tuple(parameters)), "read acta", chronicum_id)
+        rows = yield from self.read(Statement(sql, tuple(parameters)), "read acta", chronicum_id)
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         check_rows("postgres: read acta", "chronicum id", chronicum_id, rows)
-        if rows[0][1] is None:  # the chronicum exists; no actum matched
+        if rows[0][1]:  # a summary or an answered request: the rules read it with `window`
+            raise StaleLayout(chronicum_id)
+        if rows[0][2] is None:  # the chronicum exists; no actum matched
             return []
-        return _acta(rows)
+        return acta_of(rows)
 
     def acta_after(
         self, chronicum_id: str, after: str | None, limit: int
@@ -568,7 +616,7 @@ class Plans:
         """
         _refuse_nul(chronicum_id)
         parameters = (chronicum_id, after, chronicum_id, after, after, max(limit, 1))
-        rows = yield from self._read(
+        rows = yield from self.read(
             Statement(self.statements.acta_after, parameters), "read acta after", chronicum_id
         )
         if not rows:
@@ -578,7 +626,7 @@ class Plans:
             return None
         if rows[0][2] is None:  # nothing after the position
             return []
-        return _acta(row[2:] for row in rows)
+        return acta_of(row[2:] for row in rows)
 
     def follow(self, chronicum_id: str, ahead: float, renew_below: float) -> Plan[Operation, bool | None]:
         """Mark the chronicum followed for ``ahead`` seconds, unless it is for ``renew_below`` or more.
@@ -591,7 +639,7 @@ class Plans:
         if "\x00" in chronicum_id:
             return None  # no stored id holds NUL
         statement = Statement(self.statements.follow, (ahead, chronicum_id, renew_below, chronicum_id))
-        rows = yield from self._read(statement, "mark chronicum followed", chronicum_id)
+        rows = yield from self.read(statement, "mark chronicum followed", chronicum_id)
         if not rows:
             return None
         check_row("postgres: mark chronicum followed", "chronicum id", chronicum_id, rows[0][0])
@@ -610,36 +658,36 @@ class Plans:
         chronicum_id = acta[0].chronicum_id
         _refuse_nul(chronicum_id)
         for actum in acta:
-            check_content_size(actum.content, self.max_content_bytes)
+            check_actum_size(actum, self.max_content_bytes)
         statement = Statement(
             self.statements.record_many,
             batch_parameters(acta, key),
-            bulky=sum(len(actum.content) for actum in acta) > BULKY_CONTENT_CHARS,
+            bulky=sum(map(written_chars, acta)) > BULKY_CONTENT_CHARS,
         )
         where = "postgres: record acta"
         try:
             if key is None:
                 rows = yield statement
             else:
-                rows = yield from self._again_if_lost(statement)  # the key makes a repeat land once
+                rows = yield from self.again_if_lost(statement)  # the key makes a repeat land once
         except errors.UniqueViolation as error:
             if key is None or not names_constraint(error, ACTA_IDEMPOTENCY_INDEX):
                 raise translate(error, "record acta", chronicum_id) from error
-            return (yield from self._read_keyed(chronicum_id, key, "record acta", error))
+            return (yield from self.read_keyed_write(chronicum_id, key, "record acta", error))
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, "record acta", chronicum_id) from error
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         check_rows(where, "chronicum id", chronicum_id, rows, column=1)
         if not rows[0][0]:  # the key was used before: its write's acta
-            return _acta(row[1:] for row in rows)
+            return acta_of(row[1:] for row in rows)
         if len(rows) != len(acta):
             raise StoreError(where, f"the database stored {len(rows)} acta of a batch of {len(acta)}")
         stored: list[Actum] = []
         for actum, row in zip(acta, rows, strict=True):
             check_row(where, "actum id", actum.id, row[3])
-            stored.append(_stored(actum, row[-1]))
+            stored.append(stored_at(actum, row[INSERTED_AT]))
         return stored
 
     def list_chronica(
@@ -659,8 +707,8 @@ class Plans:
             if "\x00" in after_id:  # text cannot hold NUL: cut there, the cut id included
                 after_id, sql = after_id[: after_id.index("\x00")], self.statements.list_chronica_after_or_at
             statement = Statement(sql, (owner_id, started_at, after_id, limit))
-        rows = yield from self._read(statement, "list chronica", owner_id)
-        chronica = [_chronicum(row) for row in rows]
+        rows = yield from self.read(statement, "list chronica", owner_id)
+        chronica = [chronicum_of(row) for row in rows]
         for chronicum in chronica:
             check_row("postgres: list chronica", "owner id", owner_id, chronicum.owner_id)
         return chronica
@@ -674,10 +722,10 @@ class Plans:
         marker), ``StoreError``.
         """
         _refuse_nul(chronicum_id)
-        rows = yield from self._write(self._erasure(chronicum_id, owner_digest), "erase", chronicum_id)
+        rows = yield from self.write(self.erasure(chronicum_id, owner_digest), "erase", chronicum_id)
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        row_chronicum, erased = rows[0]
+        row_chronicum, erased, _ = rows[0]
         check_row("postgres: erase", "chronicum id", chronicum_id, row_chronicum)
         return int(erased)
 
@@ -689,15 +737,15 @@ class Plans:
         """
         if "\x00" in owner_id:
             return 0
-        rows = yield from self._read(Statement(self.statements.owned, (owner_id,)), "erase owner", owner_id)
+        rows = yield from self.read(Statement(self.statements.owned, (owner_id,)), "erase owner", owner_id)
         erased = 0
         for (chronicum_id,) in rows:
-            done = yield from self._write(
-                self._erasure(chronicum_id, owner_digest), "erase owner", chronicum_id
+            done = yield from self.write(
+                self.erasure(chronicum_id, owner_digest), "erase owner", chronicum_id
             )
             if done:
                 check_row("postgres: erase owner", "chronicum id", chronicum_id, done[0][0])
-                erased += 1
+                erased += int(done[0][2])  # with its forks
         return erased
 
     def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Operation, bool]:
@@ -712,22 +760,30 @@ class Plans:
             self.statements.reopen,
             (chronicum.owner_id, chronicum.started_at, chronicum.last_actum_at, chronicum.id, owner_digest),
         )
-        rows = yield from self._write(statement, "reopen chronicum", chronicum.id)
+        rows = yield from self.write(statement, "reopen chronicum", chronicum.id)
         if not rows:
             return False
         check_row("postgres: reopen chronicum", "chronicum id", chronicum.id, rows[0][0])
         return True
 
-    def _erasure(self, chronicum_id: str, owner_digest: str) -> Transaction:
-        """The transaction erasing one chronicum: lock its row, then delete and mark."""
+    def erasure(
+        self, chronicum_id: str, owner_digest: str, idle_before: datetime | None = None
+    ) -> Transaction:
+        """The transaction erasing one chronicum and its forks: lock their rows, then delete and mark.
+
+        With ``idle_before``, only if it and every fork of it were last active before that moment.
+        """
         return Transaction(
             (
-                Statement(self.statements.lock_live, (chronicum_id,)),
-                Statement(self.statements.erase, (chronicum_id, owner_digest, chronicum_id)),
+                Statement(self.statements.lock_live, (chronicum_id, chronicum_id)),
+                Statement(
+                    self.statements.erase,
+                    (chronicum_id, chronicum_id, idle_before, idle_before, owner_digest, chronicum_id),
+                ),
             )
         )
 
-    def _read_keyed(
+    def read_keyed_write(
         self, chronicum_id: str, key: str, operation: str, lost_race: Exception
     ) -> Plan[Operation, list[Actum]]:
         """The acta the write that used ``key`` stored (after losing a race to it on the unique index).
@@ -736,11 +792,11 @@ class Plans:
         ``StoreError``.
         """
         keyed = Statement(self.statements.read_keyed, (chronicum_id, key))
-        rows = yield from self._read(keyed, operation, chronicum_id)
+        rows = yield from self.read(keyed, operation, chronicum_id)
         if not rows:  # only an erasure deletes acta
             raise ChronicumNotFound(chronicum_id) from lost_race
         check_rows(f"postgres: {operation}", "chronicum id", chronicum_id, rows)
-        return _acta(rows)
+        return acta_of(rows)
 
     def migrate(self) -> Plan[Operation, int]:
         """Create or upgrade the schema; return its version (:data:`LATEST_VERSION`).
@@ -753,7 +809,7 @@ class Plans:
         version = yield from self._own_version("migrate")
         if version < LATEST_VERSION:
             before = version
-            yield from self._write(Statement(self.statements.migrate), "migrate", "")
+            yield from self.write(Statement(self.statements.migrate), "migrate", "")
             version = yield from self._own_version("migrate")
             schema = self.statements.schema
             _log.info("migrated schema %r from version %d to %d", schema, before, version)
@@ -784,7 +840,7 @@ class Plans:
         try:
             rows = yield Statement(statements.read_version, ())
         except (errors.UndefinedTable, errors.InvalidSchemaName):
-            rows = yield from self._read(
+            rows = yield from self.read(
                 Statement(statements.find_tables, (statements.schema, _LOOKED_FOR)), operation, ""
             )
             found = [name for (name,) in rows]
@@ -794,7 +850,7 @@ class Plans:
                 raise self._foreign(operation, found, mixed=False) from None
             return 0
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, operation, "") from error
         version, sqlalchemy_too = rows[0]
         if sqlalchemy_too:
@@ -832,28 +888,28 @@ class Plans:
             ),
         )
 
-    def _write(
+    def write(
         self, statement: Statement | Transaction, operation: str, chronicum_id: str
     ) -> Plan[Operation, Rows]:
         """Perform ``statement`` (or ``Transaction``) once: its fate is unknown after a lost connection."""
         try:
             rows: Rows = yield statement
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, operation, chronicum_id) from error
         return rows
 
-    def _read(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
+    def read(self, statement: Statement, operation: str, chronicum_id: str) -> Plan[Operation, Rows]:
         """Perform ``statement``; after a lost connection drop the dead ones and try once more."""
         try:
-            rows: Rows = yield from self._again_if_lost(statement)
+            rows: Rows = yield from self.again_if_lost(statement)
         except psycopg.Error as error:
-            yield from self._discard_if_lost(error)
+            yield from self.discard_if_lost(error)
             raise translate(error, operation, chronicum_id) from error
         return rows
 
     @staticmethod
-    def _again_if_lost(statement: Statement) -> Plan[Operation, Rows]:
+    def again_if_lost(statement: Statement) -> Plan[Operation, Rows]:
         """Perform ``statement`` (one safe to repeat); once more after a lost connection.
 
         Only for reads and keyed writes: a repeated keyed write finds the actum stored the first
@@ -874,15 +930,23 @@ class Plans:
         return rows
 
     @staticmethod
-    def _discard_if_lost(error: Exception) -> Plan[Operation, None]:
+    def discard_if_lost(error: Exception) -> Plan[Operation, None]:
+        """Drop the pool's dead connections if ``error`` says the connection was lost."""
         if connection_lost(error):
             yield DISCARD_BROKEN_CONNECTIONS
 
 
-def _record_parameters(actum: Actum, key: str | None) -> tuple[Any, ...]:
-    """Parameters of the insert: chronicum id, id, kind, actor kind, actor, content (two), key."""
+def record_parameters(actum: Actum, key: str | None) -> tuple[Any, ...]:
+    """Parameters of :attr:`Statements.record` for ``actum``, with ``key``.
+
+    Whether it answers a request, chronicum id, id, kind, actor kind, actor, content (two), key,
+    native format, native data (two), the request it answers.
+    """
     text, encoded = _content_parameters(actum.content)
+    native = actum.native
+    native_text, native_encoded = (None, None) if native is None else _content_parameters(native.data)
     return (
+        bool(actum.answers),
         actum.chronicum_id,
         actum.id,
         str(actum.kind),
@@ -891,4 +955,8 @@ def _record_parameters(actum: Actum, key: str | None) -> tuple[Any, ...]:
         text,
         encoded,
         key,
+        None if native is None else native.format,
+        native_text,
+        native_encoded,
+        actum.answers or None,
     )

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from chronica_core import AsyncStore, Backend, BackendUnavailable, Store, hookimpl
-from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, LISTING
+from chronica_core.capabilities import BATCH, ERASURE, FOLLOW, HISTORY, LISTING, NATIVE, RETENTION
 from chronica_core.install import install_command
 
 __all__ = ["INSTALL", "chronica_backends", "libpq_hint", "open_async_store", "open_store"]
@@ -68,7 +68,7 @@ def chronica_backends() -> list[Backend]:
             name="postgres",
             schemes=("postgresql", "postgres"),
             idempotent=True,
-            capabilities=(BATCH, LISTING, ERASURE, FOLLOW),
+            capabilities=(BATCH, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY, RETENTION),
             open=open_store,
             open_async=open_async_store,
             install=INSTALL,

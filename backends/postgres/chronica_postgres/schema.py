@@ -18,6 +18,11 @@ Layout (in the schema given by the ``schema`` option, ``public`` by default):
   ``(chronicum_id, idempotency_key)`` where the key is set. A keyed write puts its key on its
   first actum only, with ``batch_size``, the number of acta it stored (NULL: one), so that a
   repeat reads back the acta with ``seq`` from that actum's to ``seq + batch_size - 1``.
+- Native forms, tool answers, summaries and forks (migration 4): ``acta.native_format``,
+  ``native_data`` / ``native_data_bytes`` (as content: text, or bytes when it holds NUL),
+  ``answers``, a summary's span and positions; ``chronica``'s fork point, lineage, summary count
+  and ``shaped``; see :mod:`chronica_postgres.history_sql`. The indexes of idle chronica
+  (migration 5): see :mod:`chronica_postgres.retention`.
 - ``chronica_schema_version``: one row per migration applied (``version``, ``applied_at``,
   ``description``). It is also what makes the tables this package's own: a schema holding
   ``chronica`` or ``acta`` without it holds someone else's tables (chronica-sqlalchemy's, whose
@@ -38,10 +43,10 @@ The actum's ``at`` is taken under that lock too, from the server's clock, and ne
 the chronicum's ``last_actum_at``: ``at`` never decreases along the order.
 
 A batch (``record_many``) takes ``n`` consecutive ``seq`` under that lock, all with one ``at``.
-``erase`` runs in one transaction: it locks the chronicum's row first, as ``record`` does, then (in
-a second statement, whose snapshot sees every actum committed before the lock was granted) deletes
-the acta and turns the row into the marker. A write racing with it lands wholly before (and is
-erased) or finds the marker.
+``erase`` runs in one transaction: it locks the rows of the chronicum and of its forks first, as
+``record`` does, then (in a second statement, whose snapshot sees every actum committed before the
+locks were granted) deletes their acta and turns their rows into markers. A write racing with it
+lands wholly before (and is erased) or finds the marker.
 
 Following: an append notifies the schema's channel (:func:`follow_channel`) only while the
 chronicum's ``followed_until`` is later than the append's ``now()``: nobody listening, no
@@ -66,15 +71,26 @@ from dataclasses import dataclass
 from psycopg import sql
 
 __all__ = [
+    "ACTA_BY_ID_INDEX",
     "ACTA_IDEMPOTENCY_INDEX",
+    "ACTA_SUMMARIES_INDEX",
     "ACTA_TO_CHRONICA_KEY",
+    "ACTUM_COLUMNS",
+    "ACTUM_ROW_SIZE",
+    "CHRONICA_COLUMNS",
+    "CHRONICA_FORKS_INDEX",
+    "CHRONICA_IDLE_INDEX",
     "CHRONICA_LISTING_INDEX",
+    "CHRONICA_OWNER_IDLE_INDEX",
     "CHRONICA_PRIMARY_KEY",
     "EPOCH",
     "FOREIGN_TABLES",
+    "INSERTED_ROW",
+    "LAST_ACTIVITY",
     "LATEST_VERSION",
     "MAX_SCHEMA_NAME_BYTES",
     "MIGRATIONS",
+    "NEXT_AT",
     "SET_UTC",
     "SQLALCHEMY_VERSION_TABLE",
     "VERSION_TABLE",
@@ -134,6 +150,24 @@ ACTA_IDEMPOTENCY_INDEX = "acta_idempotency_key"
 
 CHRONICA_LISTING_INDEX = "chronica_owner_listing"
 """Name of the index on ``(owner_id, started_at DESC, id DESC)`` of the live chronica (listing)."""
+
+ACTA_BY_ID_INDEX = "acta_by_id"
+"""Name of the index on ``(chronicum_id, id)``: an actum found by its id (tool answers, ``locate``)."""
+
+ACTA_SUMMARIES_INDEX = "acta_summaries"
+"""Name of the index on ``(chronicum_id, seq)`` of the summaries only: a layout's summary marks."""
+
+CHRONICA_FORKS_INDEX = "chronica_forks"
+"""Name of the GIN index on ``lineage_ids`` of the forks: the forks of a chronicum, for erasure."""
+
+CHRONICA_IDLE_INDEX = "chronica_idle"
+"""Name of the index on ``(last activity, id)`` of the live chronica (retention)."""
+
+CHRONICA_OWNER_IDLE_INDEX = "chronica_owner_idle"
+"""Name of the index on ``(owner_id, last activity, id)`` of the live chronica (retention per owner)."""
+
+LAST_ACTIVITY = "coalesce(last_actum_at, started_at)"
+"""A chronicum's last activity (see :func:`chronica_core.retention.last_activity`) in SQL."""
 
 EPOCH = "1970-01-01 00:00:00+00"
 """The ``started_at`` of a marker: a value that says nothing about the erased chronicum."""
@@ -214,6 +248,58 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE {schema}.chronica ADD COLUMN followed_until timestamptz;
         """,
     ),
+    Migration(
+        4,
+        "native forms, tool answers, summaries and forks",
+        f"""
+        ALTER TABLE {{schema}}.acta
+            ADD COLUMN native_format text,
+            ADD COLUMN native_data text,
+            ADD COLUMN native_data_bytes bytea,
+            ADD COLUMN answers text,
+            ADD COLUMN summarizes_first text,
+            ADD COLUMN summarizes_last text,
+            ADD COLUMN summary_first bigint,
+            ADD COLUMN summary_last bigint,
+            ADD CONSTRAINT acta_native_once CHECK (
+                CASE WHEN native_format IS NULL THEN native_data IS NULL AND native_data_bytes IS NULL
+                ELSE (native_data IS NULL) <> (native_data_bytes IS NULL) END
+            ),
+            ADD CONSTRAINT acta_summary_whole CHECK (
+                (summarizes_first IS NULL) = (summarizes_last IS NULL)
+                AND (summary_first IS NULL) = (summarizes_first IS NULL)
+                AND (summary_last IS NULL) = (summarizes_first IS NULL)
+            );
+        ALTER TABLE {{schema}}.chronica
+            ADD COLUMN forked_from_id text,
+            ADD COLUMN forked_from_actum text,
+            ADD COLUMN lineage_ids text[],
+            ADD COLUMN lineage_after bigint[],
+            ADD COLUMN lineage_upto bigint[],
+            ADD COLUMN summaries integer NOT NULL DEFAULT 0,
+            ADD COLUMN shaped boolean NOT NULL DEFAULT false,
+            ADD CONSTRAINT chronica_marker_holds_no_history CHECK (
+                erased_owner_digest IS NULL OR (
+                    forked_from_id IS NULL AND lineage_ids IS NULL AND summaries = 0 AND NOT shaped
+                )
+            );
+        CREATE INDEX {ACTA_BY_ID_INDEX} ON {{schema}}.acta (chronicum_id, id);
+        CREATE INDEX {ACTA_SUMMARIES_INDEX} ON {{schema}}.acta (chronicum_id, seq)
+            WHERE summary_first IS NOT NULL;
+        CREATE INDEX {CHRONICA_FORKS_INDEX} ON {{schema}}.chronica USING gin (lineage_ids)
+            WHERE lineage_ids IS NOT NULL;
+        """,
+    ),
+    Migration(
+        5,
+        "the indexes of idle chronica",
+        f"""
+        CREATE INDEX {CHRONICA_IDLE_INDEX} ON {{schema}}.chronica
+            (({LAST_ACTIVITY}), id) WHERE erased_owner_digest IS NULL;
+        CREATE INDEX {CHRONICA_OWNER_IDLE_INDEX} ON {{schema}}.chronica
+            (owner_id, ({LAST_ACTIVITY}), id) WHERE erased_owner_digest IS NULL;
+        """,
+    ),
 )
 """Every migration, oldest first."""
 
@@ -223,18 +309,36 @@ LATEST_VERSION = MIGRATIONS[-1].version
 SET_UTC = b"SET TIME ZONE 'UTC'"
 """Run on each new pooled connection: timestamps then arrive in UTC, with no conversion to do."""
 
-_ACTUM_COLUMNS = "chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at"
+CHRONICA_COLUMNS = "id, owner_id, started_at, last_actum_at, forked_from_id, forked_from_actum"
+"""The columns of a chronicum row, in the order every statement returns them."""
+
+ACTUM_COLUMNS = (
+    "chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,"
+    " native_format, native_data, native_data_bytes, answers, summarizes_first, summarizes_last"
+)
 """The columns of an actum row, in the order every statement returns them."""
 
-_NEXT_AT = "greatest(clock_timestamp(), last_actum_at)"
+ACTUM_ROW_SIZE = len(ACTUM_COLUMNS.split(", "))
+"""How many columns an actum row has."""
+
+INSERTED_ROW = "chronicum_id, seq, id, NULL, NULL, NULL, NULL, NULL::bytea, at" + ", NULL" * 6
+"""What a keyed write returns of an actum it inserted: an actum row holding its ids and ``at`` only."""
+
+NEXT_AT = "greatest(clock_timestamp(), last_actum_at)"
 """The ``at`` of the next actum, taken under the chronicum's row lock (``greatest`` skips NULL)."""
 
+
+_EXTRA_INSERTED = "native_format, native_data, native_data_bytes, answers"
+"""The columns of an actum a write sets beyond the base ones (a summary's range aside)."""
+
+_EXTRA_VALUES = "%s::text, %s::text, %s::bytea, %s::text"
+"""Their parameters: native format, native data as text or as bytes, the request answered."""
 
 _LIVE = "erased_owner_digest IS NULL"
 """The predicate of a live chronicum's row (not an erased chronicum's marker)."""
 
-_STORED_COLUMNS = ", ".join(f"stored.{column}" for column in _ACTUM_COLUMNS.split(", "))
-""":data:`_ACTUM_COLUMNS` of the ``acta`` row named ``stored``."""
+_STORED_COLUMNS = ", ".join(f"stored.{column}" for column in ACTUM_COLUMNS.split(", "))
+""":data:`ACTUM_COLUMNS` of the ``acta`` row named ``stored``."""
 
 
 def _listing(*, after: str | None) -> str:
@@ -246,7 +350,7 @@ def _listing(*, after: str | None) -> str:
     """
     position = f" AND (started_at, id) {after} (%s::timestamptz, %s::text)" if after else ""
     return f"""
-        SELECT id, owner_id, started_at, last_actum_at FROM {{schema}}.chronica
+        SELECT {CHRONICA_COLUMNS} FROM {{schema}}.chronica
         WHERE owner_id = %s AND {_LIVE}{position}
         ORDER BY started_at DESC, id DESC
         LIMIT %s
@@ -283,10 +387,12 @@ class Statements:
     def __init__(self, schema: str, *, notify: bool = True) -> None:
         self.schema = schema
         self.notify = notify
-        quoted = sql.Identifier(schema).as_string(None)
+        quoted = self._quoted = sql.Identifier(schema).as_string(None)
         self.channel = follow_channel(schema)
         notify_call = f"pg_notify({sql.Literal(self.channel).as_string(None)}, id)"
         channel = f", CASE WHEN followed_until > now() THEN {notify_call} END" if notify else ""
+        self.append_notification = channel
+        """What an append's ``RETURNING`` of the chronicum's row adds to notify its followers (or ``""``)."""
         erasure_channel = f", {notify_call}" if notify else ""
         # One row: the version, and whether chronica-sqlalchemy's version table is there too.
         self.read_version = self._compose(
@@ -319,23 +425,25 @@ class Statements:
         )
         self.get = self._compose(
             quoted,
-            "SELECT id, owner_id, started_at, last_actum_at FROM {schema}.chronica"
-            f" WHERE id = %s AND {_LIVE}",
+            f"SELECT {CHRONICA_COLUMNS} FROM {{schema}}.chronica WHERE id = %s AND {_LIVE}",
         )
-        # Parameters: chronicum id, id, kind, actor kind, actor, content, content bytes, key.
+        # Parameters: whether the actum shapes the history (it answers a request), chronicum id,
+        # id, kind, actor kind, actor, content, content bytes, key, native format, native data
+        # (text), native data (bytes), the request it answers.
         self.record = self._compose(
             quoted,
             f"""
             WITH chronicum AS (
                 UPDATE {{schema}}.chronica
-                SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
+                SET last_seq = last_seq + 1, last_actum_at = {NEXT_AT}, shaped = shaped OR %s::boolean
                 WHERE id = %s AND {_LIVE}
                 RETURNING id, last_seq, last_actum_at{{channel}}
             )
             INSERT INTO {{schema}}.acta
-                (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at, idempotency_key)
+                (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at, idempotency_key,
+                 {_EXTRA_INSERTED})
             SELECT chronicum.id, chronicum.last_seq, %s, %s, %s, %s, %s::text, %s::bytea,
-                chronicum.last_actum_at, %s::text
+                chronicum.last_actum_at, %s::text, {_EXTRA_VALUES}
             FROM chronicum
             RETURNING chronicum_id, id, at
             """,
@@ -349,25 +457,25 @@ class Statements:
             quoted,
             f"""
             WITH existing AS (
-                SELECT {_ACTUM_COLUMNS} FROM {{schema}}.acta
+                SELECT {ACTUM_COLUMNS} FROM {{schema}}.acta
                 WHERE chronicum_id = %s AND idempotency_key = %s
             ), chronicum AS (
                 UPDATE {{schema}}.chronica
-                SET last_seq = last_seq + 1, last_actum_at = {_NEXT_AT}
+                SET last_seq = last_seq + 1, last_actum_at = {NEXT_AT}, shaped = shaped OR %s::boolean
                 WHERE id = %s AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
                 RETURNING id, last_seq, last_actum_at{{channel}}
             ), inserted AS (
                 INSERT INTO {{schema}}.acta
                     (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,
-                     idempotency_key)
+                     idempotency_key, {_EXTRA_INSERTED})
                 SELECT chronicum.id, chronicum.last_seq, %s, %s, %s, %s, %s::text, %s::bytea,
-                    chronicum.last_actum_at, %s::text
+                    chronicum.last_actum_at, %s::text, {_EXTRA_VALUES}
                 FROM chronicum
                 RETURNING chronicum_id, seq, id, at
             )
-            SELECT true, chronicum_id, seq, id, NULL, NULL, NULL, NULL, NULL::bytea, at FROM inserted
+            SELECT true, {INSERTED_ROW} FROM inserted
             UNION ALL
-            SELECT false, {_ACTUM_COLUMNS} FROM existing
+            SELECT false, {ACTUM_COLUMNS} FROM existing
             """,
             channel=channel,
         )
@@ -383,8 +491,10 @@ class Statements:
             ORDER BY stored.seq
             """,
         )
-        # Parameters: chronicum id, key (NULL: none), the number of acta, then one array each of
-        # ids, kinds, actor kinds, actors, contents (text) and contents (bytes), in batch order.
+        # Parameters: chronicum id, key (NULL: none), the number of acta, whether any answers a
+        # request, then one array each of ids, kinds, actor kinds, actors, contents (text),
+        # contents (bytes), native formats, native data (text), native data (bytes) and the
+        # requests they answer, in batch order.
         # Rows, ordered by seq: (true, chronicum id, seq, id, NULLs..., at) for each actum inserted;
         # (false, the stored actum's columns) for each actum of the write that used the key
         # before; none when the chronicum is missing. A writer racing on the same key fails on
@@ -395,14 +505,16 @@ class Statements:
             quoted,
             f"""
             WITH given AS (
-                SELECT %s::text AS chronicum_id, %s::text AS key, %s::integer AS size
+                SELECT %s::text AS chronicum_id, %s::text AS key, %s::integer AS size,
+                    %s::boolean AS shaped
             ), existing AS (
                 SELECT keyed.chronicum_id, keyed.seq, coalesce(keyed.batch_size, 1) AS size
                 FROM {{schema}}.acta AS keyed, given
                 WHERE keyed.chronicum_id = given.chronicum_id AND keyed.idempotency_key = given.key
             ), chronicum AS (
                 UPDATE {{schema}}.chronica
-                SET last_seq = last_seq + given.size, last_actum_at = {_NEXT_AT}
+                SET last_seq = last_seq + given.size, last_actum_at = {NEXT_AT},
+                    shaped = chronica.shaped OR given.shaped
                 FROM given
                 WHERE id = given.chronicum_id AND {_LIVE} AND NOT EXISTS (SELECT FROM existing)
                 RETURNING id, last_seq - given.size AS before_seq, last_actum_at, given.key, given.size
@@ -410,18 +522,21 @@ class Statements:
             ), inserted AS (
                 INSERT INTO {{schema}}.acta
                     (chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at,
-                     idempotency_key, batch_size)
+                     idempotency_key, batch_size, native_format, native_data, native_data_bytes, answers)
                 SELECT chronicum.id, chronicum.before_seq + actum.place, actum.id, actum.kind,
                     actum.actor_kind, actum.actor, actum.content, actum.content_bytes,
                     chronicum.last_actum_at,
                     CASE WHEN actum.place = 1 THEN chronicum.key END,
-                    CASE WHEN actum.place = 1 AND chronicum.key IS NOT NULL THEN chronicum.size END
+                    CASE WHEN actum.place = 1 AND chronicum.key IS NOT NULL THEN chronicum.size END,
+                    actum.native_format, actum.native_data, actum.native_data_bytes, actum.answers
                 FROM chronicum CROSS JOIN unnest(
-                    %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[]
-                ) WITH ORDINALITY AS actum (id, kind, actor_kind, actor, content, content_bytes, place)
+                    %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[],
+                    %s::text[], %s::text[], %s::bytea[], %s::text[]
+                ) WITH ORDINALITY AS actum (id, kind, actor_kind, actor, content, content_bytes,
+                    native_format, native_data, native_data_bytes, answers, place)
                 RETURNING chronicum_id, seq, id, at
             )
-            SELECT true, chronicum_id, seq, id, NULL, NULL, NULL, NULL, NULL::bytea, at FROM inserted
+            SELECT true, {INSERTED_ROW} FROM inserted
             UNION ALL
             SELECT false, {_STORED_COLUMNS} FROM existing CROSS JOIN LATERAL (
                 SELECT * FROM {{schema}}.acta AS within
@@ -469,25 +584,46 @@ class Statements:
             ORDER BY stored.seq
             """,
         )
-        # Parameters: chronicum id. Locks the live chronicum's row (one row: its id) for `erase`.
+        # Parameters: chronicum id twice. Locks the rows of the live chronicum and of its live
+        # forks (those whose lineage names it), in id order, for `erase` and `erase_idle`: a fork
+        # being made takes a share lock on the chronica of its lineage, so none appears meanwhile.
         self.lock_live = self._compose(
-            quoted, f"SELECT id FROM {{schema}}.chronica WHERE id = %s AND {_LIVE} FOR UPDATE"
+            quoted,
+            f"""
+            SELECT id FROM {{schema}}.chronica
+            WHERE (id = %s OR lineage_ids @> ARRAY[%s::text]) AND {_LIVE}
+            ORDER BY id FOR UPDATE
+            """,
         )
-        # Parameters: chronicum id, owner digest, chronicum id. Run after `lock_live`, in its
-        # transaction. One row (chronicum id, acta deleted) when the chronicum was live.
+        # Parameters: chronicum id, the moment it and its forks must have been idle since (NULL:
+        # erase whatever their activity), owner digest, chronicum id. Run after `lock_live`, in
+        # its transaction. One row (chronicum id, acta deleted, chronica erased) when the
+        # chronicum was live (and, with a moment, it and every fork idle); none otherwise.
         self.erase = self._compose(
             quoted,
             f"""
-            WITH erased AS (
-                DELETE FROM {{schema}}.acta WHERE chronicum_id = %s RETURNING seq
+            WITH found AS (
+                SELECT id AS doomed_id, {LAST_ACTIVITY} AS activity FROM {{schema}}.chronica
+                WHERE (id = %s OR lineage_ids @> ARRAY[%s::text]) AND {_LIVE}
+            ), doomed AS (
+                SELECT doomed_id FROM found
+                WHERE %s::timestamptz IS NULL
+                    OR NOT EXISTS (SELECT FROM found WHERE activity >= %s::timestamptz)
+            ), erased AS (
+                DELETE FROM {{schema}}.acta WHERE chronicum_id IN (SELECT doomed_id FROM doomed)
+                RETURNING seq
             ), marked AS (
                 UPDATE {{schema}}.chronica
                 SET owner_id = NULL, started_at = '{EPOCH}', last_actum_at = NULL, last_seq = 0,
-                    erased_owner_digest = %s
-                WHERE id = %s AND {_LIVE}
+                    erased_owner_digest = %s, forked_from_id = NULL, forked_from_actum = NULL,
+                    lineage_ids = NULL, lineage_after = NULL, lineage_upto = NULL, summaries = 0,
+                    shaped = false
+                FROM doomed
+                WHERE id = doomed.doomed_id AND {_LIVE}
                 RETURNING id{{channel}}
             )
-            SELECT id, (SELECT count(*) FROM erased) FROM marked
+            SELECT id, (SELECT count(*) FROM erased), (SELECT count(*) FROM marked) FROM marked
+            WHERE id = %s
             """,
             channel=erasure_channel,
         )
@@ -532,14 +668,20 @@ class Statements:
             for limited in (False, True)
         }
 
+    def compose(self, template: str) -> bytes:
+        """``template`` (a statement with parameters) with this schema's quoted name for ``{schema}``."""
+        return self._compose(self._quoted, template)
+
     def window(self, *, kinds: bool, actor_kinds: bool, limited: bool) -> bytes:
         """The context-window query for one shape of :class:`chronica_core.ActaQuery`.
 
         Parameters, in order: the chronicum id, the kinds (a list, when ``kinds``), the actor kinds
         (when ``actor_kinds``), the limit (when ``limited``), the chronicum id again. Rows: none
         when the chronicum is missing; one row of NULLs when it holds no matching actum; else the
-        acta ``(chronicum_id, seq, id, kind, actor_kind, actor, content, content_bytes, at)`` oldest
-        first (the chronicum's own id in the first column of the row of NULLs too).
+        acta oldest first, as actum rows (see :data:`ACTUM_ROW_SIZE`) whose second column, in
+        place of ``seq``, says whether the chronicum's history has a shape (a summary, or a tool
+        response naming its request); the chronicum's own id and that flag in the first two
+        columns of the row of NULLs too.
         """
         return self._windows[kinds, actor_kinds, limited]
 
@@ -557,10 +699,11 @@ class Statements:
         return Statements._compose(
             quoted,
             f"""
-            SELECT chronicum.id, recent.{_ACTUM_COLUMNS.split(", ", 1)[1].replace(", ", ", recent.")}
+            SELECT chronicum.id, chronicum.shaped,
+                recent.{ACTUM_COLUMNS.split(", ", 2)[2].replace(", ", ", recent.")}
             FROM {{schema}}.chronica AS chronicum
             LEFT JOIN LATERAL (
-                SELECT {_ACTUM_COLUMNS} FROM {{schema}}.acta
+                SELECT {ACTUM_COLUMNS} FROM {{schema}}.acta
                 WHERE chronicum_id = %s{filters}{newest}
             ) AS recent ON true
             WHERE chronicum.id = %s AND chronicum.{_LIVE}

@@ -28,7 +28,9 @@ from chronica_core.redaction import masked_url, redact_error
 from chronica_core.urls import split_query_options, split_schema
 from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
 from chronica_postgres.follow import AsyncPostgresFollowing, Markings, PostgresFollowing
+from chronica_postgres.history import AsyncPostgresHistory, PostgresHistory
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
+from chronica_postgres.retention import AsyncPostgresRetention, PostgresRetention
 from chronica_postgres.schema import Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
 
@@ -37,6 +39,11 @@ __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
 Result = TypeVar("Result")
 
 _log = logging.getLogger("chronica.postgres")
+
+KEPT_CURSORS_MOST = 256
+"""How many cursors a connection keeps at most: one per statement, and a window's statement is
+composed per shape of reads (see :mod:`chronica_postgres.history_sql`), so their number has no
+bound of its own."""
 
 _URL_OPTIONS = ("schema", "connect_timeout")
 """Options a URL's query may carry (``?schema=app&connect_timeout=5``)."""
@@ -118,6 +125,10 @@ class _PooledConnection(psycopg.Connection[TupleRow]):
         sql = statement.sql
         cursor = self.kept_cursors.get(sql)
         if cursor is None:
+            if len(self.kept_cursors) >= KEPT_CURSORS_MOST:  # windows of many shapes: start afresh
+                for kept in self.kept_cursors.values():
+                    kept.close()
+                self.kept_cursors.clear()
             cursor = self.kept_cursors[sql] = self.cursor()
         rows = cursor.execute(sql, statement.params, binary=True).fetchall()
         result = cursor.pgresult
@@ -140,13 +151,15 @@ def _run_statement(connection: psycopg.Connection[Any], statement: Statement) ->
     return connection.execute(statement.sql, statement.params, binary=statement.binary).fetchall()
 
 
-class PostgresStore(PostgresFollowing, PlannedStore):
+class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, PlannedStore):
     """A blocking, thread-safe, idempotent store in PostgreSQL.
 
     Every call borrows a pooled connection (autocommit) for one statement: ``record``,
-    ``record_idempotent``, ``record_many``, ``acta``, ``get``, ``list_chronica`` and ``reopen``
-    are each one round trip; ``erase`` is one transaction of two statements (``erase_owner``
-    reads the owner's chronica, then erases each so).
+    ``record_idempotent``, ``record_many``, ``acta``, ``get``, ``list_chronica``, ``reopen``,
+    ``idle_chronica``, ``layout``, ``window``, ``locate``, ``fork`` and ``record_summary`` are each
+    one round trip; ``erase`` and ``erase_idle`` are one transaction of two statements
+    (``erase_owner`` reads the owner's chronica, then erases each so). It has every capability:
+    idempotency, batch, listing, erasure, follow, native, history and retention.
 
     Args:
         url: a libpq URL, ``postgresql://user@host:5432/database`` (``postgres://`` works too),
@@ -207,6 +220,10 @@ class PostgresStore(PostgresFollowing, PlannedStore):
         Safe to run from many processes at once. Raises ``StoreError``.
         """
         return self._run_if_open(self.plans.migrate())
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: acta keep their native form (see :class:`chronica_core.NativeStore`)."""
+        return True
 
     def close(self) -> None:
         """Close the pool the store opened (a pool given to it is left open).
@@ -353,7 +370,9 @@ def _drop_loop_pool(loop_pool: _LoopPool) -> None:
             connection.pgconn.finish()
 
 
-class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
+class AsyncPostgresStore(
+    AsyncPostgresFollowing, AsyncPostgresRetention, AsyncPostgresHistory, AsyncPlannedStore
+):
     """The asyncio twin of :class:`PostgresStore`: the same statements, plans and errors.
 
     One store serves every event loop of the process, one after another (``asyncio.run()`` per
@@ -408,6 +427,10 @@ class AsyncPostgresStore(AsyncPostgresFollowing, AsyncPlannedStore):
         self._check_open()
         pool = (await self._pools.get()).pool
         return await run_plan_async(self.plans.migrate(), functools.partial(self._perform, pool))
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: acta keep their native form (see :class:`chronica_core.AsyncNativeStore`)."""
+        return True
 
     async def close(self) -> None:
         """Close every pool the store opened, one per event loop (a pool given to it is left open).

@@ -34,7 +34,16 @@ from chronica_core import (
     open_store,
 )
 from chronica_core.capabilities import BATCH as BATCH_CAPABILITY
-from chronica_core.capabilities import ERASURE, FOLLOW, IDEMPOTENCY, LISTING, store_capabilities
+from chronica_core.capabilities import (
+    ERASURE,
+    FOLLOW,
+    HISTORY,
+    IDEMPOTENCY,
+    LISTING,
+    NATIVE,
+    RETENTION,
+    store_capabilities,
+)
 from chronica_core.erasure import owner_digest
 
 Admin = psycopg.Connection[tuple[Any, ...]]
@@ -679,10 +688,11 @@ def test_the_backend_declares_every_capability_its_stores_have(
 ) -> None:
     installed, _ = list_backends()
     (backend,) = [found.backend for found in installed if found.backend.name == "postgres"]
-    assert backend.capabilities == (BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW)
+    assert backend.capabilities == (BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY, RETENTION)
+    every = {IDEMPOTENCY, BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW, NATIVE, HISTORY, RETENTION}
     with open_store(postgres_url, schema=schema) as store:
-        assert store_capabilities(store) == {IDEMPOTENCY, BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW}
-    assert store_capabilities(async_store) == {IDEMPOTENCY, BATCH_CAPABILITY, LISTING, ERASURE, FOLLOW}
+        assert store_capabilities(store) == every
+    assert store_capabilities(async_store) == every
 
 
 def test_a_batch_with_one_actum_over_the_limit_sends_nothing(

@@ -14,7 +14,7 @@ class TestPostgresConformance(ConformanceSuite):
     """``store`` and ``async_store`` come from conftest.py (one fresh schema per session)."""
 
     declares_idempotent = True
-    declares_capabilities = ("batch", "listing", "erasure")
+    declares_capabilities = ("batch", "listing", "erasure", "native", "history", "retention")
 
     @pytest.fixture
     def store_to_close(self, postgres_url: str, schema: str) -> Iterator[PostgresStore]:

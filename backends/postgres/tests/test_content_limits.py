@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from chronica_conformance import SizeContract
+from chronica_conformance import NativeContract, SizeContract
 from chronica_postgres import AsyncPostgresStore, Options, PostgresStore
 
 from chronica_core import InvalidOption
@@ -17,8 +17,13 @@ SMALL = 1024 * 1024
 """The limit the contract runs at: PostgreSQL's own (about 512 MiB) is too large to write in CI."""
 
 
-class TestSizeContractAtALoweredLimit(SizeContract):
-    """The size contract with ``max_content_bytes`` lowered to 1 MiB, in both flavours."""
+class TestSizeContractAtALoweredLimit(SizeContract, NativeContract):
+    """The size and native contracts with ``max_content_bytes`` lowered to 1 MiB, in both flavours.
+
+    Native data counts against the limit with the content: the native contract checks it here.
+    """
+
+    declares_capabilities = ("native",)
 
     @pytest.fixture
     def store(self, postgres_url: str, schema: str) -> Iterator[PostgresStore]:

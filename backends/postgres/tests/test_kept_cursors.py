@@ -18,9 +18,10 @@ import psycopg
 import pytest
 from chronica_postgres import PostgresStore
 from chronica_postgres.plans import BULKY_CONTENT_CHARS
-from chronica_postgres.store import _PooledConnection
+from chronica_postgres.store import KEPT_CURSORS_MOST, _PooledConnection
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, new_actum_id
+from chronica_core.history import RangeRead, Segment, WindowReads
 
 WINDOW = ActaQuery(actum_kinds=(ActumKind.MESSAGE,), last_n=20)
 
@@ -135,3 +136,20 @@ def test_a_bulky_batch_runs_on_a_cursor_of_its_own(
     for kept in _kept(store):
         assert store.plans.statements.record_many not in kept
     assert [actum.id for actum in store.acta(chronicum_id, ActaQuery())] == [actum.id for actum in stored]
+
+
+def test_windows_of_many_shapes_keep_a_bounded_number_of_cursors(
+    one_connection: PostgresStore, chronicum_id: str
+) -> None:
+    store = one_connection
+    store.record(_message(chronicum_id, "only"))
+    segment = Segment(chronicum_id, 0, None)
+    shapes = KEPT_CURSORS_MOST + 10
+    for reads in range(1, shapes + 1):  # a window of `reads` ranges: a statement of its own each
+        rows = store.window(
+            chronicum_id, WindowReads((RangeRead(segment, None, None, 1, True, True),) * reads)
+        )
+        assert [actum.content for actum in rows.acta] == ["only"] * reads
+    for kept in _kept(store):
+        assert 0 < len(kept) <= KEPT_CURSORS_MOST
+        assert all(not cursor.closed for cursor in kept.values())

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from chronica_conformance.log_secrecy import assert_records_keep_secrets, scenario_records
 from chronica_conformance.secrecy import ENCODED_SECRET
+from chronica_postgres.schema import LATEST_VERSION
 
 
 def test_a_whole_scenario_logs_what_it_did_and_never_a_password_content_or_id(
@@ -29,7 +30,8 @@ def test_a_whole_scenario_logs_what_it_did_and_never_a_password_content_or_id(
     postgres = [
         (record.levelname, record.getMessage()) for record in records if record.name == "chronica.postgres"
     ]
-    assert ("INFO", f"migrated schema {fresh_schema!r} from version 0 to 3") in postgres, postgres
+    migrated = f"migrated schema {fresh_schema!r} from version 0 to {LATEST_VERSION}"
+    assert ("INFO", migrated) in postgres, postgres
     debug = [message for level, message in postgres if level == "DEBUG"]
     opened = [line for line in debug if line.startswith("opened a pool of ")]
     assert len(opened) == 2 and all(":***@" in line for line in opened), opened

@@ -17,6 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from chronica_postgres import PostgresStore
+from chronica_postgres.plans import record_parameters
 from chronica_postgres.schema import LATEST_VERSION, Statements
 
 from chronica_core import (
@@ -64,7 +65,7 @@ def said(chronicum_id: str, content: str) -> Actum:
 
 def test_every_operation_works_on_the_partitioned_tables(postgres_url: str, partitioned: str) -> None:
     with PostgresStore(postgres_url, schema=partitioned) as store:
-        assert store.migrate() == LATEST_VERSION  # the migrations are recorded as applied: nothing to do
+        assert store.migrate() == LATEST_VERSION  # the later migrations ran on the partitioned tables
         chronicarius = Chronicarius(store)
         dinner, lunch = new_chronicum_id(), new_chronicum_id()
         first = chronicarius.record_actum("ardian", said(dinner, "a table?"), idempotency_key="k-1")
@@ -82,7 +83,10 @@ def test_every_operation_works_on_the_partitioned_tables(postgres_url: str, part
         }
         with pytest.raises(ChronicumNotFound):
             chronicarius.record_actum("rafa", said(dinner, "mine?"))
-        assert chronicarius.erase_chronicum("ardian", dinner) == 3
+        fork = chronicarius.fork_chronicum("ardian", dinner, at=batch[0].id)  # its rows in other partitions
+        chronicarius.record_actum("ardian", said(fork.id, "d"))
+        assert [actum.content for actum in chronicarius.get_acta("ardian", fork.id)] == ["a table?", "b", "d"]
+        assert chronicarius.erase_chronicum("ardian", dinner) == 3 + 1  # with its fork
         with pytest.raises(ChronicumNotFound):
             chronicarius.get_acta("ardian", dinner)
         chronicarius.record_actum("ardian", said(dinner, "starting over"))  # reopened for its owner
@@ -134,7 +138,9 @@ def test_the_single_statement_append_touches_one_partition_of_each_table(
     statement = Statements(partitioned).record.decode()
     pieces = statement.split("%s")
     numbered = pieces[0] + "".join(f"${place}{piece}" for place, piece in enumerate(pieces[1:], 1))
-    parameters = (chronicum_id, new_actum_id(), "message", "human", "ardian", "hi", None, None)
+    parameters = record_parameters(
+        Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "hi", new_actum_id()), None
+    )
     with psycopg.connect(postgres_url) as connection:
         connection.execute("SET plan_cache_mode = force_generic_plan")
         connection.execute(f"PREPARE append_actum AS {numbered}")
