@@ -1,12 +1,15 @@
 """Erasure and retention as plans: a chronicum erased with its forks, and the idle chronica found and erased.
 
 An erasure is one transaction. It first marks the chronicum (the ``UPDATE`` locks its row, as an
-append does, so a racing write lands wholly before or after), then locks its live forks (every
-chronicum whose ``lineages`` name it; a fork being created holds its source's row shared until
-it commits, so none is missed), marks them too, and deletes the acta, summaries and lineages of
-them all. Retention's ``erase_idle`` does the same only while the chronicum and every fork are
-still idle, decided on the locked rows. ``idle_chronica`` reads the index on ``last_active``
-(the owner's index when one is given): a marker has no ``last_active``, so none is ever read.
+append does, so a racing write lands wholly before or after) and reads what else it must do:
+whether forks were made of it (``forked``; making a fork moves it, holding the source's row until
+it commits, so none is missed), whether it is a fork, whether it has summaries. A plain
+chronicum's erasure then only deletes its acta. Otherwise it locks its live forks (every
+chronicum whose ``lineages`` name it), marks them too, deletes the acta, summaries and lineages
+of them all and empties the rest of the chronicum's row. Retention's ``erase_idle`` does the
+same only while the chronicum and every fork are still idle, decided on the locked rows.
+``idle_chronica`` reads the index on ``last_active`` (the owner's index when one is given): a
+marker has no ``last_active``, so none is ever read.
 """
 
 from __future__ import annotations
@@ -29,17 +32,25 @@ from chronica_sqlalchemy.steps import COMMIT, ROLLBACK, Step, execute
 
 __all__ = ["EMPTIED", "Erasure"]
 
-EMPTIED: dict[str, Any] = {
+MARKED: dict[str, Any] = {
     "owner_id": "",
     "started_at": EPOCH,
     "last_actum_at": None,
     "last_seq": 0,
     "last_active": None,
+}
+"""What the mark empties at once; the columns of :data:`SHAPE` tell what else is to be done."""
+
+SHAPE: dict[str, Any] = {
     "base": 0,
     "forked_from_id": None,
     "forked_from_actum": None,
     "shaped": 0,
+    "forked": 0,
 }
+"""The columns emptied after (already empty in a plain chronicum's row)."""
+
+EMPTIED: dict[str, Any] = {**MARKED, **SHAPE}
 """What a marker keeps of a chronicum's own columns: nothing (its ``layout_version`` stays, so
 that the chronicum reopened never has an earlier layout's version)."""
 
@@ -60,17 +71,24 @@ class Erasure:
         chronica, acta, lineages = tables.chronica, tables.acta, tables.lineages
         live = chronica.c.owner_digest.is_(None)
         idle = chronica.c.last_active < bindparam("before", type_=UTCDateTime())
-        mark = update(chronica).values(**EMPTIED, owner_digest=bindparam("digest", type_=Identifier()))
+        digest = bindparam("digest", type_=Identifier())
         one = chronica.c.id == bindparam("chronicum_id")
+        shape = (chronica.c.id, chronica.c.forked, chronica.c.forked_from_id, chronica.c.shaped)
         self._mark = {
             idle_only: rules.returning(
-                mark.where(one, live, *([idle] if idle_only else [])), *rules.notify((chronica.c.id,))
+                update(chronica)
+                .where(one, live, *([idle] if idle_only else []))
+                .values(**MARKED, owner_digest=digest),
+                *rules.notify(shape),
             )
             for idle_only in (False, True)
         }
+        self._shape = select(*shape).where(one)  # where the mark returns nothing (MariaDB/MySQL)
+        self._unshape = update(chronica).where(one).values(**SHAPE)
         ids: Any = bindparam("ids", expanding=True)
         self._mark_forks = rules.returning(
-            mark.where(chronica.c.id.in_(ids), live), *rules.notify((chronica.c.id,))
+            update(chronica).where(chronica.c.id.in_(ids), live).values(**EMPTIED, owner_digest=digest),
+            *rules.notify((chronica.c.id,)),
         )
         named = select(lineages.c.chronicum_id).where(lineages.c.source_id == bindparam("chronicum_id"))
         self._forks = (
@@ -159,26 +177,29 @@ class Erasure:
         if idle_before is not None:
             parameters["before"] = idle_before
         marked: CursorResult[Any] = yield execute(self._mark[idle_before is not None], parameters, write=True)
+        row: Any = None
         if self.dialect.update_returning:
-            row: Any = marked.first()
-            if row is not None:
-                check_row("sqlalchemy: erase chronicum", "chronicum id", chronicum_id, row[0])
-            done = row is not None
-        else:
-            done = marked.rowcount == 1
-        if not done:
+            row = marked.first()
+        elif marked.rowcount == 1:
+            row = (yield execute(self._shape, {"chronicum_id": chronicum_id})).first()
+        if row is None:
             yield ROLLBACK
             return None
-        found: CursorResult[Any] = yield execute(self._forks, {"chronicum_id": chronicum_id})
-        forks: list[Any] = list(found.all())
-        if idle_before is not None and any(row[1] is None or row[1] >= idle_before for row in forks):
+        check_row("sqlalchemy: erase chronicum", "chronicum id", chronicum_id, row[0])
+        forks: list[Any] = []
+        if row[1]:
+            found: CursorResult[Any] = yield execute(self._forks, {"chronicum_id": chronicum_id})
+            forks = list(found.all())
+        if idle_before is not None and any(fork[1] is None or fork[1] >= idle_before for fork in forks):
             yield ROLLBACK  # a fork was written to: the chronicum is kept whole
             return None
-        ids = [chronicum_id, *(str(row[0]) for row in forks)]
+        ids = [chronicum_id, *(str(fork[0]) for fork in forks)]
         if forks:
             yield execute(self._mark_forks, {"ids": ids[1:], "digest": owner_digest})
         deleted: CursorResult[Any] = yield execute(self._deletes[0], {"ids": ids})
-        for statement in self._deletes[1:]:
-            yield execute(statement, {"ids": ids})
+        if row[1] or row[2] is not None or row[3]:  # not a plain chronicum
+            for statement in self._deletes[1:]:
+                yield execute(statement, {"ids": ids})
+            yield execute(self._unshape, {"chronicum_id": chronicum_id})
         yield COMMIT
         return len(ids), int(deleted.rowcount)

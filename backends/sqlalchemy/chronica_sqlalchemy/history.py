@@ -11,8 +11,8 @@ history is its rows in ``lineages``; its own acta are its rows in ``acta``.
   given positions), the chronicum's row for its layout version and, for tool exchanges, the
   requests the responses read name, found through ``acta_by_id`` in each segment of the lineage.
   One statement is one snapshot, and one round trip.
-- :meth:`HistoryPlans.fork` inserts the fork's row and lineage in one transaction, holding the
-  source's row shared meanwhile (see :mod:`chronica_sqlalchemy.erasure`).
+- :meth:`HistoryPlans.fork` inserts the fork's row and lineage in one transaction, counting the
+  fork in its source's ``forked`` meanwhile (see :mod:`chronica_sqlalchemy.erasure`).
 
 ``record_summary`` is an append (see :meth:`chronica_sqlalchemy.plans.Plans.record_summary`).
 """
@@ -34,6 +34,7 @@ from sqlalchemy import (
     null,
     select,
     union_all,
+    update,
 )
 from sqlalchemy.exc import IntegrityError
 
@@ -89,7 +90,7 @@ class HistoryPlans:
         by_id = chronica.c.id == bindparam("chronicum_id")
         live = chronica.c.owner_digest.is_(None)
         self._itself = select(chronica.c.id).where(by_id, live)
-        self._source = select(chronica.c.id).where(by_id, live).with_for_update(read=True)
+        self._source = update(chronica).where(by_id, live).values(forked=chronica.c.forked + 1)
         c = chronica.c
         itself = select(
             _part(_CHRONICUM),
@@ -279,7 +280,7 @@ class HistoryPlans:
     # --- fork -----------------------------------------------------------------------------
 
     def fork(self, chronicum: Chronicum, lineage: Sequence[Segment]) -> Plan[Step, None]:
-        """Insert the fork and its lineage while holding its source's row; one transaction.
+        """Insert the fork and its lineage, counting it in its source's row; one transaction.
 
         Raises ``ChronicumExists`` (the id is taken, or an erasure marker), ``ChronicumNotFound``
         (the source is missing or erased); nothing is saved then.
@@ -303,7 +304,7 @@ class HistoryPlans:
             yield ROLLBACK
             raise ChronicumExists(chronicum.id) from None
         held: CursorResult[Any] = yield execute(self._source, {"chronicum_id": source})
-        if held.first() is None:
+        if held.rowcount != 1:
             yield ROLLBACK
             raise ChronicumNotFound(source)
         shared = [

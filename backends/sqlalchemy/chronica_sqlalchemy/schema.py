@@ -1,6 +1,6 @@
 r"""The tables and column types, the same on every dialect.
 
-Three tables (names may be qualified by a schema):
+Five tables (names may be qualified by a schema):
 
 - ``chronica``: one row a chronicum: ``id``, ``owner_id``, ``started_at``, ``last_actum_at`` and
   ``last_seq``, the counter that hands each actum its place in the chronicum, and
@@ -13,7 +13,8 @@ Three tables (names may be qualified by a schema):
   ``started_at`` without acta; ``NULL`` for a marker), indexed alone and after ``owner_id`` for
   retention. A fork has ``base`` (the position it branched at), ``forked_from_id`` and
   ``forked_from_actum``; ``layout_version`` changes with each summary (and reopening), ``shaped``
-  is set by the first summary or tool response naming its request.
+  is set by the first summary or tool response naming its request, ``forked`` counts the forks
+  made of it.
 - ``acta``: one row an actum, keyed by ``(chronicum_id, seq)``; ``seq`` is assigned by the store
   (1, 2, 3, ... per chronicum, in the order writes were serialised) and is the only thing that
   orders acta. A unique constraint on ``(chronicum_id, idempotency_key)`` makes a retried write
@@ -384,6 +385,7 @@ def _chronica_since_3() -> list[Column[Any]]:
         Column("forked_from_actum", Identifier(), nullable=True),
         Column("layout_version", BigInteger(), nullable=False, server_default="0"),
         Column("shaped", Integer(), nullable=False, server_default="0"),
+        Column("forked", Integer(), nullable=False, server_default="0"),
     ]
 
 

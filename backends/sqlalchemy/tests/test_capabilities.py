@@ -127,6 +127,7 @@ def assert_only_the_marker(
             "forked_from_actum": None,
             "layout_version": 0,
             "shaped": 0,
+            "forked": 0,
         }
     ]
     assert secrets & every_value(engine, tables) == set()
