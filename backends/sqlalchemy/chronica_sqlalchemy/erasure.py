@@ -73,17 +73,14 @@ class Erasure:
         idle = chronica.c.last_active < bindparam("before", type_=UTCDateTime())
         digest = bindparam("digest", type_=Identifier())
         one = chronica.c.id == bindparam("chronicum_id")
-        shape = (chronica.c.id, chronica.c.forked, chronica.c.forked_from_id, chronica.c.shaped)
         self._mark = {
-            idle_only: rules.returning(
+            idle_only: rules.erasure_mark(
                 update(chronica)
                 .where(one, live, *([idle] if idle_only else []))
-                .values(**MARKED, owner_digest=digest),
-                *rules.notify(shape),
+                .values(**MARKED, owner_digest=digest)
             )
             for idle_only in (False, True)
         }
-        self._shape = select(*shape).where(one)  # where the mark returns nothing (MariaDB/MySQL)
         self._unshape = update(chronica).where(one).values(**SHAPE)
         ids: Any = bindparam("ids", expanding=True)
         self._mark_forks = rules.returning(
@@ -177,11 +174,7 @@ class Erasure:
         if idle_before is not None:
             parameters["before"] = idle_before
         marked: CursorResult[Any] = yield execute(self._mark[idle_before is not None], parameters, write=True)
-        row: Any = None
-        if self.dialect.update_returning:
-            row = marked.first()
-        elif marked.rowcount == 1:
-            row = (yield execute(self._shape, {"chronicum_id": chronicum_id})).first()
+        row = self.rules.erased_shape(marked, chronicum_id)
         if row is None:
             yield ROLLBACK
             return None

@@ -145,6 +145,21 @@ class StoreDialect:
         """``statement`` returning ``columns`` where the database can (else its rowcount tells)."""
         return statement.returning(*columns) if self.dialect.update_returning else statement
 
+    def erasure_mark(self, mark: Update) -> Update:
+        """``mark`` (an erasure's ``UPDATE`` of one chronicum's row) telling what else is to be erased.
+
+        See :meth:`erased_shape`; here it returns the row's id, ``forked``, ``forked_from_id`` and
+        ``shaped``, which the mark leaves as they were.
+        """
+        chronica = self.tables.chronica
+        c = chronica.c
+        return self.returning(mark, *self.notify((c.id, c.forked, c.forked_from_id, c.shaped)))
+
+    def erased_shape(self, marked: CursorResult[Any], chronicum_id: str) -> tuple[Any, ...] | None:
+        """``(id, forked, forked_from_id, shaped)`` of the row :meth:`erasure_mark` marked, or ``None``."""
+        row = marked.first() if self.dialect.update_returning else None
+        return None if row is None else tuple(row[:4])
+
     def _advance(self, by: Any, versioned: bool = False) -> Update:
         """Lock a live chronicum's row, move ``last_seq`` on by ``by`` and decide ``at`` there.
 

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Integer,
     Update,
     bindparam,
+    case,
     column,
     func,
     insert,
@@ -98,6 +99,23 @@ class MySQLStoreDialect(StoreDialect):
             *((chronica.c[name], value) for name, value in self._moved_version(versioned).items()),
         ]
         return update(chronica).where(*self._advanced(versioned)).ordered_values(*values)
+
+    def erasure_mark(self, mark: Update) -> Update:
+        """The mark hands ``forked * 4 + 2 * (a fork) + shaped`` to the client as the ``lastrowid``."""
+        c = self.tables.chronica.c
+        flags = (
+            c.forked * 4
+            + case((c.forked_from_id.is_not(None), 2), else_=0)
+            + case((c.shaped > 0, 1), else_=0)
+        )
+        return mark.values(forked=func.last_insert_id(flags).op("DIV")(4))  # forked, as it was
+
+    def erased_shape(self, marked: CursorResult[Any], chronicum_id: str) -> tuple[Any, ...] | None:
+        """What :meth:`erasure_mark` handed back, as the default room's row tells it."""
+        if marked.rowcount != 1:
+            return None
+        flags = int(marked.lastrowid)
+        return chronicum_id, flags >> 2, chronicum_id if flags & 2 else None, flags & 1
 
     def _moved_at(
         self, advance: Executable, parameters: dict[str, Any], now: datetime
