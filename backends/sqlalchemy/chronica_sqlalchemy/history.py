@@ -192,7 +192,7 @@ class HistoryPlans:
                                 and_(
                                     acta.c.chronicum_id == segment.chronicum_id,
                                     acta.c.id == answers,
-                                    *self._within(segment),
+                                    *self._within(segment, by_id=True),
                                 ),
                             )
                         )
@@ -250,9 +250,16 @@ class HistoryPlans:
         derived = chosen.subquery(f"read_{index}")
         return select(_part(_ACTA), literal_column(str(index)).label("read"), *derived.c)
 
-    def _within(self, segment: Segment) -> list[ColumnElement[bool]]:
-        """The positions of ``segment`` (its chronicum is for the caller to say)."""
-        seq = self.tables.acta.c.seq
+    def _within(self, segment: Segment, by_id: bool = False) -> list[ColumnElement[bool]]:
+        """The positions of ``segment`` (its chronicum is for the caller to say).
+
+        ``by_id``: the acta are found by id (``acta_by_id``), and their positions only checked:
+        written ``seq + 0``, which no index serves, so the database never prefers a scan of the
+        segment along the primary key to the lookup of a few ids.
+        """
+        seq: Any = self.tables.acta.c.seq
+        if by_id:
+            seq = seq + 0
         return [seq > segment.after, *([] if segment.upto is None else [seq <= segment.upto])]
 
     # --- locate ---------------------------------------------------------------------------
@@ -265,7 +272,9 @@ class HistoryPlans:
         ids = sorted(set(actum_ids))
         branches = [
             select(acta.c.seq, acta.c.chronicum_id, *actum_columns(acta)).where(
-                acta.c.chronicum_id == segment.chronicum_id, acta.c.id.in_(ids), *self._within(segment)
+                acta.c.chronicum_id == segment.chronicum_id,
+                acta.c.id.in_(ids),
+                *self._within(segment, by_id=True),
             )
             for segment in lineage
         ]

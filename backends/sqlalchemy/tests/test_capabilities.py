@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,7 @@ from chronica_sqlalchemy.executor import execute
 from chronica_sqlalchemy.plans import Plans
 from chronica_sqlalchemy.plugin import chronica_backends
 from chronica_sqlalchemy.schema import LISTING_INDEX, Tables
-from sqlalchemy import Engine, create_engine, event, insert, inspect, select, text
+from sqlalchemy import Engine, create_engine, event, insert, inspect, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from chronica_core import (
@@ -447,26 +446,6 @@ def test_listing_orders_by_started_at_then_id_as_code_points(store: SQLAlchemySt
     assert walked == expected
     assert all(chronicum.owner_id == owner for chronicum in store.list_chronica(owner, 1000, None))
     assert store.erase_owner(owner, owner_digest(owner)) == len(expected)
-
-
-@pytest.fixture
-def fresh_target(
-    dialect: str, servers: Any, database_url: str, tmp_path: Path
-) -> Iterator[tuple[str, str | None]]:
-    """A URL and schema nobody has migrated yet: a new SQLite file, MariaDB database or PG schema."""
-    if servers is None:
-        scheme = "sqlite+aiosqlite" if dialect == "aiosqlite" else "sqlite"
-        yield f"{scheme}:///{tmp_path / 'fresh.db'}", None
-        return
-    schema = f"chronica_test_{uuid.uuid4().hex[:12]}"
-    yield database_url, schema
-    if dialect == "postgresql":
-        engine = create_engine(database_url, isolation_level="AUTOCOMMIT")
-        with engine.connect() as connection:
-            connection.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        engine.dispose()
-    else:
-        servers.drop_schema(schema)
 
 
 def explained(engine: Engine, statement: str, parameters: Any) -> str:
