@@ -19,13 +19,16 @@ history is its rows in ``lineages``; its own acta are its rows in ``acta``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     CursorResult,
     Dialect,
+    Executable,
+    Integer,
     Select,
     and_,
     bindparam,
@@ -67,6 +70,45 @@ __all__ = ["HistoryPlans"]
 
 _ACTA, _ANSWERED, _ITSELF = 0, 1, 2  # the parts of a window's rows
 _CHRONICUM, _LINEAGE, _SUMMARY = 0, 1, 2  # the parts of a layout's rows
+
+
+_Shape = tuple[Any, ...]
+"""What a read's statement depends on (not the values it binds)."""
+
+_SHAPES = 256
+"""How many window and ``locate`` statements a store keeps built."""
+
+
+def _segment_shape(name: str, segment: Segment, parameters: dict[str, Any]) -> _Shape:
+    """Bind ``segment`` as ``<name>_c``, ``<name>_after`` and ``<name>_upto``; return its shape."""
+    parameters[f"{name}_c"], parameters[f"{name}_after"] = segment.chronicum_id, segment.after
+    if segment.upto is not None:
+        parameters[f"{name}_upto"] = segment.upto
+    return ("segment", segment.upto is not None)
+
+
+def _read_shape(index: int, read: RangeRead | PositionsRead, parameters: dict[str, Any]) -> _Shape:
+    """Bind ``read`` as the parameters ``r<index>_...``; return its shape."""
+    name = f"r{index}"
+    if isinstance(read, PositionsRead):
+        parameters[f"{name}_c"], parameters[f"{name}_p"] = read.chronicum_id, list(read.positions)
+        return ("positions",)
+    segment_shape = _segment_shape(name, read.segment, parameters)
+    if read.actum_kinds is not None:
+        parameters[f"{name}_k"] = [kind.value for kind in read.actum_kinds]
+    if read.actor_kinds is not None:
+        parameters[f"{name}_a"] = [kind.value for kind in read.actor_kinds]
+    if read.limit > 0:
+        parameters[f"{name}_l"] = read.limit
+    return (
+        "range",
+        segment_shape[1],
+        read.actum_kinds is not None,
+        read.actor_kinds is not None,
+        read.limit > 0,
+        read.newest,
+        read.summaries,
+    )
 
 
 def _part(number: int) -> Any:
@@ -137,6 +179,7 @@ class HistoryPlans:
             .where(lineages.c.chronicum_id == bindparam("chronicum_id"))
         )
         self._layout = union_all(itself, lineage, own, shared)
+        self._statements: dict[Hashable, Executable] = {}
 
     # --- layout ---------------------------------------------------------------------------
 
@@ -170,48 +213,19 @@ class HistoryPlans:
 
     def window(self, chronicum_id: str, reads: WindowReads) -> Plan[Step, WindowRows]:
         """Perform ``reads`` in one statement (see the module); ``ChronicumNotFound`` if it is missing."""
-        acta = self.tables.acta
-        branches = [self._read(index, read) for index, read in enumerate(reads.reads)]
-        width = 4 + len(ACTUM_COLUMNS)  # part, read, seq, chronicum id, the actum
-        parts: list[Select[Any]] = []
-        if branches:
-            picked: Any = union_all(*branches).cte("picked") if reads.answered_in else None
-            if picked is None:
-                parts.extend(branches)
-            else:
-                parts.append(select(*picked.c))
-                answers = picked.c.answers
-                for segment in reads.answered_in or ():
-                    parts.append(
-                        select(
-                            _part(_ANSWERED), null(), acta.c.seq, acta.c.chronicum_id, *actum_columns(acta)
-                        )
-                        .select_from(
-                            picked.join(
-                                acta,
-                                and_(
-                                    acta.c.chronicum_id == segment.chronicum_id,
-                                    acta.c.id == answers,
-                                    *self._within(segment, by_id=True),
-                                ),
-                            )
-                        )
-                        .where(answers.is_not(None))
-                    )
-        chronica = self.tables.chronica
-        itself = select(
-            _part(_ITSELF),
-            null(),
-            chronica.c.layout_version,
-            chronica.c.id,
-            *(null() for _ in range(width - 4)),
-        ).where(chronica.c.id == chronicum_id, chronica.c.owner_digest.is_(None))
-        statement = union_all(*parts, itself) if parts else itself
-        result: CursorResult[Any] = yield execute(statement, autocommit=self.read_autocommit)
+        parameters: dict[str, Any] = {"chronicum_id": chronicum_id}
+        shapes = tuple(_read_shape(index, read, parameters) for index, read in enumerate(reads.reads))
+        answered_in = reads.answered_in if reads.reads else None
+        lookups = None
+        if answered_in is not None:
+            lookups = tuple(_segment_shape(f"s{index}", s, parameters) for index, s in enumerate(answered_in))
+        statement = self._cached(("window", shapes, lookups), lambda: self._window(shapes, lookups))
+        result: CursorResult[Any] = yield execute(statement, parameters, autocommit=self.read_autocommit)
         rows: list[Any] = list(result.all())
-        version = [row[2] for row in rows if row[0] == _ITSELF]
-        if not version:
+        itself = next((row for row in rows if row[0] == _ITSELF), None)
+        if itself is None:
             raise ChronicumNotFound(chronicum_id)
+        check_row("sqlalchemy: window", "chronicum id", chronicum_id, itself[3])
         picked_rows = sorted((row for row in rows if row[0] == _ACTA), key=lambda row: (row[1], row[2]))
         answered: dict[str, Located] = {}
         for row in rows:
@@ -221,37 +235,73 @@ class HistoryPlans:
             [actum_of(str(row[3]), row[4:]) for row in picked_rows],
             [int(row[2]) for row in picked_rows],
             list(answered.values()),
-            int(version[0]),
+            int(itself[2]),
         )
 
-    def _read(self, index: int, read: RangeRead | PositionsRead) -> Select[Any]:
-        """One read's rows ``(part, index, seq, chronicum id, *ACTUM_COLUMNS)``, a derived table."""
-        acta = self.tables.acta
+    def _cached(self, key: Hashable, build: Callable[[], Executable]) -> Executable:
+        """The statement of ``key``'s shape, built once (the last :data:`_SHAPES` kept)."""
+        statement = self._statements.get(key)
+        if statement is None:
+            if len(self._statements) >= _SHAPES:
+                self._statements.clear()
+            statement = self._statements[key] = build()
+        return statement
+
+    def _window(self, shapes: tuple[_Shape, ...], lookups: tuple[_Shape, ...] | None) -> Executable:
+        """The statement of a window's shape: its reads, the lookups of requests, the chronicum's row."""
+        acta, chronica = self.tables.acta, self.tables.chronica
+        branches = [self._read(index, shape) for index, shape in enumerate(shapes)]
+        parts: list[Select[Any]] = []
+        if lookups is None:
+            parts.extend(branches)
+        elif branches:
+            picked: Any = union_all(*branches).cte("picked")
+            parts.append(select(*picked.c))
+            answers = select(picked.c.answers).where(picked.c.answers.is_not(None))
+            for index, shape in enumerate(lookups):
+                parts.append(
+                    select(
+                        _part(_ANSWERED), null(), acta.c.seq, acta.c.chronicum_id, *actum_columns(acta)
+                    ).where(
+                        acta.c.chronicum_id == bindparam(f"s{index}_c"),
+                        acta.c.id.in_(answers),
+                        *self._within(f"s{index}", shape, by_id=True),
+                    )
+                )
+        empty = (null() for _ in range(len(ACTUM_COLUMNS)))
+        itself = select(_part(_ITSELF), null(), chronica.c.layout_version, chronica.c.id, *empty).where(
+            chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None)
+        )
+        return union_all(*parts, itself) if parts else itself
+
+    def _read(self, index: int, shape: _Shape) -> Select[Any]:
+        """One read's rows ``(part, index, seq, chronicum id, *ACTUM_COLUMNS)``, a derived table.
+
+        Parameters ``r<index>_...`` (see :func:`_read_shape`).
+        """
+        acta, name = self.tables.acta, f"r{index}"
         columns = (acta.c.seq, acta.c.chronicum_id, *actum_columns(acta))
-        if isinstance(read, PositionsRead):
-            chosen = select(*columns).where(
-                acta.c.chronicum_id == read.chronicum_id, acta.c.seq.in_(list(read.positions))
-            )
-        else:
-            where: list[ColumnElement[bool]] = [
-                acta.c.chronicum_id == read.segment.chronicum_id,
-                *self._within(read.segment),
-            ]
-            if read.actum_kinds is not None:
-                where.append(acta.c.kind.in_([kind.value for kind in read.actum_kinds]))
-            if read.actor_kinds is not None:
-                where.append(acta.c.actor_kind.in_([kind.value for kind in read.actor_kinds]))
-            if not read.summaries:
-                where.append(acta.c.summary_first_id.is_(None))
+        where: list[ColumnElement[bool]] = [acta.c.chronicum_id == bindparam(f"{name}_c")]
+        if shape[0] == "positions":
+            where.append(acta.c.seq.in_(bindparam(f"{name}_p", expanding=True)))
             chosen = select(*columns).where(*where)
-            chosen = chosen.order_by(acta.c.seq.desc() if read.newest else acta.c.seq)
-            if read.limit > 0:
-                chosen = chosen.limit(read.limit)
+        else:
+            _, bounded, kinds, actor_kinds, limited, newest, summaries = shape
+            where.extend(self._within(name, ("segment", bounded)))
+            if kinds:
+                where.append(acta.c.kind.in_(bindparam(f"{name}_k", expanding=True)))
+            if actor_kinds:
+                where.append(acta.c.actor_kind.in_(bindparam(f"{name}_a", expanding=True)))
+            if not summaries:
+                where.append(acta.c.summary_first_id.is_(None))
+            chosen = select(*columns).where(*where).order_by(acta.c.seq.desc() if newest else acta.c.seq)
+            if limited:
+                chosen = chosen.limit(bindparam(f"{name}_l", type_=Integer()))
         derived = chosen.subquery(f"read_{index}")
         return select(_part(_ACTA), literal_column(str(index)).label("read"), *derived.c)
 
-    def _within(self, segment: Segment, by_id: bool = False) -> list[ColumnElement[bool]]:
-        """The positions of ``segment`` (its chronicum is for the caller to say).
+    def _within(self, name: str, shape: _Shape, by_id: bool = False) -> list[ColumnElement[bool]]:
+        """The positions of a segment: after ``<name>_after``, up to ``<name>_upto`` when bounded.
 
         ``by_id``: the acta are found by id (``acta_by_id``), and their positions only checked:
         written ``seq + 0``, which no index serves, so the database never prefers a scan of the
@@ -260,7 +310,8 @@ class HistoryPlans:
         seq: Any = self.tables.acta.c.seq
         if by_id:
             seq = seq + 0
-        return [seq > segment.after, *([] if segment.upto is None else [seq <= segment.upto])]
+        after = seq > bindparam(f"{name}_after", type_=BigInteger())
+        return [after, seq <= bindparam(f"{name}_upto", type_=BigInteger())] if shape[1] else [after]
 
     # --- locate ---------------------------------------------------------------------------
 
@@ -268,23 +319,28 @@ class HistoryPlans:
         """The acta of ``lineage`` with these ids, by id, through ``acta_by_id``; one statement."""
         if not lineage or not actum_ids:
             return {}
-        acta = self.tables.acta
-        ids = sorted(set(actum_ids))
-        branches = [
-            select(acta.c.seq, acta.c.chronicum_id, *actum_columns(acta)).where(
-                acta.c.chronicum_id == segment.chronicum_id,
-                acta.c.id.in_(ids),
-                *self._within(segment, by_id=True),
-            )
-            for segment in lineage
-        ]
-        statement = branches[0] if len(branches) == 1 else union_all(*branches)
-        result: CursorResult[Any] = yield execute(statement, autocommit=self.read_autocommit)
+        parameters: dict[str, Any] = {"ids": sorted(set(actum_ids))}
+        shapes = tuple(_segment_shape(f"s{index}", s, parameters) for index, s in enumerate(lineage))
+        statement = self._cached(("locate", shapes), lambda: self._locate(shapes))
+        result: CursorResult[Any] = yield execute(statement, parameters, autocommit=self.read_autocommit)
         found: dict[str, Located] = {}
         rows: list[Any] = list(result.all())
         for row in rows:
             found[row[2]] = Located(int(row[0]), actum_of(str(row[1]), row[2:]))
         return found
+
+    def _locate(self, shapes: tuple[_Shape, ...]) -> Executable:
+        acta = self.tables.acta
+        ids: Any = bindparam("ids", expanding=True)
+        branches = [
+            select(acta.c.seq, acta.c.chronicum_id, *actum_columns(acta)).where(
+                acta.c.chronicum_id == bindparam(f"s{index}_c"),
+                acta.c.id.in_(ids),
+                *self._within(f"s{index}", shape, by_id=True),
+            )
+            for index, shape in enumerate(shapes)
+        ]
+        return branches[0] if len(branches) == 1 else union_all(*branches)
 
     # --- fork -----------------------------------------------------------------------------
 
