@@ -79,12 +79,16 @@ _SHAPES = 256
 """How many window and ``locate`` statements a store keeps built."""
 
 
+_NO_BOUND = 2**62
+"""The ``upto`` bound of a segment without one: a bound either way keeps PostgreSQL's generic
+plan of a range read on the primary key, backwards, instead of sorting the whole chronicum."""
+
+
 def _segment_shape(name: str, segment: Segment, parameters: dict[str, Any]) -> _Shape:
     """Bind ``segment`` as ``<name>_c``, ``<name>_after`` and ``<name>_upto``; return its shape."""
     parameters[f"{name}_c"], parameters[f"{name}_after"] = segment.chronicum_id, segment.after
-    if segment.upto is not None:
-        parameters[f"{name}_upto"] = segment.upto
-    return ("segment", segment.upto is not None)
+    parameters[f"{name}_upto"] = _NO_BOUND if segment.upto is None else segment.upto
+    return ("segment",)
 
 
 def _read_shape(index: int, read: RangeRead | PositionsRead, parameters: dict[str, Any]) -> _Shape:
@@ -93,7 +97,7 @@ def _read_shape(index: int, read: RangeRead | PositionsRead, parameters: dict[st
     if isinstance(read, PositionsRead):
         parameters[f"{name}_c"], parameters[f"{name}_p"] = read.chronicum_id, list(read.positions)
         return ("positions",)
-    segment_shape = _segment_shape(name, read.segment, parameters)
+    _segment_shape(name, read.segment, parameters)
     if read.actum_kinds is not None:
         parameters[f"{name}_k"] = [kind.value for kind in read.actum_kinds]
     if read.actor_kinds is not None:
@@ -102,7 +106,6 @@ def _read_shape(index: int, read: RangeRead | PositionsRead, parameters: dict[st
         parameters[f"{name}_l"] = read.limit
     return (
         "range",
-        segment_shape[1],
         read.actum_kinds is not None,
         read.actor_kinds is not None,
         read.limit > 0,
@@ -258,14 +261,14 @@ class HistoryPlans:
             picked: Any = union_all(*branches).cte("picked")
             parts.append(select(*picked.c))
             answers = select(picked.c.answers).where(picked.c.answers.is_not(None))
-            for index, shape in enumerate(lookups):
+            for index in range(len(lookups)):
                 parts.append(
                     select(
                         _part(_ANSWERED), null(), acta.c.seq, acta.c.chronicum_id, *actum_columns(acta)
                     ).where(
                         acta.c.chronicum_id == bindparam(f"s{index}_c"),
                         acta.c.id.in_(answers),
-                        *self._within(f"s{index}", shape, by_id=True),
+                        *self._within(f"s{index}", by_id=True),
                     )
                 )
         empty = (null() for _ in range(len(ACTUM_COLUMNS)))
@@ -286,8 +289,8 @@ class HistoryPlans:
             where.append(acta.c.seq.in_(bindparam(f"{name}_p", expanding=True)))
             chosen = select(*columns).where(*where)
         else:
-            _, bounded, kinds, actor_kinds, limited, newest, summaries = shape
-            where.extend(self._within(name, ("segment", bounded)))
+            _, kinds, actor_kinds, limited, newest, summaries = shape
+            where.extend(self._within(name))
             if kinds:
                 where.append(acta.c.kind.in_(bindparam(f"{name}_k", expanding=True)))
             if actor_kinds:
@@ -300,8 +303,8 @@ class HistoryPlans:
         derived = chosen.subquery(f"read_{index}")
         return select(_part(_ACTA), literal_column(str(index)).label("read"), *derived.c)
 
-    def _within(self, name: str, shape: _Shape, by_id: bool = False) -> list[ColumnElement[bool]]:
-        """The positions of a segment: after ``<name>_after``, up to ``<name>_upto`` when bounded.
+    def _within(self, name: str, by_id: bool = False) -> list[ColumnElement[bool]]:
+        """The positions of a segment: after ``<name>_after``, up to ``<name>_upto``.
 
         ``by_id``: the acta are found by id (``acta_by_id``), and their positions only checked:
         written ``seq + 0``, which no index serves, so the database never prefers a scan of the
@@ -310,8 +313,10 @@ class HistoryPlans:
         seq: Any = self.tables.acta.c.seq
         if by_id:
             seq = seq + 0
-        after = seq > bindparam(f"{name}_after", type_=BigInteger())
-        return [after, seq <= bindparam(f"{name}_upto", type_=BigInteger())] if shape[1] else [after]
+        return [
+            seq > bindparam(f"{name}_after", type_=BigInteger()),
+            seq <= bindparam(f"{name}_upto", type_=BigInteger()),
+        ]
 
     # --- locate ---------------------------------------------------------------------------
 
@@ -336,7 +341,7 @@ class HistoryPlans:
             select(acta.c.seq, acta.c.chronicum_id, *actum_columns(acta)).where(
                 acta.c.chronicum_id == bindparam(f"s{index}_c"),
                 acta.c.id.in_(ids),
-                *self._within(f"s{index}", shape, by_id=True),
+                *self._within(f"s{index}", by_id=True),
             )
             for index, shape in enumerate(shapes)
         ]
