@@ -164,7 +164,8 @@ def test_encryption_at_rest_leaves_no_content_or_native_data_in_the_rows(databas
     try:
         rules = Chronicarius(store)
         chronicum_id = new_id("sealed")
-        secret, native_secret = "the safe code is 4711", '{"note": "under the blue vase"}'
+        secret, hidden = f"the safe code is {new_id('code')}", new_id("under the blue vase")
+        native_secret = f'{{"note": "{hidden}"}}'
         written = rules.record_actum(
             "ardian",
             actum(chronicum_id, ActumKind.MESSAGE, secret, native=Native("tests.item", native_secret)),
@@ -180,7 +181,7 @@ def test_encryption_at_rest_leaves_no_content_or_native_data_in_the_rows(databas
         finally:
             raw.close()
         assert written.id in text
-        assert "4711" not in text and "blue vase" not in text
+        assert secret not in text and hidden not in text
         assert row.content.startswith(SEALED_PREFIX) and row.native_data.startswith(SEALED_PREFIX)
         assert row.native_format == "tests.item"
     finally:
