@@ -304,7 +304,7 @@ class SQLAlchemyFollowing(_Following):
 
     if TYPE_CHECKING:  # the store's own, which it inherits after this mixin
 
-        def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]: ...
+        def own_acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]: ...
 
     def _watcher_engine(self) -> Engine | None:
         """The store's own engine: the watcher holds one of its pooled connections while it runs."""
@@ -314,7 +314,7 @@ class SQLAlchemyFollowing(_Following):
         """See :meth:`chronica_core.FollowStore.acta_after`: the newest acta, as many as it takes."""
 
         def read(call: tuple[str, tuple[Any, ...]]) -> list[Actum]:
-            return self.acta(*call[1])
+            return self.own_acta(*call[1])
 
         found = run_plan(acta_after_by_windows(chronicum_id, after), read)
         return None if found is None else found[: max(limit, 1)]
@@ -327,7 +327,7 @@ class SQLAlchemyFollowing(_Following):
         try:
             try:
                 with follow_reads(self).turn():  # a turn among the followers' reads
-                    newest = self.acta(chronicum_id, NEWEST)
+                    newest = self.own_acta(chronicum_id, NEWEST)
             except ChronicumNotFound:
                 return
             if newest_actum_id(newest) == after:
@@ -341,13 +341,13 @@ class AsyncFollowing(_Following):
 
     if TYPE_CHECKING:  # the store's own, which it inherits after this mixin
 
-        async def acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]: ...
+        async def own_acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]: ...
 
     async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`SQLAlchemyFollowing.acta_after`."""
 
         async def read(call: tuple[str, tuple[Any, ...]]) -> list[Actum]:
-            return await self.acta(*call[1])
+            return await self.own_acta(*call[1])
 
         found = await run_plan_async(acta_after_by_windows(chronicum_id, after), read)
         return None if found is None else found[: max(limit, 1)]
@@ -366,7 +366,7 @@ class AsyncFollowing(_Following):
         try:
             try:
                 async with follow_reads(self).loop_turn():  # a turn among the followers' reads
-                    newest = await self.acta(chronicum_id, NEWEST)
+                    newest = await self.own_acta(chronicum_id, NEWEST)
             except ChronicumNotFound:
                 return
             if newest_actum_id(newest) == after:

@@ -9,9 +9,10 @@ this package did not create are refused, never touched.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import CursorResult, Index, insert, select, text, update
+from sqlalchemy import Column, CursorResult, Index, Table, func, insert, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.schema import CreateColumn, CreateIndex, CreateSchema, CreateTable
 
@@ -34,10 +35,13 @@ class Migrations:
         tables: the store's tables at :data:`SCHEMA_VERSION`.
         rules: the store's dialect room.
         listing_index: the listing index, built once on ``tables``.
+        indexes: the indexes version 3 adds to ``chronica`` and ``acta``, built once on ``tables``.
     """
 
-    def __init__(self, tables: Tables, rules: StoreDialect, listing_index: Index) -> None:
-        self.tables, self.rules, self.listing_index = tables, rules, listing_index
+    def __init__(
+        self, tables: Tables, rules: StoreDialect, listing_index: Index, indexes: tuple[Index, ...]
+    ) -> None:
+        self.tables, self.rules, self.listing_index, self.indexes = tables, rules, listing_index, indexes
         self.schema = rules.schema
         self._version = select(tables.versions.c.version).where(tables.versions.c.component == _COMPONENT)
 
@@ -87,6 +91,8 @@ class Migrations:
             yield execute(CreateTable(created.acta, if_not_exists=True))
             if target >= 2:
                 yield execute(CreateIndex(self.listing_index, if_not_exists=True))
+            if target >= 3:
+                yield from self._history_tables()
             yield execute(insert(tables.versions), {"component": _COMPONENT, "version": target})
         elif version < target:
             for step in range(version + 1, target + 1):
@@ -105,18 +111,52 @@ class Migrations:
 
         2. ``chronica.owner_digest`` and ``acta.batch_size`` (nullable: existing rows are live
            chronica and unbatched acta) and the listing index.
+        3. The columns of native forms, forks, summaries, tool exchanges and retention (nullable,
+           or with a default: existing acta read back as before, with plain positions, since a
+           plain chronicum's positions are its ``seq``), the tables ``lineages`` and
+           ``summaries``, the indexes, and each live chronicum's ``last_active``.
         """
-        if version != 2:
+        tables = self.tables
+        if version == 2:
+            yield from self._add_columns(
+                ((tables.chronica, tables.chronica.c.owner_digest), (tables.acta, tables.acta.c.batch_size))
+            )
+            yield execute(CreateIndex(self.listing_index, if_not_exists=True))
+        elif version == 3:
+            since_3 = Tables.build(self.schema, 2)
+            added = [
+                (table, column)
+                for table, old in ((tables.chronica, since_3.chronica), (tables.acta, since_3.acta))
+                for column in table.columns
+                if column.name not in old.columns
+            ]
+            yield from self._add_columns(added)
+            yield from self._history_tables()
+            chronica = tables.chronica
+            yield execute(
+                update(chronica)
+                .where(chronica.c.owner_digest.is_(None))
+                .values(last_active=func.coalesce(chronica.c.last_actum_at, chronica.c.started_at))
+            )
+        else:
             raise StoreError("sqlalchemy: migrate", f"no migration step to schema version {version}")
-        tables, dialect = self.tables, self.rules.dialect
-        for table, added in (
-            (tables.chronica, tables.chronica.c.owner_digest),
-            (tables.acta, tables.acta.c.batch_size),
-        ):
-            column = CreateColumn(added).compile(dialect=dialect)
+
+    def _add_columns(self, added: Iterable[tuple[Table, Column[Any]]]) -> Plan[Step, None]:
+        dialect = self.rules.dialect
+        for table, column in added:
+            created = CreateColumn(column).compile(dialect=dialect)
             name = dialect.identifier_preparer.format_table(table)
-            yield execute(text(f"ALTER TABLE {name} ADD COLUMN{self.rules.add_column_guard} {column}"))
-        yield execute(CreateIndex(self.listing_index, if_not_exists=True))
+            yield execute(text(f"ALTER TABLE {name} ADD COLUMN{self.rules.add_column_guard} {created}"))
+
+    def _history_tables(self) -> Plan[Step, None]:
+        """Version 3's tables and indexes (each ``IF NOT EXISTS``)."""
+        tables = self.tables
+        for table in (tables.lineages, tables.summaries):
+            yield execute(CreateTable(table, if_not_exists=True))
+            for index in sorted(table.indexes, key=lambda index: str(index.name)):
+                yield execute(CreateIndex(index, if_not_exists=True))
+        for index in self.indexes:
+            yield execute(CreateIndex(index, if_not_exists=True))
 
     def check(self) -> Plan[Step, None]:
         """What a store opened without ``auto_migrate`` runs: one look at the catalog (and the version).

@@ -9,7 +9,7 @@ dialect room (:mod:`chronica_sqlalchemy.dialects`); :mod:`.executor` runs a plan
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +22,6 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
-    delete,
     func,
     insert,
     select,
@@ -31,24 +30,26 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from chronica_core.errors import ActumTooLarge, ChronicumExists, ChronicumNotFound
-from chronica_core.limits import check_content_size, content_size
-from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, build_actum, recorded_at
+from chronica_core.history import Layout, Located, Segment, StaleLayout, WindowReads, WindowRows
+from chronica_core.limits import actum_size, check_actum_size
+from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, recorded_at
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row, check_rows
 from chronica_core.store import ListingPosition
+from chronica_sqlalchemy.acta_rows import ACTOR_KINDS, KINDS, actum_of, chronicum_columns, chronicum_of
 from chronica_sqlalchemy.dialects import StoreDialect, store_dialect_class
-from chronica_sqlalchemy.dialects.default import EPOCH
 from chronica_sqlalchemy.dialects.postgresql import follow_channel
+from chronica_sqlalchemy.erasure import Erasure
+from chronica_sqlalchemy.history import HistoryPlans
 from chronica_sqlalchemy.migrations import Migrations
 from chronica_sqlalchemy.schema import SCHEMA_VERSION, Identifier, Tables, UTCDateTime
 from chronica_sqlalchemy.steps import COMMIT, ROLLBACK, Step, again_if_disconnected, execute, translated
 
 __all__ = ["Plans"]
 
-_BATCH_COLUMNS = 10  # the parameters one row of a batch's INSERT takes
+_BATCH_COLUMNS = 15  # the parameters one row of a batch's INSERT takes
 _BATCH_ROW_RESERVE = 8 * 1024  # bytes of a batch row's other values, escaped, at their largest
-_KINDS = {kind.value: kind for kind in ActumKind}
-_ACTOR_KINDS = {actor_kind.value: actor_kind for actor_kind in ActorKind}
+_KINDS, _ACTOR_KINDS = KINDS, ACTOR_KINDS
 
 
 @functools.lru_cache(maxsize=256)
@@ -101,16 +102,13 @@ class Plans:
         self.read_autocommit = self.autocommit or reads_in_autocommit
         self._content_limit: int | None = None  # the database's, read once (see content_limit)
         self.listing_index = self.rules.listing_index()
-        self._migrations = Migrations(tables, self.rules, self.listing_index)
+        self._migrations = Migrations(tables, self.rules, self.listing_index, self.rules.history_indexes())
+        self._erasure = Erasure(tables, self.rules, dialect, self.read_autocommit)
+        self._history = HistoryPlans(tables, self.rules, dialect, self.read_autocommit)
         chronica, acta = tables.chronica, tables.acta
         live = chronica.c.owner_digest.is_(None)  # not an erased chronicum's marker
         by_id = chronica.c.id == bindparam("chronicum_id")
-        self._chronicum_columns = (
-            chronica.c.id,
-            chronica.c.owner_id,
-            chronica.c.started_at,
-            chronica.c.last_actum_at,
-        )
+        self._chronicum_columns = chronicum_columns(chronica)
         self._select_chronicum = select(*self._chronicum_columns).where(by_id, live)
         self._select_any_chronicum = select(chronica.c.id).where(by_id)
         keyed = acta.alias("keyed")  # a key's write: the keyed actum and the batch_size - 1 after it
@@ -132,17 +130,6 @@ class Plans:
             )
             .order_by(acta.c.seq)
         )
-        emptied = {"owner_id": "", "started_at": EPOCH, "last_actum_at": None, "last_seq": 0}
-        mark = (
-            update(chronica)
-            .where(by_id, live)
-            .values(**emptied, owner_digest=bindparam("digest", type_=Identifier()))
-        )
-        self._mark_erased = self.rules.returning(mark, *self.rules.notify((chronica.c.id,)))
-        self._delete_acta = delete(acta).where(acta.c.chronicum_id == bindparam("chronicum_id"))
-        self._select_owned = select(chronica.c.id, chronica.c.owner_id).where(
-            chronica.c.owner_id == bindparam("owner"), live
-        )
         reopen = (
             update(chronica)
             .where(by_id, chronica.c.owner_digest == bindparam("digest"))
@@ -150,9 +137,28 @@ class Plans:
                 owner_id=bindparam("owner", type_=Identifier()),
                 started_at=bindparam("started", type_=UTCDateTime()),
                 last_actum_at=bindparam("last", type_=UTCDateTime()),
+                last_active=bindparam("active", type_=UTCDateTime()),
                 last_seq=0,
                 owner_digest=None,
+                layout_version=chronica.c.layout_version + 1,
             )
+        )
+        summaries = tables.summaries
+        self._insert_summary = insert(summaries).from_select(
+            [
+                summaries.c.chronicum_id,
+                summaries.c.position,
+                summaries.c.first_position,
+                summaries.c.last_position,
+                summaries.c.actor_kind,
+            ],
+            select(
+                acta.c.chronicum_id,
+                acta.c.seq,
+                bindparam("first", type_=Integer()),
+                bindparam("last", type_=Integer()),
+                acta.c.actor_kind,
+            ).where(acta.c.chronicum_id == bindparam("chronicum_id"), acta.c.id == bindparam("actum_id")),
         )
         self._reopen = self.rules.returning(reopen, chronica.c.id)
         listing = select(*self._chronicum_columns).where(chronica.c.owner_id == bindparam("owner"), live)
@@ -182,9 +188,13 @@ class Plans:
         """Append ``actum`` under ``key``, or return the actum the key already holds in the chronicum."""
         return translated("record actum", again_if_disconnected(lambda: _first(self._record([actum], key))))
 
-    def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
-        """Return the context window in one query; ``ChronicumNotFound`` if the chronicum is missing."""
-        return translated("get acta", again_if_disconnected(lambda: self._acta(chronicum_id, query)))
+    def acta(self, chronicum_id: str, query: ActaQuery, *, own: bool = False) -> Plan[Step, list[Actum]]:
+        """Return the context window in one query; ``ChronicumNotFound`` if the chronicum is missing.
+
+        Raises ``StaleLayout`` for a chronicum with a summary or an answer (see ``HistoryStore``),
+        unless ``own``: then its own acta are read whatever it holds (for followers).
+        """
+        return translated("get acta", again_if_disconnected(lambda: self._acta(chronicum_id, query, own)))
 
     def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Step, list[Actum]]:
         """Append ``acta`` (one chronicum's, at least one) in one transaction, consecutively.
@@ -206,15 +216,56 @@ class Plans:
         )
 
     def erase(self, chronicum_id: str, owner_digest: str) -> Plan[Step, int]:
-        """Erase the chronicum into its marker in one transaction; return the acta deleted.
+        """Erase the chronicum and its forks into markers in one transaction; return the acta deleted.
 
         Raises ``ChronicumNotFound`` when there is no live chronicum with that id.
         """
-        return translated("erase chronicum", self._erase(chronicum_id, owner_digest))
+        return translated("erase chronicum", self._erasure.erase(chronicum_id, owner_digest))
 
     def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Step, int]:
         """Erase every live chronicum of ``owner_id``, each in its own transaction; return how many."""
-        return translated("erase owner", self._erase_owner(owner_id, owner_digest))
+        return translated("erase owner", self._erasure.erase_owner(owner_id, owner_digest))
+
+    def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> Plan[Step, list[Chronicum]]:
+        """See :meth:`chronica_core.RetentionStore.idle_chronica`: one query, on the idle index."""
+        return translated(
+            "idle chronica",
+            again_if_disconnected(lambda: self._erasure.idle_chronica(idle_before, owner_id, after, limit)),
+        )
+
+    def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> Plan[Step, int]:
+        """See :meth:`chronica_core.RetentionStore.erase_idle`: one transaction."""
+        return translated("erase idle", self._erasure.erase_idle(chronicum_id, idle_before, owner_digest))
+
+    def layout(self, chronicum_id: str) -> Plan[Step, Layout]:
+        """See :meth:`chronica_core.HistoryStore.layout`: one query."""
+        return translated("layout", again_if_disconnected(lambda: self._history.layout(chronicum_id)))
+
+    def window(self, chronicum_id: str, reads: WindowReads) -> Plan[Step, WindowRows]:
+        """See :meth:`chronica_core.HistoryStore.window`: one query."""
+        return translated("window", again_if_disconnected(lambda: self._history.window(chronicum_id, reads)))
+
+    def locate(
+        self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]
+    ) -> Plan[Step, dict[str, Located]]:
+        """See :meth:`chronica_core.HistoryStore.locate`: one query."""
+        return translated("locate", again_if_disconnected(lambda: self._history.locate(lineage, actum_ids)))
+
+    def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> Plan[Step, None]:
+        """See :meth:`chronica_core.HistoryStore.fork`: one transaction."""
+        return translated("fork chronicum", self._history.fork(chronicum, lineage))
+
+    def record_summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Plan[Step, Actum]:
+        """See :meth:`chronica_core.HistoryStore.record_summary`: appended while the layout is ``version``."""
+        if key is None:
+            return translated("record summary", self._summary(actum, first, last, version, key))
+        return translated(
+            "record summary", again_if_disconnected(lambda: self._summary(actum, first, last, version, key))
+        )
 
     def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Step, bool]:
         """Turn the marker of ``chronicum.id`` holding ``owner_digest`` into ``chronicum``; one ``UPDATE``.
@@ -256,6 +307,7 @@ class Plans:
             "owner_id": chronicum.owner_id,
             "started_at": chronicum.started_at,
             "last_actum_at": chronicum.last_actum_at,
+            "last_active": chronicum.last_actum_at or chronicum.started_at,
             "last_seq": 0,
         }
         try:
@@ -279,26 +331,61 @@ class Plans:
         if row is None:
             raise ChronicumNotFound(chronicum_id)
         check_row("sqlalchemy: get chronicum", "chronicum id", chronicum_id, row[0])
-        return Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3])
+        return chronicum_of(row)
 
-    def _record(self, acta: list[Actum], key: str | None) -> Plan[Step, list[Actum]]:
-        """Check every content, move the counter by ``len(acta)``, insert them, commit.
+    def _summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Plan[Step, Actum]:
+        """The key's write if it was used; else the append, if the layout is still ``version``."""
+        if key is not None:
+            kept = yield from self._keyed(actum.chronicum_id, key)
+            if kept:
+                return kept[0]
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise StaleLayout(actum.chronicum_id)  # no layout of this store has that version
+        try:
+            stored = yield from self._record([actum], key, (first, last, version))
+        except ChronicumNotFound:
+            yield ROLLBACK
+            itself: CursorResult[Any] = yield execute(
+                self._select_chronicum, {"chronicum_id": actum.chronicum_id}, autocommit=self.read_autocommit
+            )
+            if itself.first() is not None:
+                raise StaleLayout(actum.chronicum_id) from None
+            raise
+        return stored[0]
+
+    def _record(
+        self, acta: list[Actum], key: str | None, summary: tuple[int, int, int] | None = None
+    ) -> Plan[Step, list[Actum]]:
+        """Check every actum's size, move the counter by ``len(acta)``, insert them, commit.
 
         One ``at`` for the whole batch; the key and the batch's size on the first actum. A key
         another write holds makes the insert fail: that write's acta are read back instead.
+        ``summary``: ``(first, last, version)`` of a summary (one actum), appended only while
+        the layout is at ``version`` (else ``ChronicumNotFound``), and marked in ``summaries``.
         """
         limit = yield from self._limit(write=True)
         for actum in acta:
-            check_content_size(actum.content, limit)
-        sizes = [content_size(actum.content) for actum in acta]
+            check_actum_size(actum, limit)
+        sizes = [actum_size(actum) for actum in acta]
         try:
             try:
-                at = yield from self.rules.append(acta, key, datetime.now(UTC), self._chunks(sizes))
+                version = None if summary is None else summary[2]
+                at = yield from self.rules.append(acta, key, datetime.now(UTC), self._chunks(sizes), version)
             except DBAPIError as error:
                 yield from self._refused_as_too_large(
-                    error, acta[max(range(len(acta)), key=sizes.__getitem__)].content
+                    error, acta[max(range(len(acta)), key=sizes.__getitem__)]
                 )
                 raise
+            if summary is not None:
+                parameters = {
+                    "chronicum_id": acta[0].chronicum_id,
+                    "actum_id": acta[0].id,
+                    "first": summary[0],
+                    "last": summary[1],
+                }
+                yield execute(self._insert_summary, parameters)
             yield COMMIT
         except IntegrityError:
             if key is None:
@@ -335,13 +422,10 @@ class Plans:
         result: CursorResult[Any] = yield execute(self._select_keyed, parameters)
         rows: list[Any] = list(result.all())
         check_rows("sqlalchemy: record actum", "chronicum id", chronicum_id, rows)
-        return [
-            build_actum(row[0], _KINDS[row[2]], _ACTOR_KINDS[row[3]], row[4], row[5], row[1], row[6])
-            for row in rows
-        ]
+        return [actum_of(row[0], row[1:]) for row in rows]
 
-    def _refused_as_too_large(self, error: DBAPIError, content: str) -> Plan[Step, None]:
-        """Raise ``ActumTooLarge`` if the database refused ``content`` as too large.
+    def _refused_as_too_large(self, error: DBAPIError, actum: Actum) -> Plan[Step, None]:
+        """Raise ``ActumTooLarge`` if the database refused ``actum`` as too large.
 
         That happens only when its limit went down after the store read it: the transaction is
         rolled back, the limit read again (on a new connection: the failed one was ended), and
@@ -352,7 +436,7 @@ class Plans:
             return
         yield ROLLBACK
         limit = yield from self._limit(write=False)
-        size = content_size(content)
+        size = actum_size(actum)
         if limit is not None and size > limit:
             raise ActumTooLarge(size, limit) from error
 
@@ -366,43 +450,7 @@ class Plans:
         result: CursorResult[Any] = yield execute(statement, parameters, autocommit=self.read_autocommit)
         rows: list[Any] = list(result.all())
         check_rows("sqlalchemy: list chronica", "owner id", owner_id, rows, column=1)
-        return [
-            Chronicum(id=row[0], owner_id=row[1], started_at=row[2], last_actum_at=row[3]) for row in rows
-        ]
-
-    def _erase(self, chronicum_id: str, owner_digest: str) -> Plan[Step, int]:
-        """Mark (locking the row, as an append does first), delete the acta, commit; return how many.
-
-        One transaction, also on PostgreSQL: the ``DELETE`` must see every actum committed before
-        the mark locked the chronicum's row.
-        """
-        parameters = {"chronicum_id": chronicum_id, "digest": owner_digest}
-        marked: CursorResult[Any] = yield execute(self._mark_erased, parameters, write=True)
-        if self.dialect.update_returning:
-            row: Any = marked.first()
-            if row is None:
-                raise ChronicumNotFound(chronicum_id)
-            check_row("sqlalchemy: erase chronicum", "chronicum id", chronicum_id, row[0])
-        elif marked.rowcount == 0:
-            raise ChronicumNotFound(chronicum_id)
-        deleted: CursorResult[Any] = yield execute(self._delete_acta, {"chronicum_id": chronicum_id})
-        yield COMMIT
-        return int(deleted.rowcount)
-
-    def _erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Step, int]:
-        """Find the owner's live chronica, then erase each; one erased meanwhile is not counted."""
-        result: CursorResult[Any] = yield execute(self._select_owned, {"owner": owner_id}, write=True)
-        rows: list[Any] = list(result.all())
-        check_rows("sqlalchemy: erase owner", "owner id", owner_id, rows, column=1)
-        erased = 0
-        for row in rows:
-            try:
-                yield from self._erase(str(row[0]), owner_digest)
-            except ChronicumNotFound:
-                yield ROLLBACK
-                continue
-            erased += 1
-        return erased
+        return [chronicum_of(row) for row in rows]
 
     def _reopen_marker(self, chronicum: Chronicum, owner_digest: str) -> Plan[Step, bool]:
         parameters = {
@@ -411,6 +459,7 @@ class Plans:
             "owner": chronicum.owner_id,
             "started": chronicum.started_at,
             "last": chronicum.last_actum_at,
+            "active": chronicum.last_actum_at or chronicum.started_at,
         }
         reopened: CursorResult[Any] = yield execute(
             self._reopen, parameters, write=True, autocommit=self.autocommit
@@ -425,20 +474,19 @@ class Plans:
         yield COMMIT if done else ROLLBACK
         return done
 
-    def _acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Step, list[Actum]]:
+    def _acta(self, chronicum_id: str, query: ActaQuery, own: bool) -> Plan[Step, list[Actum]]:
         statement, parameters = self.window_for(chronicum_id, query)
         result: CursorResult[Any] = yield execute(statement, parameters, autocommit=self.read_autocommit)
         rows = list(result.all())
         if not rows:
             raise ChronicumNotFound(chronicum_id)
         check_rows("sqlalchemy: get acta", "chronicum id", chronicum_id, rows)
-        kinds, actor_kinds = _KINDS, _ACTOR_KINDS
+        if not own and any(row[-1] for row in rows):
+            raise StaleLayout(chronicum_id)
         return [
-            build_actum(chronicum_id, kinds[kind], actor_kinds[actor_kind], actor, content, actum_id, at)
-            for chronicum_id, seq, actum_id, kind, actor_kind, actor, content, at in self.rules.in_order(
-                rows, query.last_n > 0
-            )
-            if seq is not None
+            actum_of(row[0], row[2:-1])
+            for row in self.rules.in_order(rows, query.last_n > 0)
+            if row[1] is not None
         ]
 
     def window_for(self, chronicum_id: str, query: ActaQuery) -> tuple[Executable, dict[str, Any]]:

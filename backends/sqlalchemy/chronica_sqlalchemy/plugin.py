@@ -22,7 +22,7 @@ DEFAULT_URL = "sqlite:///chronica.db"
 
 _INSTALL = "chronica-sqlalchemy"
 
-_CAPABILITIES = ("batch", "listing", "erasure", "follow")
+_CAPABILITIES = ("batch", "listing", "erasure", "follow", "native", "history", "retention")
 """Every store of this backend (blocking and asyncio), on every dialect, has them all (see
 :mod:`chronica_core.capabilities`)."""
 

@@ -1,6 +1,6 @@
 r"""The tables and column types, the same on every dialect.
 
-Three tables (names may be qualified by a schema):
+Five tables (names may be qualified by a schema):
 
 - ``chronica``: one row a chronicum: ``id``, ``owner_id``, ``started_at``, ``last_actum_at`` and
   ``last_seq``, the counter that hands each actum its place in the chronicum, and
@@ -9,13 +9,27 @@ Three tables (names may be qualified by a schema):
   emptied (``owner_id`` ``''``, ``started_at`` 1970-01-01, ``last_actum_at`` ``NULL``,
   ``last_seq`` 0). The index ``chronica_owner_listing`` on ``(owner_id, started_at, id)`` serves
   an owner's listing (on PostgreSQL its ``id`` is ``COLLATE "C"``: code point order whatever
-  the database's collation).
+  the database's collation). ``last_active`` is its last activity (``last_actum_at``, or
+  ``started_at`` without acta; ``NULL`` for a marker), indexed alone and after ``owner_id`` for
+  retention. A fork has ``base`` (the position it branched at), ``forked_from_id`` and
+  ``forked_from_actum``; ``layout_version`` changes with each summary (and reopening), ``shaped``
+  is set by the first summary or tool response naming its request, ``forked`` counts the forks
+  made of it.
 - ``acta``: one row an actum, keyed by ``(chronicum_id, seq)``; ``seq`` is assigned by the store
   (1, 2, 3, ... per chronicum, in the order writes were serialised) and is the only thing that
   orders acta. A unique constraint on ``(chronicum_id, idempotency_key)`` makes a retried write
   land once; acta written without a key have ``NULL`` there, and ``NULL`` never collides. A
   keyed batch keeps its key and its size (``batch_size``) on its first actum's row; the rest of
   the batch are the acta that follow it in ``seq`` (``batch_size`` ``NULL``: a single actum).
+  ``seq`` is also the actum's position: a fork's ``last_seq`` starts at its ``base``. Beside
+  the content: ``native_format`` and ``native_data`` (``NULL``: no native form), ``answers``
+  and a summary's span ids (``summary_first_id``, ``summary_last_id``); the index
+  ``acta_by_id`` on ``(chronicum_id, id)`` finds an actum by its id.
+- ``lineages``: a fork's shared history, one row a segment of it (``ordinal`` from 0, oldest
+  first): ``source_id``'s acta at positions after ``after_position`` up to ``upto_position``;
+  indexed by ``source_id`` too, to find a chronicum's forks. A fork's own acta follow in ``acta``.
+- ``summaries``: one row a summary (the actum at ``position`` of ``chronicum_id``): the range
+  ``first_position`` to ``last_position`` it stands for and its actor kind.
 - ``chronica_schema``: the schema version, so that a newer release can migrate an older database.
   It is also what makes ``chronica`` and ``acta`` this package's own: found without it, they are
   someone else's (another application's, or chronica-postgres's, whose versions are in
@@ -40,6 +54,7 @@ from sqlalchemy import (
     DateTime,
     Dialect,
     ForeignKeyConstraint,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -56,10 +71,14 @@ from sqlalchemy.types import TypeEngine
 from chronica_core.model import MAX_ID_LENGTH
 
 __all__ = [
+    "ACTA_BY_ID_INDEX",
     "DIGEST_LENGTH",
+    "FORMAT_LENGTH",
+    "IDLE_INDEX",
     "ID_LENGTH",
     "LISTING_INDEX",
     "OTHER_BACKEND_VERSIONS",
+    "OWNER_IDLE_INDEX",
     "SCHEMA_VERSION",
     "Content",
     "Identifier",
@@ -68,16 +87,31 @@ __all__ = [
     "is_mysql",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the tables this release creates and expects.
 
 1. ``chronica``, ``acta`` and ``chronica_schema``.
 2. ``chronica.owner_digest`` (erasure markers), ``acta.batch_size`` (keyed batches) and the
    index ``chronica_owner_listing`` (listing).
+3. Native forms, forks, summaries, tool exchanges and retention: the new columns of ``chronica``
+   and ``acta`` (see the module), the tables ``lineages`` and ``summaries``, the indexes
+   ``acta_by_id``, ``chronica_idle`` and ``chronica_owner_idle``.
 """
 
 LISTING_INDEX = "chronica_owner_listing"
 """The index on ``chronica (owner_id, started_at, id)`` that serves an owner's listing."""
+
+ACTA_BY_ID_INDEX = "acta_by_id"
+"""The index on ``acta (chronicum_id, id)``: an actum found by its id."""
+
+IDLE_INDEX = "chronica_idle"
+"""The index on ``chronica (last_active, id)``: the idle chronica of every owner."""
+
+OWNER_IDLE_INDEX = "chronica_owner_idle"
+"""The index on ``chronica (owner_id, last_active, id)``: one owner's idle chronica."""
+
+FORMAT_LENGTH = 255
+"""The longest native format, in characters (the limit ``Chronicarius`` enforces)."""
 
 DIGEST_LENGTH = 80
 """Room for an owner digest: ``"sha256:"`` and 64 hex digits are 71 characters."""
@@ -237,19 +271,23 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 @dataclass(frozen=True, slots=True)
 class Tables:
-    """The three tables of one store, optionally inside a named schema (database on MariaDB/MySQL).
+    """The tables of one store, optionally inside a named schema (database on MariaDB/MySQL).
 
     Attributes:
         metadata: the :class:`MetaData` holding them.
         chronica: one row a chronicum.
         acta: one row an actum.
         versions: one row: the schema version.
+        lineages: one row a segment of a fork's shared history (from version 3).
+        summaries: one row a summary (from version 3).
     """
 
     metadata: MetaData
     chronica: Table
     acta: Table
     versions: Table
+    lineages: Table
+    summaries: Table
 
     @classmethod
     def build(cls, schema: str | None = None, version: int = SCHEMA_VERSION) -> Tables:
@@ -260,7 +298,7 @@ class Tables:
         them (see :meth:`chronica_sqlalchemy.dialects.StoreDialect.listing_index`).
         """
         metadata = MetaData(schema=schema)
-        since_2 = version >= 2
+        since_2, since_3 = version >= 2, version >= 3
         chronica = Table(
             "chronica",
             metadata,
@@ -270,6 +308,7 @@ class Tables:
             Column("last_actum_at", UTCDateTime(), nullable=True),
             Column("last_seq", BigInteger(), nullable=False),
             *([Column("owner_digest", Identifier(DIGEST_LENGTH), nullable=True)] if since_2 else []),
+            *(_chronica_since_3() if since_3 else []),
             # Primary keys stay unnamed: PostgreSQL names them <table>_pkey, and MariaDB/MySQL
             # ignores a name there with a warning (which asyncmy logs).
             PrimaryKeyConstraint("id"),
@@ -289,6 +328,7 @@ class Tables:
             Column("at", UTCDateTime(), nullable=False),
             Column("idempotency_key", Identifier(), nullable=True),
             *([Column("batch_size", Integer(), nullable=True)] if since_2 else []),
+            *(_acta_since_3() if since_3 else []),
             PrimaryKeyConstraint("chronicum_id", "seq"),
             UniqueConstraint("chronicum_id", "idempotency_key", name="acta_idempotency_key"),
             ForeignKeyConstraint(
@@ -308,4 +348,53 @@ class Tables:
             mysql_engine="InnoDB",
             mysql_charset=_MYSQL_CHARSET,
         )
-        return cls(metadata, chronica, acta, versions)
+        lineages = Table(
+            "lineages",
+            metadata,
+            Column("chronicum_id", Identifier(), nullable=False),
+            Column("ordinal", Integer(), nullable=False, autoincrement=False),
+            Column("source_id", Identifier(), nullable=False),
+            Column("after_position", BigInteger(), nullable=False),
+            Column("upto_position", BigInteger(), nullable=False),
+            PrimaryKeyConstraint("chronicum_id", "ordinal"),
+            Index("lineages_source", "source_id"),
+            mysql_engine="InnoDB",
+            mysql_charset=_MYSQL_CHARSET,
+        )
+        summaries = Table(
+            "summaries",
+            metadata,
+            Column("chronicum_id", Identifier(), nullable=False),
+            Column("position", BigInteger(), nullable=False, autoincrement=False),
+            Column("first_position", BigInteger(), nullable=False),
+            Column("last_position", BigInteger(), nullable=False),
+            Column("actor_kind", String(16), nullable=False),
+            PrimaryKeyConstraint("chronicum_id", "position"),
+            mysql_engine="InnoDB",
+            mysql_charset=_MYSQL_CHARSET,
+        )
+        return cls(metadata, chronica, acta, versions, lineages, summaries)
+
+
+def _chronica_since_3() -> list[Column[Any]]:
+    """The columns version 3 adds to ``chronica`` (each with a default: existing rows stay plain)."""
+    return [
+        Column("last_active", UTCDateTime(), nullable=True),
+        Column("base", BigInteger(), nullable=False, server_default="0"),
+        Column("forked_from_id", Identifier(), nullable=True),
+        Column("forked_from_actum", Identifier(), nullable=True),
+        Column("layout_version", BigInteger(), nullable=False, server_default="0"),
+        Column("shaped", Integer(), nullable=False, server_default="0"),
+        Column("forked", Integer(), nullable=False, server_default="0"),
+    ]
+
+
+def _acta_since_3() -> list[Column[Any]]:
+    """The columns version 3 adds to ``acta`` (nullable: existing acta have none of them)."""
+    return [
+        Column("native_format", Identifier(FORMAT_LENGTH), nullable=True),
+        Column("native_data", Content(), nullable=True),
+        Column("answers", Identifier(), nullable=True),
+        Column("summary_first_id", Identifier(), nullable=True),
+        Column("summary_last_id", Identifier(), nullable=True),
+    ]

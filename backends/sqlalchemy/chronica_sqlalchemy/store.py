@@ -46,6 +46,7 @@ from chronica_sqlalchemy.executor import Connections, execute, execute_async
 from chronica_sqlalchemy.follow import AsyncFollowing, SQLAlchemyFollowing
 from chronica_sqlalchemy.plans import Plans
 from chronica_sqlalchemy.schema import Tables
+from chronica_sqlalchemy.shapes import AsyncShapedStore, ShapedStore
 
 __all__ = [
     "AsyncSQLAlchemyStore",
@@ -101,7 +102,7 @@ def _engines(url: str, options: EngineOptions) -> tuple[Engine, Engine | None]:
         raise
 
 
-class SQLAlchemyStore(SQLAlchemyFollowing, PlannedStore, _Store):
+class SQLAlchemyStore(ShapedStore, SQLAlchemyFollowing, PlannedStore, _Store):
     """A blocking, thread-safe, idempotent store on a SQLAlchemy ``Engine``.
 
     Args:
@@ -232,7 +233,7 @@ class _AsyncStore(AsyncPlannedStore, _Store):
         return await self._perform(plan)
 
 
-class AsyncSQLAlchemyStore(AsyncFollowing, _AsyncStore):
+class AsyncSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore):
     """The asyncio twin of :class:`SQLAlchemyStore`, on a SQLAlchemy ``AsyncEngine``.
 
     It runs the same plans through ``AsyncConnection.run_sync``, on the asyncio drivers (asyncmy,
@@ -261,6 +262,7 @@ class AsyncSQLAlchemyStore(AsyncFollowing, _AsyncStore):
         InvalidOption: ``schema`` empty or given for SQLite, or ``max_content_bytes`` out of range.
     """
 
+    plans: Plans
     read_engine: AsyncEngine | None
     """MariaDB/MySQL, opened from a URL: the engine in autocommit the reads use; ``None`` elsewhere."""
 
@@ -385,7 +387,7 @@ def _async_engines(url: str, options: EngineOptions) -> tuple[AsyncEngine, Async
         raise
 
 
-class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
+class AsyncThreadedSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore):
     """The asyncio store on a blocking ``Engine``: each operation runs whole on a worker thread.
 
     What ``open_async_store("sqlite:///...")`` gives: SQLite has no server to wait on, so every
@@ -413,6 +415,7 @@ class AsyncThreadedSQLAlchemyStore(AsyncFollowing, _AsyncStore):
         ValueError: ``workers`` is below 1, or above 1 on a ``SingletonThreadPool``.
     """
 
+    plans: Plans
     workers: int
     """How many operations may run at once (worker threads)."""
 

@@ -314,3 +314,23 @@ class SQLAlchemyFaults:
 def chronica_driver_faults() -> SQLAlchemyFaults:
     """Driver failures for the conformance suite's driver-failure group."""
     return SQLAlchemyFaults()
+
+
+@pytest.fixture
+def fresh_target(
+    dialect: str, servers: Any, database_url: str, tmp_path: Path
+) -> Iterator[tuple[str, str | None]]:
+    """A URL and schema nobody has migrated yet: a new SQLite file, MariaDB database or PG schema."""
+    if servers is None:
+        scheme = "sqlite+aiosqlite" if dialect == "aiosqlite" else "sqlite"
+        yield f"{scheme}:///{tmp_path / 'fresh.db'}", None
+        return
+    schema = f"chronica_test_{uuid.uuid4().hex[:12]}"
+    yield database_url, schema
+    if dialect == "postgresql":
+        engine = create_engine(database_url, isolation_level="AUTOCOMMIT")
+        with engine.connect() as connection:
+            connection.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        engine.dispose()
+    else:
+        servers.drop_schema(schema)

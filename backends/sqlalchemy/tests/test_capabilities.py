@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,7 @@ from chronica_sqlalchemy.executor import execute
 from chronica_sqlalchemy.plans import Plans
 from chronica_sqlalchemy.plugin import chronica_backends
 from chronica_sqlalchemy.schema import LISTING_INDEX, Tables
-from sqlalchemy import Engine, create_engine, event, insert, inspect, select, text
+from sqlalchemy import Engine, create_engine, event, insert, inspect, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from chronica_core import (
@@ -74,10 +73,10 @@ def raw_rows(engine: Engine, tables: Tables, chronicum_id: str) -> tuple[list[di
 
 
 def every_value(engine: Engine, tables: Tables) -> set[str]:
-    """Every text value left in both tables, whatever row holds it."""
+    """Every text value left in the tables, whatever row holds it."""
     values: set[str] = set()
     with engine.connect() as connection:
-        for table in (tables.chronica, tables.acta):
+        for table in (tables.chronica, tables.acta, tables.lineages, tables.summaries):
             for row in connection.execute(select(table)):
                 values.update(str(value) for value in row if value is not None)
     return values
@@ -98,10 +97,11 @@ def count_statements(engine: Engine) -> tuple[list[str], Any]:
 # --- declared ----------------------------------------------------------------------------------
 
 
-def test_every_sqlalchemy_backend_declares_the_four_capabilities() -> None:
+def test_every_sqlalchemy_backend_declares_the_seven_capabilities() -> None:
     backends = chronica_backends()
     assert [backend.name for backend in backends] == ["sqlalchemy", "sqlalchemy"]
-    assert [backend.capabilities for backend in backends] == [("batch", "listing", "erasure", "follow")] * 2
+    declared = ("batch", "listing", "erasure", "follow", "native", "history", "retention")
+    assert [backend.capabilities for backend in backends] == [declared] * 2
 
 
 # --- erasure -----------------------------------------------------------------------------------
@@ -120,6 +120,13 @@ def assert_only_the_marker(
             "last_actum_at": None,
             "last_seq": 0,
             "owner_digest": owner_digest(owner_id),
+            "last_active": None,
+            "base": 0,
+            "forked_from_id": None,
+            "forked_from_actum": None,
+            "layout_version": 0,
+            "shaped": 0,
+            "forked": 0,
         }
     ]
     assert secrets & every_value(engine, tables) == set()
@@ -441,26 +448,6 @@ def test_listing_orders_by_started_at_then_id_as_code_points(store: SQLAlchemySt
     assert store.erase_owner(owner, owner_digest(owner)) == len(expected)
 
 
-@pytest.fixture
-def fresh_target(
-    dialect: str, servers: Any, database_url: str, tmp_path: Path
-) -> Iterator[tuple[str, str | None]]:
-    """A URL and schema nobody has migrated yet: a new SQLite file, MariaDB database or PG schema."""
-    if servers is None:
-        scheme = "sqlite+aiosqlite" if dialect == "aiosqlite" else "sqlite"
-        yield f"{scheme}:///{tmp_path / 'fresh.db'}", None
-        return
-    schema = f"chronica_test_{uuid.uuid4().hex[:12]}"
-    yield database_url, schema
-    if dialect == "postgresql":
-        engine = create_engine(database_url, isolation_level="AUTOCOMMIT")
-        with engine.connect() as connection:
-            connection.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        engine.dispose()
-    else:
-        servers.drop_schema(schema)
-
-
 def explained(engine: Engine, statement: str, parameters: Any) -> str:
     """The database's plan of ``statement``, as text."""
     with engine.connect() as connection:
@@ -532,16 +519,16 @@ def test_listing_runs_along_the_index_among_other_owners(fresh_target: tuple[str
 # --- migration ---------------------------------------------------------------------------------
 
 
-def test_a_schema_at_the_previous_version_migrates_and_keeps_its_acta(
+def test_a_schema_at_version_1_migrates_and_keeps_its_acta(
     fresh_target: tuple[str, str | None],
 ) -> None:
     url, schema = fresh_target
     url = url.replace("+aiosqlite", "")
     engine = create_engine(url)
     try:
-        old = Tables.build(schema, SCHEMA_VERSION - 1)
+        old = Tables.build(schema, 1)
         assert "owner_digest" not in old.chronica.c
-        older = Plans(Tables.build(schema), engine.dialect, schema).migrate(SCHEMA_VERSION - 1)
+        older = Plans(Tables.build(schema), engine.dialect, schema).migrate(1)
         execute(plan_connections(engine, None, made_here=False), older)
         moment = datetime(2025, 6, 7, 8, 9, 10, 111213, tzinfo=UTC)
         with engine.begin() as connection:
@@ -574,10 +561,8 @@ def test_a_schema_at_the_previous_version_migrates_and_keeps_its_acta(
                     for seq in (1, 2)
                 ],
             )
-            connection.execute(old.versions.update().values(version=SCHEMA_VERSION - 1))
-        with pytest.raises(
-            StoreError, match=rf"^sqlalchemy: open: .* schema version {SCHEMA_VERSION - 1}, older"
-        ):
+            connection.execute(old.versions.update().values(version=1))
+        with pytest.raises(StoreError, match=r"^sqlalchemy: open: .* schema version 1, older"):
             SQLAlchemyStore.open(url, schema=schema, auto_migrate=False)
         with SQLAlchemyStore.open(url, schema=schema) as store:
             with store.engine.connect() as connection:

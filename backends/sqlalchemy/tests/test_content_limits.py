@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from chronica_conformance import SizeContract
+from chronica_conformance import NativeContract, SizeContract
 from chronica_sqlalchemy import AsyncSQLAlchemyStore, AsyncThreadedSQLAlchemyStore, SQLAlchemyStore
 from chronica_sqlalchemy.dialects.mysql import STATEMENT_RESERVE as MYSQL_STATEMENT_RESERVE
 from chronica_sqlalchemy.dialects.sqlite import ROW_RESERVE as SQLITE_ROW_RESERVE
@@ -69,8 +69,9 @@ def _database_limit(dialect: str, database_url: str) -> int:
     return (packet - MYSQL_STATEMENT_RESERVE) // 2
 
 
-class TestSizeContractOnEveryDialect(SizeContract):
-    """The size contract at a limit small enough to write at.
+class TestSizeContractOnEveryDialect(SizeContract, NativeContract):
+    """The size contract, and the native contract (content and native data count together), at a
+    limit small enough to write at.
 
     SQLite: the database's own limit, lowered on each connection (``setlimit``) and read from it
     by the store; the other dialects (and aiosqlite, whose connection lives on its own thread):

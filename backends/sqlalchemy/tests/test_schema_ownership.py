@@ -225,7 +225,7 @@ def test_this_backends_tables_are_refused_by_chronica_postgres(place: Place) -> 
 
         assert asyncio.run(first_use()).where == where
 
-    assert place.tables() == ["acta", "chronica", "chronica_schema"]
+    assert place.tables() == ["acta", "chronica", "chronica_schema", "lineages", "summaries"]
     with SQLAlchemyStore.open(place.url, schema=place.schema) as ours:
         assert [actum.content for actum in ours.acta("dinner-friday", ActaQuery())] == ["hello"]
 

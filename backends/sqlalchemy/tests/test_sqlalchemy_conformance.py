@@ -13,7 +13,7 @@ class TestSQLAlchemyConformance(ConformanceSuite):
     """``store`` and ``async_store`` come from conftest.py (one fresh database per dialect and session)."""
 
     declares_idempotent = True
-    declares_capabilities = ("batch", "listing", "erasure", "follow")
+    declares_capabilities = ("batch", "listing", "erasure", "follow", "native", "history", "retention")
 
     @pytest.fixture(autouse=True)
     def on_dialect(self, dialect: str) -> str:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     CursorResult,
     Dialect,
@@ -25,6 +26,7 @@ from sqlalchemy import (
     bindparam,
     case,
     insert,
+    literal_column,
     or_,
     select,
     true,
@@ -37,10 +39,11 @@ from chronica_core.errors import ChronicumNotFound, StoreError
 from chronica_core.model import Actum
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row, check_rows
-from chronica_sqlalchemy.schema import LISTING_INDEX, Tables
+from chronica_sqlalchemy.acta_rows import actum_columns, actum_values
+from chronica_sqlalchemy.schema import ACTA_BY_ID_INDEX, IDLE_INDEX, LISTING_INDEX, OWNER_IDLE_INDEX, Tables
 from chronica_sqlalchemy.steps import Step, execute
 
-__all__ = ["EPOCH", "StoreDialect", "actum_row", "batch_row"]
+__all__ = ["EPOCH", "StoreDialect", "actum_row", "batch_row", "shaping"]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
@@ -58,7 +61,16 @@ def actum_row(actum: Actum, seq: Any, at: datetime, key: str | None = None) -> d
         "content": actum.content,
         "at": at,
         "idempotency_key": key,
+        **actum_values(actum),
     }
+
+
+def shaping(acta: Sequence[Actum]) -> int:
+    """``1`` when one of ``acta`` is a summary or names the request it answers, else ``0``.
+
+    Such an actum sets its chronicum's ``shaped``: ``Store.acta`` no longer serves its windows.
+    """
+    return int(any(actum.answers or actum.summarizes is not None for actum in acta))
 
 
 def batch_row(
@@ -96,6 +108,7 @@ class StoreDialect:
         self.tables, self.dialect, self.schema = tables, dialect, schema
         acta, chronica = tables.acta, tables.chronica
         self.advance: Executable = self._advance(bindparam("count", type_=Integer()))
+        self.advance_summary: Executable = self._advance(literal_column("1"), versioned=True)
         # by whether the database echoes inserted rows (MariaDB tells once connected)
         self.inserts: dict[bool, Executable] = {
             False: insert(acta),
@@ -132,25 +145,63 @@ class StoreDialect:
         """``statement`` returning ``columns`` where the database can (else its rowcount tells)."""
         return statement.returning(*columns) if self.dialect.update_returning else statement
 
-    def _advance(self, by: Any) -> Update:
+    def erasure_mark(self, mark: Update) -> Update:
+        """``mark`` (an erasure's ``UPDATE`` of one chronicum's row) telling what else is to be erased.
+
+        See :meth:`erased_shape`; here it returns the row's id, ``forked``, ``forked_from_id`` and
+        ``shaped``, which the mark leaves as they were.
+        """
+        chronica = self.tables.chronica
+        c = chronica.c
+        return self.returning(mark, *self.notify((c.id, c.forked, c.forked_from_id, c.shaped)))
+
+    def erased_shape(self, marked: CursorResult[Any], chronicum_id: str) -> tuple[Any, ...] | None:
+        """``(id, forked, forked_from_id, shaped)`` of the row :meth:`erasure_mark` marked, or ``None``."""
+        row = marked.first() if self.dialect.update_returning else None
+        return None if row is None else tuple(row[:4])
+
+    def _advance(self, by: Any, versioned: bool = False) -> Update:
         """Lock a live chronicum's row, move ``last_seq`` on by ``by`` and decide ``at`` there.
 
         ``at`` is the writer's clock (parameter ``at``), raised to ``last_actum_at`` when that is
-        later, so it never decreases along the order. Parameters: ``chronicum_id``, ``at``.
+        later, so it never decreases along the order; it is the chronicum's ``last_active`` too.
+        Parameters: ``chronicum_id``, ``at``, ``shaping`` (see :func:`shaping`); ``versioned``
+        (a summary's): also ``version``, the ``layout_version`` the row must still have, moved on.
         """
         chronica = self.tables.chronica
         at = bindparam("at", type_=chronica.c.last_actum_at.type)
+        newest = case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at)
         moved = (
             update(chronica)
-            .where(chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None))
+            .where(*self._advanced(versioned))
             .values(
                 last_seq=chronica.c.last_seq + by,
-                last_actum_at=case((chronica.c.last_actum_at > at, chronica.c.last_actum_at), else_=at),
+                last_actum_at=newest,
+                last_active=newest,
+                shaped=self._shaped(),
+                **self._moved_version(versioned),
             )
         )
         return self.returning(
             moved, *self.notify((chronica.c.id, chronica.c.last_seq, chronica.c.last_actum_at))
         )
+
+    def _advanced(self, versioned: bool) -> list[ColumnElement[bool]]:
+        """Which row an append moves: the live chronicum (with ``versioned``, at ``version``)."""
+        chronica = self.tables.chronica
+        where = [chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None)]
+        if versioned:
+            where.append(chronica.c.layout_version == bindparam("version", type_=BigInteger()))
+        return where
+
+    def _shaped(self) -> Any:
+        """``shaped`` once an append brings a summary or an answer (parameter ``shaping``)."""
+        chronica = self.tables.chronica
+        return case((bindparam("shaping", type_=Integer()) == 1, 1), else_=chronica.c.shaped)
+
+    def _moved_version(self, versioned: bool) -> dict[str, Any]:
+        chronica = self.tables.chronica
+        return {"layout_version": chronica.c.layout_version + 1} if versioned else {}
 
     def moved(
         self, advance: Executable, parameters: dict[str, Any], where: str
@@ -169,17 +220,27 @@ class StoreDialect:
         return int(row[1]), row[2]
 
     def append(
-        self, acta: list[Actum], key: str | None, now: datetime, ends: list[int]
+        self, acta: list[Actum], key: str | None, now: datetime, ends: list[int], version: int | None = None
     ) -> Plan[Step, datetime]:
         """Give ``acta`` the chronicum's next places and insert them, in statements ending at ``ends``.
 
+        ``version``: a summary's append (one actum), made only while the chronicum's layout
+        version is that; else ``ChronicumNotFound`` (the caller tells a stale layout apart).
         Returns their ``at``. Raises ``ChronicumNotFound``, or ``StoreError`` when a row answers
         for another chronicum or actum than asked.
         """
         count = len(acta)
         where = "sqlalchemy: record actum" if count == 1 else "sqlalchemy: record acta"
-        parameters = {"chronicum_id": acta[0].chronicum_id, "count": count, "at": now}
-        last_seq, at = yield from self.moved(self.advance, parameters, where)
+        parameters = {
+            "chronicum_id": acta[0].chronicum_id,
+            "count": count,
+            "at": now,
+            "shaping": shaping(acta),
+        }
+        advance = self.advance
+        if version is not None:
+            parameters["version"], advance = version, self.advance_summary
+        last_seq, at = yield from self.moved(advance, parameters, where)
         first, start, echoes = last_seq - count + 1, 0, bool(self.dialect.insert_executemany_returning)
         for end in ends:
             rows = [batch_row(acta[i], i, count, first + i, at, key) for i in range(start, end)]
@@ -209,8 +270,9 @@ class StoreDialect:
     def window(self, filters: list[ColumnElement[bool]], limited: bool) -> Executable:
         """A context window's one query: the chronicum's row outer-joined to its newest matching acta.
 
-        Rows ``(chronicum id, seq, id, kind, actor kind, actor, content, at)``, ``seq`` ``NULL`` in
-        the chronicum's own row when no actum matches; no row at all when the chronicum is missing.
+        Rows ``(chronicum id, seq, *ACTUM_COLUMNS, shaped)`` (see :mod:`chronica_sqlalchemy.acta_rows`),
+        ``seq`` ``NULL`` in the chronicum's own row when no actum matches; no row at all when the
+        chronicum is missing. ``shaped`` is the chronicum's (``NULL`` or ``0`` where it is not).
         """
         chronica, acta = self.tables.chronica, self.tables.acta
         recent = select(acta.c.chronicum_id, acta.c.seq, *self.actum_columns()).where(
@@ -220,7 +282,7 @@ class StoreDialect:
             recent = recent.order_by(acta.c.seq.desc()).limit(bindparam("last_n", type_=Integer()))
         window = recent.subquery("recent")
         return (
-            select(chronica.c.id, *list(window.c)[1:])
+            select(chronica.c.id, *list(window.c)[1:], chronica.c.shaped)
             .select_from(chronica.outerjoin(window, true()))
             .where(chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None))
             .order_by(window.c.seq)
@@ -231,9 +293,8 @@ class StoreDialect:
         return rows
 
     def actum_columns(self) -> tuple[Any, ...]:
-        """An actum's columns as a window reads them: id, kind, actor kind, actor, content, at."""
-        acta = self.tables.acta
-        return (acta.c.id, acta.c.kind, acta.c.actor_kind, acta.c.actor, acta.c.content, acta.c.at)
+        """An actum's columns as a window reads them (:data:`chronica_sqlalchemy.acta_rows.ACTUM_COLUMNS`)."""
+        return actum_columns(self.tables.acta)
 
     def listed_id(self) -> Any:
         """The chronicum id as a listing orders it: by code point."""
@@ -254,6 +315,26 @@ class StoreDialect:
         """The index :data:`LISTING_INDEX` on ``chronica (owner_id, started_at, id)`` (attached once)."""
         chronica = self.tables.chronica
         return Index(LISTING_INDEX, chronica.c.owner_id, chronica.c.started_at, self.listed_id())
+
+    def history_indexes(self) -> tuple[Index, ...]:
+        """Version 3's indexes (attached once): an actum by id, and the idle chronica (all, an owner's)."""
+        chronica, acta = self.tables.chronica, self.tables.acta
+        return (
+            Index(ACTA_BY_ID_INDEX, acta.c.chronicum_id, acta.c.id),
+            Index(IDLE_INDEX, chronica.c.last_active, self.listed_id()),
+            Index(OWNER_IDLE_INDEX, chronica.c.owner_id, chronica.c.last_active, self.listed_id()),
+        )
+
+    def idle_after(self, last_active: Any, chronicum_id: Any) -> ColumnElement[bool]:
+        """Retention's keyset predicate: after ``(last_active, chronicum_id)`` in its order."""
+        chronica, listed = self.tables.chronica, self.listed_id()
+        return and_(  # the first bound lets the index range start at the position
+            chronica.c.last_active >= last_active,
+            or_(
+                chronica.c.last_active > last_active,
+                and_(chronica.c.last_active == last_active, listed > chronicum_id),
+            ),
+        )
 
     def catalog(self, names: tuple[str, ...]) -> Executable | None:
         """A query of which of ``names`` exist in the schema, a row (``name``) each (``None``: unknown)."""

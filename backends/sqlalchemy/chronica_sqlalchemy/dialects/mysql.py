@@ -18,6 +18,7 @@ from sqlalchemy import (
     Integer,
     Update,
     bindparam,
+    case,
     column,
     func,
     insert,
@@ -34,7 +35,7 @@ from sqlalchemy.exc import DBAPIError
 from chronica_core.errors import ChronicumNotFound, StoreError
 from chronica_core.model import Actum
 from chronica_core.plans import Plan
-from chronica_sqlalchemy.dialects.default import EPOCH, MICROSECOND, StoreDialect, batch_row
+from chronica_sqlalchemy.dialects.default import EPOCH, MICROSECOND, StoreDialect, batch_row, shaping
 from chronica_sqlalchemy.steps import Step, execute
 
 __all__ = ["STATEMENT_RESERVE", "MySQLStoreDialect"]
@@ -78,20 +79,43 @@ class MySQLStoreDialect(StoreDialect):
             )
         return None
 
-    def _advance(self, by: Any) -> Update:
-        """Move the counter; ``at`` (parameter ``at_us``, in microseconds) goes back as ``lastrowid``."""
+    def _advance(self, by: Any, versioned: bool = False) -> Update:
+        """Move the counter; ``at`` (parameter ``at_us``, in microseconds) goes back as ``lastrowid``.
+
+        The assignments run left to right: ``last_active`` takes the new ``last_actum_at``.
+        """
         chronica = self.tables.chronica
         epoch: Any = literal_column("'1970-01-01 00:00:00'")
         stored = func.timestampdiff(text("MICROSECOND"), epoch, chronica.c.last_actum_at)
         newest = func.greatest(bindparam("at_us", type_=Integer()), func.coalesce(stored, 0))
-        return (
-            update(chronica)
-            .where(chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None))
-            .values(
-                last_seq=chronica.c.last_seq + by,
-                last_actum_at=func.timestampadd(text("MICROSECOND"), func.last_insert_id(newest), epoch),
-            )
+        values: list[tuple[Any, Any]] = [
+            (chronica.c.last_seq, chronica.c.last_seq + by),
+            (
+                chronica.c.last_actum_at,
+                func.timestampadd(text("MICROSECOND"), func.last_insert_id(newest), epoch),
+            ),
+            (chronica.c.last_active, chronica.c.last_actum_at),
+            (chronica.c.shaped, self._shaped()),
+            *((chronica.c[name], value) for name, value in self._moved_version(versioned).items()),
+        ]
+        return update(chronica).where(*self._advanced(versioned)).ordered_values(*values)
+
+    def erasure_mark(self, mark: Update) -> Update:
+        """The mark hands ``forked * 4 + 2 * (a fork) + shaped`` to the client as the ``lastrowid``."""
+        c = self.tables.chronica.c
+        flags = (
+            c.forked * 4
+            + case((c.forked_from_id.is_not(None), 2), else_=0)
+            + case((c.shaped > 0, 1), else_=0)
         )
+        return mark.values(forked=func.last_insert_id(flags).op("DIV")(4))  # forked, as it was
+
+    def erased_shape(self, marked: CursorResult[Any], chronicum_id: str) -> tuple[Any, ...] | None:
+        """What :meth:`erasure_mark` handed back, as the default room's row tells it."""
+        if marked.rowcount != 1:
+            return None
+        flags = int(marked.lastrowid)
+        return chronicum_id, flags >> 2, chronicum_id if flags & 2 else None, flags & 1
 
     def _moved_at(
         self, advance: Executable, parameters: dict[str, Any], now: datetime
@@ -103,12 +127,19 @@ class MySQLStoreDialect(StoreDialect):
         return EPOCH + int(moved.lastrowid) * MICROSECOND
 
     def append(
-        self, acta: list[Actum], key: str | None, now: datetime, ends: list[int]
+        self, acta: list[Actum], key: str | None, now: datetime, ends: list[int], version: int | None = None
     ) -> Plan[Step, datetime]:
         """Each row's ``seq`` read from the chronicum's row this transaction moved and holds."""
         acta_table, chronica, count = self.tables.acta, self.tables.chronica, len(acta)
-        parameters = {"chronicum_id": acta[0].chronicum_id, "count": count}
-        at = yield from self._moved_at(self.advance, parameters, now)
+        parameters: dict[str, Any] = {
+            "chronicum_id": acta[0].chronicum_id,
+            "count": count,
+            "shaping": shaping(acta),
+        }
+        advance = self.advance
+        if version is not None:
+            parameters["version"], advance = version, self.advance_summary
+        at = yield from self._moved_at(advance, parameters, now)
         last_seq = select(chronica.c.last_seq).where(chronica.c.id == acta[0].chronicum_id).scalar_subquery()
         start, echoes = 0, self.echoes
         for end in ends:
@@ -129,12 +160,13 @@ class MySQLStoreDialect(StoreDialect):
         A derived table of them would be materialised, ``LONGTEXT`` and all, on disk.
         """
         chronica, acta = self.tables.chronica, self.tables.acta
-        recent = select(acta.c.chronicum_id, acta.c.seq, *self.actum_columns()).where(
+        recent = select(acta.c.chronicum_id, acta.c.seq, *self.actum_columns(), null()).where(
             acta.c.chronicum_id == bindparam("chronicum_id"), *filters
         )
         if limited:
             recent = recent.order_by(acta.c.seq.desc()).limit(bindparam("last_n", type_=Integer()))
-        itself = select(chronica.c.id, *(null() for _ in range(7))).where(
+        empty = (null() for _ in range(len(self.actum_columns()) + 1))  # seq and the actum
+        itself = select(chronica.c.id, *empty, chronica.c.shaped).where(
             chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None)
         )
         return union_all(recent, itself)

@@ -42,7 +42,8 @@ from chronica_core.errors import ChronicumNotFound
 from chronica_core.limits import POSTGRESQL_MAX_CONTENT_BYTES
 from chronica_core.model import Actum
 from chronica_core.plans import Plan
-from chronica_sqlalchemy.dialects.default import StoreDialect
+from chronica_sqlalchemy.acta_rows import actum_values
+from chronica_sqlalchemy.dialects.default import StoreDialect, shaping
 from chronica_sqlalchemy.schema import Content, Identifier, Tables
 from chronica_sqlalchemy.steps import Step, execute
 
@@ -111,6 +112,11 @@ class PostgreSQLStoreDialect(StoreDialect):
             "content",
             "at",
             "idempotency_key",
+            "native_format",
+            "native_data",
+            "answers",
+            "summary_first_id",
+            "summary_last_id",
         )
         return [acta.c[name] for name in names]
 
@@ -132,6 +138,11 @@ class PostgreSQLStoreDialect(StoreDialect):
             bindparam("content", type_=Content()),
             moved.c.last_actum_at,
             bindparam("idempotency_key", type_=Identifier()),
+            bindparam("native_format", type_=Identifier()),
+            bindparam("native_data", type_=Content()),
+            bindparam("answers", type_=Identifier()),
+            bindparam("summary_first_id", type_=Identifier()),
+            bindparam("summary_last_id", type_=Identifier()),
         )
         insert_row = insert(acta).from_select(self._new_columns(), row)
         return insert_row.returning(acta.c.chronicum_id, acta.c.id, acta.c.at)
@@ -151,8 +162,25 @@ class PostgreSQLStoreDialect(StoreDialect):
                 bindparam("actor_kinds", type_=ARRAY(String())),
                 bindparam("actors", type_=ARRAY(Identifier())),
                 bindparam("contents", type_=ARRAY(LargeBinary())),
+                bindparam("native_formats", type_=ARRAY(Identifier())),
+                bindparam("native_data", type_=ARRAY(LargeBinary())),
+                bindparam("answers", type_=ARRAY(Identifier())),
+                bindparam("summary_first_ids", type_=ARRAY(Identifier())),
+                bindparam("summary_last_ids", type_=ARRAY(Identifier())),
             )
-            .table_valued("actum_id", "kind", "actor_kind", "actor", "content", with_ordinality="place")
+            .table_valued(
+                "actum_id",
+                "kind",
+                "actor_kind",
+                "actor",
+                "content",
+                "native_format",
+                "native_data",
+                "answers",
+                "summary_first_id",
+                "summary_last_id",
+                with_ordinality="place",
+            )
             .render_derived()
         )
         first = given.c.place == 1
@@ -166,6 +194,11 @@ class PostgreSQLStoreDialect(StoreDialect):
             given.c.content,
             moved.c.last_actum_at,
             case((first, bindparam("idempotency_key", type_=Identifier())), else_=null()),
+            given.c.native_format,
+            given.c.native_data,
+            given.c.answers,
+            given.c.summary_first_id,
+            given.c.summary_last_id,
             case((first, bindparam("batch_size", type_=Integer())), else_=null()),
         ).select_from(moved.join(given, true()))
         insert_rows = insert(acta).from_select([*self._new_columns(), acta.c.batch_size], row)
@@ -183,14 +216,16 @@ class PostgreSQLStoreDialect(StoreDialect):
             "content": actum.content,
             "at": at,
             "idempotency_key": key,
+            "shaping": shaping((actum,)),
+            **actum_values(actum),
         }
 
     def append(
-        self, acta: list[Actum], key: str | None, now: datetime, ends: list[int]
+        self, acta: list[Actum], key: str | None, now: datetime, ends: list[int], version: int | None = None
     ) -> Plan[Step, datetime]:
-        """One statement in autocommit; a batch too large for one, in a transaction (the default's)."""
-        if len(ends) > 1:
-            return (yield from super().append(acta, key, now, ends))
+        """One statement in autocommit; a summary, or a batch too large for one, in a transaction."""
+        if len(ends) > 1 or version is not None:
+            return (yield from super().append(acta, key, now, ends, version))
         if len(acta) == 1:
             statement, parameters = self.record_statement, self.record_parameters(acta[0], now, key)
         else:
@@ -216,6 +251,18 @@ class PostgreSQLStoreDialect(StoreDialect):
             "actor_kinds": [actum.actor_kind.value for actum in acta],
             "actors": [actum.actor for actum in acta],
             "contents": [actum.content.encode("utf-8") for actum in acta],
+            "shaping": shaping(acta),
+            "native_formats": [None if actum.native is None else actum.native.format for actum in acta],
+            "native_data": [
+                None if actum.native is None else actum.native.data.encode("utf-8") for actum in acta
+            ],
+            "answers": [actum.answers or None for actum in acta],
+            "summary_first_ids": [
+                None if actum.summarizes is None else actum.summarizes.first for actum in acta
+            ],
+            "summary_last_ids": [
+                None if actum.summarizes is None else actum.summarizes.last for actum in acta
+            ],
         }
 
     def listed_id(self) -> Any:
@@ -226,6 +273,11 @@ class PostgreSQLStoreDialect(StoreDialect):
         """A row comparison: PostgreSQL walks the index backwards from that position."""
         chronica = self.tables.chronica
         return tuple_(chronica.c.started_at, self.listed_id()) < tuple_(started_at, chronicum_id)
+
+    def idle_after(self, last_active: Any, chronicum_id: Any) -> ColumnElement[bool]:
+        """A row comparison: PostgreSQL walks the index forwards from that position."""
+        chronica = self.tables.chronica
+        return tuple_(chronica.c.last_active, self.listed_id()) > tuple_(last_active, chronicum_id)
 
     def catalog(self, names: tuple[str, ...]) -> Executable | None:
         """Any relation of those names in the schema (``pg_class``)."""

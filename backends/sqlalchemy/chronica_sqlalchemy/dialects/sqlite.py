@@ -76,7 +76,7 @@ class SQLiteStoreDialect(StoreDialect):
         chronica, acta = self.tables.chronica, self.tables.acta
         joined = and_(acta.c.chronicum_id == chronica.c.id, *filters)
         statement = (
-            select(chronica.c.id, acta.c.seq, *self.actum_columns())
+            select(chronica.c.id, acta.c.seq, *self.actum_columns(), chronica.c.shaped)
             .select_from(chronica.outerjoin(acta, joined))
             .where(chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None))
         )
