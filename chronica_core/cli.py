@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import importlib
 import importlib.metadata
+import itertools
 import json
 import os
 import re
@@ -96,13 +97,22 @@ def _split(values: str | None) -> list[str] | None:
     return [value.strip() for value in values.split(",") if value.strip()]
 
 
-def _actum_line(position: int, actum: Actum) -> str:
+def _row(actum: Actum) -> str:
     content = actum.content.replace("\n", "\\n")
-    return f"{position:>4}  {actum.kind.value:<13} {actum.actor_kind.value:<10} {actum.actor:<10} {content}"
+    return f"{actum.kind.value:<13} {actum.actor_kind.value:<10} {actum.actor:<10} {content}"
+
+
+def _actum_line(position: int, actum: Actum) -> str:
+    return f"{position:>4}  {_row(actum)}"
 
 
 ACTA_HEADER = f"{'#':>4}  {'kind':<13} {'actor kind':<10} {'actor':<10} content"
 """The header row above the acta the demo prints: each row's number is its place in the chronicum."""
+
+
+def _listed_line(position: int, actum: Actum) -> str:
+    """An actum as ``acta`` and ``follow`` print it: number, id, kind, actor kind, actor, content."""
+    return f"{position:>4}  {actum.id}  {_row(actum)}"
 
 
 @dataclass
@@ -225,25 +235,37 @@ def _acta(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
         output.json([actum.to_dict() for actum in acta])
     else:
         for position, actum in enumerate(acta, start=1):
-            output.line(_actum_line(position, actum))
+            output.line(_listed_line(position, actum))
     return 0
 
 
 def _follow(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
-    """Print the chronicum's acta as they are recorded, like ``tail -f``, until Ctrl-C (exit 130)."""
+    """Print the chronicum's acta as they are recorded, like ``tail -f``, until Ctrl-C (exit 130).
+
+    With ``--last N`` the newest N acta of the kinds asked for come first, then what follows them.
+    On a terminal a note on standard error says what is followed and how to stop.
+    """
+    owner, chronicum_id = arguments.owner, arguments.chronicum_id
+    kinds, actor_kinds = _split(arguments.kinds), _split(arguments.actor_kinds)
+    first: list[Actum] = []
+    after = arguments.after
+    if arguments.last:
+        first = chronicarius.get_acta(
+            owner, chronicum_id, actum_kinds=kinds, actor_kinds=actor_kinds, last_n=arguments.last
+        )
+        newest = first or chronicarius.get_acta(owner, chronicum_id, last_n=1)
+        after = newest[-1].id if newest else None
     follower = chronicarius.follow(
-        arguments.owner,
-        arguments.chronicum_id,
-        after=arguments.after,
-        actum_kinds=_split(arguments.kinds),
-        actor_kinds=_split(arguments.actor_kinds),
+        owner, chronicum_id, after=after, actum_kinds=kinds, actor_kinds=actor_kinds
     )
+    if _interactive(output.out):
+        print(f"chronica: following {chronicum_id}; Ctrl-C to stop", file=sys.stderr, flush=True)
     try:
-        for position, actum in enumerate(follower, start=1):
+        for position, actum in enumerate(itertools.chain(first, follower), start=1):
             if arguments.json:  # one JSON object a line (JSON Lines): a reader can parse each as it comes
                 output.out.write(json.dumps(actum.to_dict(), ensure_ascii=False) + "\n")
             else:
-                output.out.write(_actum_line(position, actum) + "\n")
+                output.out.write(_listed_line(position, actum) + "\n")
             output.out.flush()
     except KeyboardInterrupt:
         follower.close()
@@ -287,6 +309,15 @@ def _print_page(page: ChronicaPage, arguments: argparse.Namespace, output: _Outp
         output.line("next cursor: none (this is the last page)")
     else:
         output.line(f"next cursor: {page.next_cursor}")
+
+
+def _usage_refusal(arguments: argparse.Namespace) -> str | None:
+    """Why the command must not run, though each argument parsed (``None``: it may run)."""
+    if arguments.command == "erase":
+        return _erase_refusal(arguments)
+    if arguments.command == "follow" and arguments.after is not None and arguments.last:
+        return "give --after or --last, not both"
+    return None
 
 
 def _erase_refusal(arguments: argparse.Namespace) -> str | None:
@@ -621,8 +652,9 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
         parents=[owned],
         help="print the acta as they are recorded, like tail -f (Ctrl-C ends it)",
         description="Print each new actum of the chronicum as it is recorded, until Ctrl-C (exit "
-        "code 130). With --after, first every actum recorded after that one. --json prints one "
-        "JSON object a line.",
+        "code 130). With --after, first every actum recorded after that one; with --last N, first "
+        "the newest N. --json prints one JSON object a line. On a terminal a note on standard "
+        "error says what is followed.",
     )
     follow.add_argument("--kinds", default=None, help="comma-separated kinds to print (default: all)")
     follow.add_argument(
@@ -630,6 +662,13 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     )
     follow.add_argument(
         "--after", default=None, help="an actum id: start just after it (default: from now on)"
+    )
+    follow.add_argument(
+        "--last",
+        type=_newest_count,
+        default=0,
+        metavar="N",
+        help="first print the newest N acta of those kinds, like tail (default 0: none)",
     )
     commands.add_parser("show", parents=[owned], help="print a chronicum")
     listing = commands.add_parser(
@@ -795,14 +834,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """
     words = list(sys.argv[1:] if argv is None else argv)
     arguments = _parser(json_errors="--json" in words).parse_args(words)
-    if arguments.command == "erase":  # refused before the store is opened: nothing is erased
-        refusal = _erase_refusal(arguments)
-        if refusal is not None:
-            if arguments.json:
-                _print_json_error("UsageError", f"chronica erase: {refusal}", EXIT_USAGE)
-            else:
-                print(f"chronica erase: {refusal}", file=sys.stderr)
-            return EXIT_USAGE
+    refusal = _usage_refusal(arguments)  # refused before the store is opened: nothing is done
+    if refusal is not None:
+        if getattr(arguments, "json", False):
+            _print_json_error("UsageError", f"chronica {arguments.command}: {refusal}", EXIT_USAGE)
+        else:
+            print(f"chronica {arguments.command}: {refusal}", file=sys.stderr)
+        return EXIT_USAGE
     output = _Output(out if out is not None else sys.stdout)
     if getattr(arguments, "store", "unset") is None:
         arguments.store = default_store_url()

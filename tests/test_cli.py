@@ -825,3 +825,16 @@ def test_show_and_acta_print_the_public_json_form(
     assert text.stdout.splitlines() == [
         f"{key}: {value}" for key, value in kept.get("lunch").to_dict().items()
     ]
+
+
+def test_acta_shows_each_actums_id_for_follow_after(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored = Chronicarius(kept).record_acta(
+        "ardian", [said("ardian", "lunch", "A quiet table?"), said("ardian", "lunch", "For four.")]
+    )
+    acta = run(capsys, monkeypatch, "acta", "lunch", "--owner", "ardian")
+    assert acta.stdout.splitlines() == [
+        f"   1  {stored[0].id}  message       human      ardian     A quiet table?",
+        f"   2  {stored[1].id}  message       human      ardian     For four.",
+    ]
