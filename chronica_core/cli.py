@@ -7,10 +7,11 @@ Every subcommand but ``backends`` and ``conformance`` takes ``--store URL`` (def
 is installed, else ``memory://``) and ``--option KEY=VALUE`` (repeatable, the last of a key wins;
 each goes to ``open_store`` as a string, the value as written).
 Exit codes: 0 success; 2 bad usage (and an ``erase`` that cannot ask for confirmation and was not
-given ``--yes``); 3 chronicum not found; 4 invalid input (an actum, a query, a cursor, an owner, a
-store option or a value in the store URL); 5 no usable backend for the URL; 6 the store failed;
-7 the store lacks a capability the command needs (``chronica backends`` lists them); 1 any other
-Chronica error, an erasure that was not confirmed, or failed conformance cases; 130 ``follow``
+given ``--yes``); 3 chronicum not found (or the actum ``--before`` or ``--at`` names); 4 invalid
+input (an actum, a query, a cursor, an owner, a store option or a value in the store URL); 5 no
+usable backend for the URL; 6 the store failed; 7 the store lacks a capability the command needs
+(``chronica backends`` lists them); 1 any other Chronica error, an erasure that was not confirmed,
+or failed conformance cases; 130 ``follow``
 stopped by Ctrl-C (SIGINT), which is how it normally ends.
 """
 
@@ -27,14 +28,23 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 from urllib.parse import unquote
 
 from chronica_core._version import __version__
-from chronica_core.capabilities import ALL_CAPABILITIES, ERASURE, FOLLOW, IDEMPOTENCY, store_capabilities
+from chronica_core.capabilities import (
+    ALL_CAPABILITIES,
+    ERASURE,
+    FOLLOW,
+    IDEMPOTENCY,
+    RETENTION,
+    store_capabilities,
+)
 from chronica_core.chronicarius import Chronicarius
 from chronica_core.errors import (
+    ActumNotFound,
     BackendConflict,
     BackendUnavailable,
     CapabilityUnsupported,
@@ -47,6 +57,7 @@ from chronica_core.errors import (
     StoreError,
     UnknownBackend,
 )
+from chronica_core.history import View
 from chronica_core.hookspecs import Backend
 from chronica_core.install import install_command
 from chronica_core.listing import DEFAULT_LIST_LIMIT
@@ -68,7 +79,7 @@ EXIT_INTERRUPTED = 130
 """``chronica follow`` stopped by Ctrl-C (SIGINT), as shells report a process SIGINT ended."""
 
 _EXIT_CODES: tuple[tuple[type[ChronicaError] | tuple[type[ChronicaError], ...], int], ...] = (
-    (ChronicumNotFound, EXIT_NOT_FOUND),
+    ((ChronicumNotFound, ActumNotFound), EXIT_NOT_FOUND),
     ((InvalidActum, InvalidQuery, InvalidOwnerID, InvalidOption), EXIT_INVALID),
     ((UnknownBackend, BackendUnavailable, BackendConflict), EXIT_BACKEND),
     (StoreError, EXIT_STORE),
@@ -230,6 +241,8 @@ def _acta(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
         actum_kinds=_split(arguments.kinds),
         actor_kinds=_split(arguments.actor_kinds),
         last_n=arguments.last,
+        before=arguments.before,
+        view=View.AS_WRITTEN if arguments.as_written else View.SUMMARIZED,
     )
     if arguments.json:
         output.json([actum.to_dict() for actum in acta])
@@ -270,6 +283,16 @@ def _follow(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _
     except KeyboardInterrupt:
         follower.close()
         return EXIT_INTERRUPTED
+    return 0
+
+
+def _fork(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    """Fork the chronicum (up to ``--at``, else its newest actum) and print the fork's id."""
+    fork = chronicarius.fork_chronicum(arguments.owner, arguments.chronicum_id, at=arguments.at)
+    if arguments.json:
+        output.json(fork.to_dict())
+    else:
+        output.line(fork.id)
     return 0
 
 
@@ -322,10 +345,22 @@ def _usage_refusal(arguments: argparse.Namespace) -> str | None:
 
 def _erase_refusal(arguments: argparse.Namespace) -> str | None:
     """Why ``erase`` must not run (bad usage, or no way to confirm), or ``None`` when it may."""
+    if arguments.idle_for is not None:
+        if arguments.all or arguments.chronicum_id is not None:
+            return "give a chronicum id, --all or --idle-for, one of them"
+    elif arguments.dry_run:
+        return "--dry-run goes with --idle-for (the others erase at once)"
+    elif arguments.owner is None:
+        return "the following argument is required: --owner"
+    if arguments.dry_run:
+        return None
     if arguments.all and arguments.chronicum_id is not None:
         return "give a chronicum id or --all, not both"
-    if not arguments.all and arguments.chronicum_id is None:
-        return "name the chronicum to erase, or give --all to erase every chronicum of the owner"
+    if not arguments.all and arguments.chronicum_id is None and arguments.idle_for is None:
+        return (
+            "name the chronicum to erase, or give --all to erase every chronicum of the owner, "
+            "or --idle-for to erase the idle ones"
+        )
     if not arguments.yes and not _interactive(sys.stdin):
         return (
             "refusing to erase without confirmation: standard input is not a terminal, so "
@@ -359,7 +394,46 @@ def _not_confirmed() -> int:
     return EXIT_OTHER
 
 
+ERASE_IDLE_CONFIRMATION = "erase idle"
+"""What a person types at ``chronica erase --idle-for D`` to confirm it."""
+
+
+def _erase_idle(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    """``erase --idle-for``: count the idle chronica, confirm unless ``--yes``, erase them."""
+    owner = arguments.owner
+    store = chronicarius.store
+    if RETENTION not in store_capabilities(store):  # said before asking anything
+        raise CapabilityUnsupported(type(store).__name__, RETENTION)
+    before = datetime.now(UTC) - arguments.idle_for
+    moment = before.isoformat(timespec="seconds").replace("+00:00", "Z")
+    whose = "of every owner" if owner is None else f"of owner {owner!r}"
+    idle = chronicarius.erase_idle(before=before, owner_id=owner, dry_run=True)
+    erased = 0
+    if not arguments.dry_run and idle:
+        if not arguments.yes and not _confirmed(
+            f"Erase {_plural(idle, 'chronicum', 'chronica')} {whose} idle since before {moment}, "
+            f"with all their acta? This cannot be undone.\nType {ERASE_IDLE_CONFIRMATION!r} to "
+            "confirm: ",
+            ERASE_IDLE_CONFIRMATION,
+        ):
+            return _not_confirmed()
+        erased = chronicarius.erase_idle(before=before, owner_id=owner)
+    if arguments.json:
+        counted = {"chronica_idle": idle} if arguments.dry_run else {"chronica_erased": erased}
+        output.json({"idle_before": moment, "owner_id": owner, "dry_run": arguments.dry_run, **counted})
+    elif arguments.dry_run:
+        output.line(
+            f"{_plural(idle, 'chronicum', 'chronica')} {whose} idle since before {moment}; "
+            "dry run: nothing was erased"
+        )
+    else:
+        output.line(f"erased {_plural(erased, 'chronicum', 'chronica')} {whose} idle since before {moment}")
+    return 0
+
+
 def _erase(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    if arguments.idle_for is not None:
+        return _erase_idle(arguments, chronicarius, output)
     owner = arguments.owner
     store = chronicarius.store
     if ERASURE not in store_capabilities(store):  # said before asking anything
@@ -535,6 +609,24 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+_DURATION = re.compile(r"(?P<count>[0-9]+)(?P<unit>[smhdw])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def _duration(text: str) -> timedelta:
+    """Parse ``--idle-for``: a whole number over 0 and a unit (``90d``, ``12h``, ``30m``, ``45s``, ``2w``)."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 90d, 12h, 30m or 2w, got {text!r}")
+    count = int(match["count"])
+    if count == 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text!r}")
+    try:
+        return timedelta(**{_UNITS[match["unit"]]: count})
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"too long, got {text!r}") from None
+
+
 def _newest_count(text: str) -> int:
     """Parse ``--last N``: a whole number, 0 or more (0 keeps every actum); else a usage error."""
     try:
@@ -558,8 +650,12 @@ _DESCRIPTIONS = {
     "chronicum) and print its id. Without --content the content is read from standard input, "
     "byte for byte.",
     "acta": "Print a context window of a chronicum of the owner, oldest first: the acta of the "
-    "kinds and actor kinds given, then the newest --last of those.",
+    "kinds and actor kinds given (before --before), then the newest --last of those. Each "
+    "summary stands for the acta it summarizes unless --as-written.",
     "show": "Print a chronicum of the owner: its id, owner, started_at and last_actum_at.",
+    "fork": "Fork a chronicum of the owner: a new chronicum that shares its history up to --at "
+    "(else its newest actum), then goes on by itself; print the fork's id. Nothing is copied; "
+    "the source is unchanged.",
     "list": "Print one page of the owner's chronica, newest first, then the cursor of the next page.",
     "conformance": "Run the conformance suite against a store URL and print pytest's summary.",
 }
@@ -647,6 +743,17 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
         metavar="N",
         help="keep only the newest N of those, 0 or more (default 0: all)",
     )
+    acta.add_argument(
+        "--before",
+        default=None,
+        metavar="ACTUM",
+        help="an actum id: only what stands before it (a page back)",
+    )
+    acta.add_argument(
+        "--as-written",
+        action="store_true",
+        help="every actum at its own place, summaries and the acta they stand for (default: summarized)",
+    )
     follow = commands.add_parser(
         "follow",
         parents=[owned],
@@ -671,6 +778,13 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
         help="first print the newest N acta of those kinds, like tail (default 0: none)",
     )
     commands.add_parser("show", parents=[owned], help="print a chronicum")
+    fork = commands.add_parser("fork", parents=[owned], help="fork a chronicum and print the fork's id")
+    fork.add_argument(
+        "--at",
+        default=None,
+        metavar="ACTUM",
+        help="the last actum the fork shares, by id (default: the chronicum's newest)",
+    )
     listing = commands.add_parser(
         "list", parents=[store], help="print one page of an owner's chronica, newest first"
     )
@@ -691,14 +805,30 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
         "erase",
         parents=[store],
         help="erase a chronicum (or every chronicum of an owner) for data protection",
-        description="Erase a chronicum, or with --all every chronicum of the owner: their acta, "
-        "idempotency keys and fields leave the store; only the id and a digest of the owner stay, "
-        "so the id never passes to another owner. This cannot be undone. On a terminal it asks you "
-        "to confirm (type the chronicum id, or 'erase all'); elsewhere it needs --yes.",
+        description="Erase a chronicum, with --all every chronicum of the owner, or with --idle-for "
+        "every chronicum idle that long (a retention rule): their acta, idempotency keys and "
+        "fields leave the store; only the id and a digest of the owner stay, so the id never "
+        "passes to another owner. This cannot be undone. On a terminal it asks you to confirm "
+        "(type the chronicum id, 'erase all' or 'erase idle'); elsewhere it needs --yes.",
     )
     erase.add_argument("chronicum_id", nargs="?", default=None, help="the chronicum to erase")
-    erase.add_argument("--owner", required=True, help="the owner id (the person the chronica belong to)")
+    erase.add_argument(
+        "--owner",
+        default=None,
+        help="the owner id (the person the chronica belong to); with --idle-for, only this owner's",
+    )
     erase.add_argument("--all", action="store_true", help="erase every chronicum of the owner")
+    erase.add_argument(
+        "--idle-for",
+        type=_duration,
+        default=None,
+        metavar="DURATION",
+        help="erase every chronicum without a new actum for this long (e.g. 90d, 12h, 30m, 2w), "
+        "of every owner unless --owner is given",
+    )
+    erase.add_argument(
+        "--dry-run", action="store_true", help="with --idle-for: count what is idle, erase nothing"
+    )
     erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     erase.add_argument(
         "--json", action="store_true", help="print what was erased as JSON (errors too, on standard error)"
@@ -721,6 +851,7 @@ _WITH_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, Chronicarius, _Outpu
     "follow": _follow,
     "show": _show,
     "list": _list,
+    "fork": _fork,
     "erase": _erase,
 }
 _WITHOUT_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
@@ -743,10 +874,12 @@ _FLAGS = {
     "limit": "--limit",
     "cursor": "--cursor",
     "after": "--after",
+    "before": "--before",
+    "at": "--at",
 }
 """The command-line flag that gave each field an error may name (``InvalidActum.field``, ...)."""
 
-_READS = frozenset({"acta", "follow", "show", "list", "erase"})
+_READS = frozenset({"acta", "follow", "show", "list", "erase", "fork"})
 """Commands that never create a store that is not there (they find nothing in it)."""
 
 _SQLITE_FILE = re.compile(
@@ -793,6 +926,8 @@ def _message(error: ChronicaError, arguments: argparse.Namespace) -> str:
     if isinstance(error, InvalidActum | InvalidQuery) and error.field in _FLAGS:
         what = "actum" if isinstance(error, InvalidActum) else "query"
         return f"invalid {what}: {_FLAGS[error.field]}: {error.reason}"
+    if isinstance(error, ActumNotFound) and arguments.command in ("acta", "fork"):
+        return f"{'--at' if arguments.command == 'fork' else '--before'}: {error}"
     if isinstance(error, InvalidOwnerID):
         return f"invalid --owner: {error.reason.replace('owner_id must', 'must')}"
     if isinstance(error, InvalidOption) and error.option in dict(getattr(arguments, "option", [])):
