@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import importlib.metadata
 import itertools
 import json
@@ -552,24 +551,52 @@ def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
     return 0
 
 
-def _conformance(arguments: argparse.Namespace, output: _Output) -> int:
-    registry().backend_for(arguments.url)  # UnknownBackend / BackendUnavailable: exit 5, as elsewhere
-    try:
-        conformance = importlib.import_module("chronica_conformance")  # an optional distribution
-    except ModuleNotFoundError:
-        output.line(f"the conformance suite is not installed: {install_command('chronica-conformance')}")
+COMMANDS_GROUP = "chronica.commands"
+"""The entry-point group through which a distribution adds a ``chronica`` subcommand.
+
+The entry point's name is the command; its object is ``main(argv: list[str]) -> int``, called
+with the words after the command's name (it parses them itself) and returning the exit code. A
+``ChronicaError`` it raises is reported as any command's is, with the same exit codes.
+"""
+
+_OWN_PLUGIN_COMMANDS = {
+    "conformance": ("chronica-conformance", "run the conformance suite against a store URL")
+}
+"""Subcommands of the project's own distributions: the one that provides each, and its help."""
+
+
+def plugin_commands() -> dict[str, importlib.metadata.EntryPoint]:
+    """The installed ``chronica`` subcommands of :data:`COMMANDS_GROUP`, by name (not loaded)."""
+    return {point.name: point for point in importlib.metadata.entry_points(group=COMMANDS_GROUP)}
+
+
+def _run_plugin_command(name: str, point: importlib.metadata.EntryPoint | None, argv: list[str]) -> int:
+    """Load the subcommand ``name`` and run it with ``argv``; say what to install when it is missing."""
+    if point is None:
+        distribution = _OWN_PLUGIN_COMMANDS[name][0]
+        print(
+            f"chronica {name}: {distribution} is not installed: {install_command(distribution)}",
+            file=sys.stderr,
+        )
         return EXIT_BACKEND
-    pytest_args = list(arguments.pytest_args)
-    only = [flavour for flavour in ("sync", "async") if getattr(arguments, f"{flavour}_only")]
-    for flavour in ("sync", "async"):  # typed after the URL, they land among pytest's arguments
-        if f"--{flavour}-only" in pytest_args:
-            pytest_args.remove(f"--{flavour}-only")
-            only.append(flavour)
-    if len(set(only)) > 1:
-        print("chronica conformance: give --sync-only or --async-only, not both", file=sys.stderr)
-        return EXIT_USAGE
-    exit_code: int = conformance.run([arguments.url], pytest_args, only=only[0] if only else None)
-    return exit_code
+    url = next((word for word in argv if "://" in word), "")  # a store URL's secrets stay unshown
+    try:
+        try:
+            command: Callable[[list[str]], int] = point.load()
+        except Exception as error:  # noqa: BLE001 - a broken plugin is reported, as `backends` does
+            source = f" of {point.dist.name}" if point.dist is not None else ""
+            print(
+                f"chronica {name}: the command{source} failed to load ({point.value}): "
+                f"{type(error).__name__}: {redact(str(error), url)}",
+                file=sys.stderr,
+            )
+            return EXIT_BACKEND
+        return command(argv)
+    except ChronicaError as error:
+        return _report(error, argparse.Namespace(command=name), url, None)
+    except BaseException as error:  # not ours to handle, but its traceback must not show a password
+        redact_error(error, url)
+        raise
 
 
 def version_text() -> str:
@@ -657,7 +684,6 @@ _DESCRIPTIONS = {
     "(else its newest actum), then goes on by itself; print the fork's id. Nothing is copied; "
     "the source is unchanged.",
     "list": "Print one page of the owner's chronica, newest first, then the cursor of the next page.",
-    "conformance": "Run the conformance suite against a store URL and print pytest's summary.",
 }
 """What each command's ``--help`` says it does (``erase`` says it where it is declared)."""
 
@@ -833,11 +859,19 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     erase.add_argument(
         "--json", action="store_true", help="print what was erased as JSON (errors too, on standard error)"
     )
-    conformance = commands.add_parser("conformance", help="run the conformance suite against a store URL")
-    conformance.add_argument("--sync-only", action="store_true", help="run only the blocking store's cases")
-    conformance.add_argument("--async-only", action="store_true", help="run only the asyncio store's cases")
-    conformance.add_argument("url", help="the store URL to check")
-    conformance.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
+    points = plugin_commands()
+    for name in sorted({*_OWN_PLUGIN_COMMANDS, *points}):
+        if name in commands.choices:  # a core command is never replaced
+            continue
+        point = points.get(name)
+        provider, text = _OWN_PLUGIN_COMMANDS.get(name) or (
+            point.dist.name if point is not None and point.dist is not None else name,
+            f"a command of its own (chronica {name} --help)",
+        )
+        plugin = commands.add_parser(
+            name, add_help=False, help=text, description=f"Provided by {provider}: chronica {name} --help."
+        )
+        plugin.add_argument("argv", nargs=argparse.REMAINDER, help=f"the arguments of chronica {name}")
     for name, command in commands.choices.items():
         command.description = command.description or _DESCRIPTIONS.get(name)
         command.json_errors = json_errors
@@ -857,7 +891,6 @@ _WITH_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, Chronicarius, _Outpu
 _WITHOUT_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "backends": _backends,
     "migrate": _migrate,
-    "conformance": _conformance,
 }
 
 
@@ -968,6 +1001,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     not exist create none (see :func:`missing_database_file`).
     """
     words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] not in _WITH_CHRONICARIUS and words[0] not in _WITHOUT_CHRONICARIUS:
+        points = plugin_commands()
+        if words[0] in points or words[0] in _OWN_PLUGIN_COMMANDS:
+            return _run_plugin_command(words[0], points.get(words[0]), words[1:])
     arguments = _parser(json_errors="--json" in words).parse_args(words)
     refusal = _usage_refusal(arguments)  # refused before the store is opened: nothing is done
     if refusal is not None:

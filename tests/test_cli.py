@@ -29,7 +29,7 @@ from chronica_core import (
     UnknownBackend,
     hookimpl,
 )
-from chronica_core.cli import _parser, main, missing_database_file
+from chronica_core.cli import _parser, main, missing_database_file, plugin_commands
 from chronica_core.registry import registry
 
 CHRONICA = str(Path(sys.executable).with_name("chronica"))
@@ -1006,3 +1006,47 @@ def test_erase_idle_bad_usage_exits_2_and_erases_nothing(arguments: list[str], m
     result = chronica("erase", *arguments)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+# --- commands of other distributions ---------------------------------------------------------------
+
+
+def test_the_core_imports_nothing_from_the_conformance_distribution() -> None:
+    core = Path(__file__).resolve().parent.parent / "chronica_core"
+    assert [path.name for path in core.glob("*.py") if "chronica_conformance" in path.read_text()] == []
+
+
+def test_the_conformance_command_comes_from_its_distributions_entry_point() -> None:
+    point = plugin_commands()["conformance"]
+    assert point.value == "chronica_conformance.command:main"
+    assert point.dist is not None and point.dist.name == "chronica-conformance"
+
+
+def test_a_distribution_adds_a_command_through_the_entry_point_group(tmp_path: Path) -> None:
+    (tmp_path / "greeting.py").write_text(
+        "import sys\n"
+        "from chronica_core import InvalidQuery\n"
+        "def main(argv):\n"
+        "    if argv == ['--bad']:\n"
+        "        raise InvalidQuery('tone', 'must be kind')\n"
+        "    print('hello', *argv)\n"
+        "    return 3 if argv == ['three'] else 0\n"
+    )
+    info = tmp_path / "chronica_greeting-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chronica-greeting\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[chronica.commands]\ngreet = greeting:main\n")
+    environment = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    def greet(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CHRONICA, *arguments], capture_output=True, text=True, env=environment, timeout=60
+        )
+
+    said = greet("greet", "ardian", "--loudly")
+    assert (said.returncode, said.stdout) == (0, "hello ardian --loudly\n")
+    assert greet("greet", "three").returncode == 3
+    refused = greet("greet", "--bad")
+    assert (refused.returncode, refused.stderr) == (4, "chronica: InvalidQuery: invalid query: tone: must be kind\n")
+    listed = greet("--help").stdout
+    assert "greet" in listed and "a command of its own (chronica greet --help)" in listed
