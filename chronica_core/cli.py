@@ -11,8 +11,8 @@ given ``--yes``); 3 chronicum not found (or the actum ``--before`` or ``--at`` n
 input (an actum, a query, a cursor, an owner, a store option or a value in the store URL); 5 no
 usable backend for the URL; 6 the store failed; 7 the store lacks a capability the command needs
 (``chronica backends`` lists them); 1 any other Chronica error, an erasure that was not confirmed,
-or failed conformance cases; 130 ``follow``
-stopped by Ctrl-C (SIGINT), which is how it normally ends.
+or failed conformance cases; 130 stopped by Ctrl-C (SIGINT), without a traceback (how ``follow``
+normally ends).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ import itertools
 import json
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -75,7 +77,7 @@ EMBEDDED_DEFAULT_URL = "sqlite:///chronica.db"
 EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_BACKEND, EXIT_STORE = 1, 2, 3, 4, 5, 6
 EXIT_UNSUPPORTED = 7
 EXIT_INTERRUPTED = 130
-"""``chronica follow`` stopped by Ctrl-C (SIGINT), as shells report a process SIGINT ended."""
+"""A command stopped by Ctrl-C (SIGINT; ``follow``'s normal end), as shells report a process SIGINT ended."""
 
 _EXIT_CODES: tuple[tuple[type[ChronicaError] | tuple[type[ChronicaError], ...], int], ...] = (
     ((ChronicumNotFound, ActumNotFound), EXIT_NOT_FOUND),
@@ -999,8 +1001,39 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     message, and from any other exception (and the exceptions chained to it) before it
     propagates. ``acta``, ``follow``, ``show``, ``list`` and ``erase`` on a SQLite file that does
     not exist create none (see :func:`missing_database_file`).
+
+    Ctrl-C (``KeyboardInterrupt``) ends any command with exit code 130 and no traceback, once
+    the store is closed. Run as the program (``argv`` not given), a Ctrl-C pressed again while it
+    closes the store and exits changes nothing.
     """
-    words = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        _interrupt_once()
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv), out)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _interrupt_once() -> None:
+    """Make the first Ctrl-C raise ``KeyboardInterrupt`` and ignore the later ones.
+
+    Only where Python's own handler is in place (a process that ignores SIGINT keeps ignoring it),
+    in the main thread: the command then closes its store in peace and says nothing more.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+
+    def interrupted(number: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupted)
+
+
+def _main(words: list[str], out: TextIO | None) -> int:
+    """:func:`main`, given the words after ``chronica``."""
     if words and words[0] not in _WITH_CHRONICARIUS and words[0] not in _WITHOUT_CHRONICARIUS:
         points = plugin_commands()
         if words[0] in points or words[0] in _OWN_PLUGIN_COMMANDS:
