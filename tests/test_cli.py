@@ -1047,6 +1047,9 @@ def test_a_distribution_adds_a_command_through_the_entry_point_group(tmp_path: P
     assert (said.returncode, said.stdout) == (0, "hello ardian --loudly\n")
     assert greet("greet", "three").returncode == 3
     refused = greet("greet", "--bad")
-    assert (refused.returncode, refused.stderr) == (4, "chronica: InvalidQuery: invalid query: tone: must be kind\n")
+    assert (refused.returncode, refused.stderr) == (
+        4,
+        "chronica: InvalidQuery: invalid query: tone: must be kind\n",
+    )
     listed = greet("--help").stdout
     assert "greet" in listed and "a command of its own (chronica greet --help)" in listed
