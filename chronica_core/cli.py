@@ -832,7 +832,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     erase = commands.add_parser(
         "erase",
         parents=[store],
-        help="erase a chronicum (or every chronicum of an owner) for data protection",
+        help="erase a chronicum, every chronicum of an owner, or the idle ones (data protection, retention)",
         description="Erase a chronicum, with --all every chronicum of the owner, or with --idle-for "
         "every chronicum idle that long (a retention rule): their acta, idempotency keys and "
         "fields leave the store; only the id and a digest of the owner stay, so the id never "

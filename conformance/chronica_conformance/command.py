@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from chronica_conformance.runner import run
@@ -44,5 +45,6 @@ def main(argv: Sequence[str]) -> int:
             pytest_args.remove(f"--{flavour}-only")
             only.append(flavour)
     if len(set(only)) > 1:
-        parser.error("give --sync-only or --async-only, not both")
+        print("chronica conformance: give --sync-only or --async-only, not both", file=sys.stderr)
+        return 2
     return run([arguments.url], pytest_args, only=only[0] if only else None)
