@@ -108,7 +108,7 @@ def test_the_docs_show_the_capabilities_example_as_it_runs() -> None:
         "from chronica_core.redaction import masked_url\n", ""
     )
     body = example.split('url = sys.argv[1] if len(sys.argv) > 1 else "memory://"\n', 1)[1]
-    body = body.split("\n    # What the example made", 1)[0] + "\n"  # what the page shows
+    body = body.split("\n\n    # What the example made", 1)[0] + "\n"  # what the page shows
     body = body.replace(
         "with open_store(url) as store:", 'with open_store("memory://") as store:  # or any bundled store'
     )
