@@ -7,33 +7,45 @@ Every subcommand but ``backends`` and ``conformance`` takes ``--store URL`` (def
 is installed, else ``memory://``) and ``--option KEY=VALUE`` (repeatable, the last of a key wins;
 each goes to ``open_store`` as a string, the value as written).
 Exit codes: 0 success; 2 bad usage (and an ``erase`` that cannot ask for confirmation and was not
-given ``--yes``); 3 chronicum not found; 4 invalid input (an actum, a query, a cursor, an owner, a
-store option or a value in the store URL); 5 no usable backend for the URL; 6 the store failed;
-7 the store lacks a capability the command needs (``chronica backends`` lists them); 1 any other
-Chronica error, an erasure that was not confirmed, or failed conformance cases; 130 ``follow``
-stopped by Ctrl-C (SIGINT), which is how it normally ends.
+given ``--yes``); 3 chronicum not found (or the actum ``--before`` or ``--at`` names); 4 invalid
+input (an actum, a query, a cursor, an owner, a store option or a value in the store URL); 5 no
+usable backend for the URL; 6 the store failed; 7 the store lacks a capability the command needs
+(``chronica backends`` lists them); 1 any other Chronica error, an erasure that was not confirmed,
+or failed conformance cases; 130 stopped by Ctrl-C (SIGINT), without a traceback (how ``follow``
+normally ends).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import importlib.metadata
+import itertools
 import json
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 from urllib.parse import unquote
 
 from chronica_core._version import __version__
-from chronica_core.capabilities import ALL_CAPABILITIES, ERASURE, FOLLOW, IDEMPOTENCY, store_capabilities
+from chronica_core.capabilities import (
+    ALL_CAPABILITIES,
+    ERASURE,
+    FOLLOW,
+    IDEMPOTENCY,
+    RETENTION,
+    store_capabilities,
+)
 from chronica_core.chronicarius import Chronicarius
 from chronica_core.errors import (
+    ActumNotFound,
     BackendConflict,
     BackendUnavailable,
     CapabilityUnsupported,
@@ -46,6 +58,7 @@ from chronica_core.errors import (
     StoreError,
     UnknownBackend,
 )
+from chronica_core.history import View
 from chronica_core.hookspecs import Backend
 from chronica_core.install import install_command
 from chronica_core.listing import DEFAULT_LIST_LIMIT
@@ -64,10 +77,10 @@ EMBEDDED_DEFAULT_URL = "sqlite:///chronica.db"
 EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_INVALID, EXIT_BACKEND, EXIT_STORE = 1, 2, 3, 4, 5, 6
 EXIT_UNSUPPORTED = 7
 EXIT_INTERRUPTED = 130
-"""``chronica follow`` stopped by Ctrl-C (SIGINT), as shells report a process SIGINT ended."""
+"""A command stopped by Ctrl-C (SIGINT; ``follow``'s normal end), as shells report a process SIGINT ended."""
 
 _EXIT_CODES: tuple[tuple[type[ChronicaError] | tuple[type[ChronicaError], ...], int], ...] = (
-    (ChronicumNotFound, EXIT_NOT_FOUND),
+    ((ChronicumNotFound, ActumNotFound), EXIT_NOT_FOUND),
     ((InvalidActum, InvalidQuery, InvalidOwnerID, InvalidOption), EXIT_INVALID),
     ((UnknownBackend, BackendUnavailable, BackendConflict), EXIT_BACKEND),
     (StoreError, EXIT_STORE),
@@ -96,13 +109,22 @@ def _split(values: str | None) -> list[str] | None:
     return [value.strip() for value in values.split(",") if value.strip()]
 
 
-def _actum_line(position: int, actum: Actum) -> str:
+def _row(actum: Actum) -> str:
     content = actum.content.replace("\n", "\\n")
-    return f"{position:>4}  {actum.kind.value:<13} {actum.actor_kind.value:<10} {actum.actor:<10} {content}"
+    return f"{actum.kind.value:<13} {actum.actor_kind.value:<10} {actum.actor:<10} {content}"
+
+
+def _actum_line(position: int, actum: Actum) -> str:
+    return f"{position:>4}  {_row(actum)}"
 
 
 ACTA_HEADER = f"{'#':>4}  {'kind':<13} {'actor kind':<10} {'actor':<10} content"
 """The header row above the acta the demo prints: each row's number is its place in the chronicum."""
+
+
+def _listed_line(position: int, actum: Actum) -> str:
+    """An actum as ``acta`` and ``follow`` print it: number, id, kind, actor kind, actor, content."""
+    return f"{position:>4}  {actum.id}  {_row(actum)}"
 
 
 @dataclass
@@ -220,34 +242,58 @@ def _acta(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
         actum_kinds=_split(arguments.kinds),
         actor_kinds=_split(arguments.actor_kinds),
         last_n=arguments.last,
+        before=arguments.before,
+        view=View.AS_WRITTEN if arguments.as_written else View.SUMMARIZED,
     )
     if arguments.json:
         output.json([actum.to_dict() for actum in acta])
     else:
         for position, actum in enumerate(acta, start=1):
-            output.line(_actum_line(position, actum))
+            output.line(_listed_line(position, actum))
     return 0
 
 
 def _follow(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
-    """Print the chronicum's acta as they are recorded, like ``tail -f``, until Ctrl-C (exit 130)."""
+    """Print the chronicum's acta as they are recorded, like ``tail -f``, until Ctrl-C (exit 130).
+
+    With ``--last N`` the newest N acta of the kinds asked for come first, then what follows them.
+    On a terminal a note on standard error says what is followed and how to stop.
+    """
+    owner, chronicum_id = arguments.owner, arguments.chronicum_id
+    kinds, actor_kinds = _split(arguments.kinds), _split(arguments.actor_kinds)
+    first: list[Actum] = []
+    after = arguments.after
+    if arguments.last:
+        first = chronicarius.get_acta(
+            owner, chronicum_id, actum_kinds=kinds, actor_kinds=actor_kinds, last_n=arguments.last
+        )
+        newest = first or chronicarius.get_acta(owner, chronicum_id, last_n=1)
+        after = newest[-1].id if newest else None
     follower = chronicarius.follow(
-        arguments.owner,
-        arguments.chronicum_id,
-        after=arguments.after,
-        actum_kinds=_split(arguments.kinds),
-        actor_kinds=_split(arguments.actor_kinds),
+        owner, chronicum_id, after=after, actum_kinds=kinds, actor_kinds=actor_kinds
     )
+    if _interactive(output.out):
+        print(f"chronica: following {chronicum_id}; Ctrl-C to stop", file=sys.stderr, flush=True)
     try:
-        for position, actum in enumerate(follower, start=1):
+        for position, actum in enumerate(itertools.chain(first, follower), start=1):
             if arguments.json:  # one JSON object a line (JSON Lines): a reader can parse each as it comes
                 output.out.write(json.dumps(actum.to_dict(), ensure_ascii=False) + "\n")
             else:
-                output.out.write(_actum_line(position, actum) + "\n")
+                output.out.write(_listed_line(position, actum) + "\n")
             output.out.flush()
     except KeyboardInterrupt:
         follower.close()
         return EXIT_INTERRUPTED
+    return 0
+
+
+def _fork(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    """Fork the chronicum (up to ``--at``, else its newest actum) and print the fork's id."""
+    fork = chronicarius.fork_chronicum(arguments.owner, arguments.chronicum_id, at=arguments.at)
+    if arguments.json:
+        output.json(fork.to_dict())
+    else:
+        output.line(fork.id)
     return 0
 
 
@@ -289,12 +335,33 @@ def _print_page(page: ChronicaPage, arguments: argparse.Namespace, output: _Outp
         output.line(f"next cursor: {page.next_cursor}")
 
 
+def _usage_refusal(arguments: argparse.Namespace) -> str | None:
+    """Why the command must not run, though each argument parsed (``None``: it may run)."""
+    if arguments.command == "erase":
+        return _erase_refusal(arguments)
+    if arguments.command == "follow" and arguments.after is not None and arguments.last:
+        return "give --after or --last, not both"
+    return None
+
+
 def _erase_refusal(arguments: argparse.Namespace) -> str | None:
     """Why ``erase`` must not run (bad usage, or no way to confirm), or ``None`` when it may."""
+    if arguments.idle_for is not None:
+        if arguments.all or arguments.chronicum_id is not None:
+            return "give a chronicum id, --all or --idle-for, one of them"
+    elif arguments.dry_run:
+        return "--dry-run goes with --idle-for (the others erase at once)"
+    elif arguments.owner is None:
+        return "the following argument is required: --owner"
+    if arguments.dry_run:
+        return None
     if arguments.all and arguments.chronicum_id is not None:
         return "give a chronicum id or --all, not both"
-    if not arguments.all and arguments.chronicum_id is None:
-        return "name the chronicum to erase, or give --all to erase every chronicum of the owner"
+    if not arguments.all and arguments.chronicum_id is None and arguments.idle_for is None:
+        return (
+            "name the chronicum to erase, or give --all to erase every chronicum of the owner, "
+            "or --idle-for to erase the idle ones"
+        )
     if not arguments.yes and not _interactive(sys.stdin):
         return (
             "refusing to erase without confirmation: standard input is not a terminal, so "
@@ -328,7 +395,46 @@ def _not_confirmed() -> int:
     return EXIT_OTHER
 
 
+ERASE_IDLE_CONFIRMATION = "erase idle"
+"""What a person types at ``chronica erase --idle-for D`` to confirm it."""
+
+
+def _erase_idle(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    """``erase --idle-for``: count the idle chronica, confirm unless ``--yes``, erase them."""
+    owner = arguments.owner
+    store = chronicarius.store
+    if RETENTION not in store_capabilities(store):  # said before asking anything
+        raise CapabilityUnsupported(type(store).__name__, RETENTION)
+    before = datetime.now(UTC) - arguments.idle_for
+    moment = before.isoformat(timespec="seconds").replace("+00:00", "Z")
+    whose = "of every owner" if owner is None else f"of owner {owner!r}"
+    idle = chronicarius.erase_idle(before=before, owner_id=owner, dry_run=True)
+    erased = 0
+    if not arguments.dry_run and idle:
+        if not arguments.yes and not _confirmed(
+            f"Erase {_plural(idle, 'chronicum', 'chronica')} {whose} idle since before {moment}, "
+            f"with all their acta? This cannot be undone.\nType {ERASE_IDLE_CONFIRMATION!r} to "
+            "confirm: ",
+            ERASE_IDLE_CONFIRMATION,
+        ):
+            return _not_confirmed()
+        erased = chronicarius.erase_idle(before=before, owner_id=owner)
+    if arguments.json:
+        counted = {"chronica_idle": idle} if arguments.dry_run else {"chronica_erased": erased}
+        output.json({"idle_before": moment, "owner_id": owner, "dry_run": arguments.dry_run, **counted})
+    elif arguments.dry_run:
+        output.line(
+            f"{_plural(idle, 'chronicum', 'chronica')} {whose} idle since before {moment}; "
+            "dry run: nothing was erased"
+        )
+    else:
+        output.line(f"erased {_plural(erased, 'chronicum', 'chronica')} {whose} idle since before {moment}")
+    return 0
+
+
 def _erase(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
+    if arguments.idle_for is not None:
+        return _erase_idle(arguments, chronicarius, output)
     owner = arguments.owner
     store = chronicarius.store
     if ERASURE not in store_capabilities(store):  # said before asking anything
@@ -447,24 +553,52 @@ def _migrate(arguments: argparse.Namespace, output: _Output) -> int:
     return 0
 
 
-def _conformance(arguments: argparse.Namespace, output: _Output) -> int:
-    registry().backend_for(arguments.url)  # UnknownBackend / BackendUnavailable: exit 5, as elsewhere
-    try:
-        conformance = importlib.import_module("chronica_conformance")  # an optional distribution
-    except ModuleNotFoundError:
-        output.line(f"the conformance suite is not installed: {install_command('chronica-conformance')}")
+COMMANDS_GROUP = "chronica.commands"
+"""The entry-point group through which a distribution adds a ``chronica`` subcommand.
+
+The entry point's name is the command; its object is ``main(argv: list[str]) -> int``, called
+with the words after the command's name (it parses them itself) and returning the exit code. A
+``ChronicaError`` it raises is reported as any command's is, with the same exit codes.
+"""
+
+_OWN_PLUGIN_COMMANDS = {
+    "conformance": ("chronica-conformance", "run the conformance suite against a store URL")
+}
+"""Subcommands of the project's own distributions: the one that provides each, and its help."""
+
+
+def plugin_commands() -> dict[str, importlib.metadata.EntryPoint]:
+    """The installed ``chronica`` subcommands of :data:`COMMANDS_GROUP`, by name (not loaded)."""
+    return {point.name: point for point in importlib.metadata.entry_points(group=COMMANDS_GROUP)}
+
+
+def _run_plugin_command(name: str, point: importlib.metadata.EntryPoint | None, argv: list[str]) -> int:
+    """Load the subcommand ``name`` and run it with ``argv``; say what to install when it is missing."""
+    if point is None:
+        distribution = _OWN_PLUGIN_COMMANDS[name][0]
+        print(
+            f"chronica {name}: {distribution} is not installed: {install_command(distribution)}",
+            file=sys.stderr,
+        )
         return EXIT_BACKEND
-    pytest_args = list(arguments.pytest_args)
-    only = [flavour for flavour in ("sync", "async") if getattr(arguments, f"{flavour}_only")]
-    for flavour in ("sync", "async"):  # typed after the URL, they land among pytest's arguments
-        if f"--{flavour}-only" in pytest_args:
-            pytest_args.remove(f"--{flavour}-only")
-            only.append(flavour)
-    if len(set(only)) > 1:
-        print("chronica conformance: give --sync-only or --async-only, not both", file=sys.stderr)
-        return EXIT_USAGE
-    exit_code: int = conformance.run([arguments.url], pytest_args, only=only[0] if only else None)
-    return exit_code
+    url = next((word for word in argv if "://" in word), "")  # a store URL's secrets stay unshown
+    try:
+        try:
+            command: Callable[[list[str]], int] = point.load()
+        except Exception as error:  # noqa: BLE001 - a broken plugin is reported, as `backends` does
+            source = f" of {point.dist.name}" if point.dist is not None else ""
+            print(
+                f"chronica {name}: the command{source} failed to load ({point.value}): "
+                f"{type(error).__name__}: {redact(str(error), url)}",
+                file=sys.stderr,
+            )
+            return EXIT_BACKEND
+        return command(argv)
+    except ChronicaError as error:
+        return _report(error, argparse.Namespace(command=name), url, None)
+    except BaseException as error:  # not ours to handle, but its traceback must not show a password
+        redact_error(error, url)
+        raise
 
 
 def version_text() -> str:
@@ -504,6 +638,24 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+_DURATION = re.compile(r"(?P<count>[0-9]+)(?P<unit>[smhdw])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def _duration(text: str) -> timedelta:
+    """Parse ``--idle-for``: a whole number over 0 and a unit (``90d``, ``12h``, ``30m``, ``45s``, ``2w``)."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 90d, 12h, 30m or 2w, got {text!r}")
+    count = int(match["count"])
+    if count == 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text!r}")
+    try:
+        return timedelta(**{_UNITS[match["unit"]]: count})
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"too long, got {text!r}") from None
+
+
 def _newest_count(text: str) -> int:
     """Parse ``--last N``: a whole number, 0 or more (0 keeps every actum); else a usage error."""
     try:
@@ -527,10 +679,13 @@ _DESCRIPTIONS = {
     "chronicum) and print its id. Without --content the content is read from standard input, "
     "byte for byte.",
     "acta": "Print a context window of a chronicum of the owner, oldest first: the acta of the "
-    "kinds and actor kinds given, then the newest --last of those.",
+    "kinds and actor kinds given (before --before), then the newest --last of those. Each "
+    "summary stands for the acta it summarizes unless --as-written.",
     "show": "Print a chronicum of the owner: its id, owner, started_at and last_actum_at.",
+    "fork": "Fork a chronicum of the owner: a new chronicum that shares its history up to --at "
+    "(else its newest actum), then goes on by itself; print the fork's id. Nothing is copied; "
+    "the source is unchanged.",
     "list": "Print one page of the owner's chronica, newest first, then the cursor of the next page.",
-    "conformance": "Run the conformance suite against a store URL and print pytest's summary.",
 }
 """What each command's ``--help`` says it does (``erase`` says it where it is declared)."""
 
@@ -616,13 +771,25 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
         metavar="N",
         help="keep only the newest N of those, 0 or more (default 0: all)",
     )
+    acta.add_argument(
+        "--before",
+        default=None,
+        metavar="ACTUM",
+        help="an actum id: only what stands before it (a page back)",
+    )
+    acta.add_argument(
+        "--as-written",
+        action="store_true",
+        help="every actum at its own place, summaries and the acta they stand for (default: summarized)",
+    )
     follow = commands.add_parser(
         "follow",
         parents=[owned],
         help="print the acta as they are recorded, like tail -f (Ctrl-C ends it)",
         description="Print each new actum of the chronicum as it is recorded, until Ctrl-C (exit "
-        "code 130). With --after, first every actum recorded after that one. --json prints one "
-        "JSON object a line.",
+        "code 130). With --after, first every actum recorded after that one; with --last N, first "
+        "the newest N. --json prints one JSON object a line. On a terminal a note on standard "
+        "error says what is followed.",
     )
     follow.add_argument("--kinds", default=None, help="comma-separated kinds to print (default: all)")
     follow.add_argument(
@@ -631,7 +798,21 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     follow.add_argument(
         "--after", default=None, help="an actum id: start just after it (default: from now on)"
     )
+    follow.add_argument(
+        "--last",
+        type=_newest_count,
+        default=0,
+        metavar="N",
+        help="first print the newest N acta of those kinds, like tail (default 0: none)",
+    )
     commands.add_parser("show", parents=[owned], help="print a chronicum")
+    fork = commands.add_parser("fork", parents=[owned], help="fork a chronicum and print the fork's id")
+    fork.add_argument(
+        "--at",
+        default=None,
+        metavar="ACTUM",
+        help="the last actum the fork shares, by id (default: the chronicum's newest)",
+    )
     listing = commands.add_parser(
         "list", parents=[store], help="print one page of an owner's chronica, newest first"
     )
@@ -651,24 +832,48 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     erase = commands.add_parser(
         "erase",
         parents=[store],
-        help="erase a chronicum (or every chronicum of an owner) for data protection",
-        description="Erase a chronicum, or with --all every chronicum of the owner: their acta, "
-        "idempotency keys and fields leave the store; only the id and a digest of the owner stay, "
-        "so the id never passes to another owner. This cannot be undone. On a terminal it asks you "
-        "to confirm (type the chronicum id, or 'erase all'); elsewhere it needs --yes.",
+        help="erase a chronicum, every chronicum of an owner, or the idle ones (data protection, retention)",
+        description="Erase a chronicum, with --all every chronicum of the owner, or with --idle-for "
+        "every chronicum idle that long (a retention rule): their acta, idempotency keys and "
+        "fields leave the store; only the id and a digest of the owner stay, so the id never "
+        "passes to another owner. This cannot be undone. On a terminal it asks you to confirm "
+        "(type the chronicum id, 'erase all' or 'erase idle'); elsewhere it needs --yes.",
     )
     erase.add_argument("chronicum_id", nargs="?", default=None, help="the chronicum to erase")
-    erase.add_argument("--owner", required=True, help="the owner id (the person the chronica belong to)")
+    erase.add_argument(
+        "--owner",
+        default=None,
+        help="the owner id (the person the chronica belong to); with --idle-for, only this owner's",
+    )
     erase.add_argument("--all", action="store_true", help="erase every chronicum of the owner")
+    erase.add_argument(
+        "--idle-for",
+        type=_duration,
+        default=None,
+        metavar="DURATION",
+        help="erase every chronicum without a new actum for this long (e.g. 90d, 12h, 30m, 2w), "
+        "of every owner unless --owner is given",
+    )
+    erase.add_argument(
+        "--dry-run", action="store_true", help="with --idle-for: count what is idle, erase nothing"
+    )
     erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     erase.add_argument(
         "--json", action="store_true", help="print what was erased as JSON (errors too, on standard error)"
     )
-    conformance = commands.add_parser("conformance", help="run the conformance suite against a store URL")
-    conformance.add_argument("--sync-only", action="store_true", help="run only the blocking store's cases")
-    conformance.add_argument("--async-only", action="store_true", help="run only the asyncio store's cases")
-    conformance.add_argument("url", help="the store URL to check")
-    conformance.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
+    points = plugin_commands()
+    for name in sorted({*_OWN_PLUGIN_COMMANDS, *points}):
+        if name in commands.choices:  # a core command is never replaced
+            continue
+        point = points.get(name)
+        provider, text = _OWN_PLUGIN_COMMANDS.get(name) or (
+            point.dist.name if point is not None and point.dist is not None else name,
+            f"a command of its own (chronica {name} --help)",
+        )
+        plugin = commands.add_parser(
+            name, add_help=False, help=text, description=f"Provided by {provider}: chronica {name} --help."
+        )
+        plugin.add_argument("argv", nargs=argparse.REMAINDER, help=f"the arguments of chronica {name}")
     for name, command in commands.choices.items():
         command.description = command.description or _DESCRIPTIONS.get(name)
         command.json_errors = json_errors
@@ -682,12 +887,12 @@ _WITH_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, Chronicarius, _Outpu
     "follow": _follow,
     "show": _show,
     "list": _list,
+    "fork": _fork,
     "erase": _erase,
 }
 _WITHOUT_CHRONICARIUS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "backends": _backends,
     "migrate": _migrate,
-    "conformance": _conformance,
 }
 
 
@@ -704,10 +909,12 @@ _FLAGS = {
     "limit": "--limit",
     "cursor": "--cursor",
     "after": "--after",
+    "before": "--before",
+    "at": "--at",
 }
 """The command-line flag that gave each field an error may name (``InvalidActum.field``, ...)."""
 
-_READS = frozenset({"acta", "follow", "show", "list", "erase"})
+_READS = frozenset({"acta", "follow", "show", "list", "erase", "fork"})
 """Commands that never create a store that is not there (they find nothing in it)."""
 
 _SQLITE_FILE = re.compile(
@@ -754,6 +961,8 @@ def _message(error: ChronicaError, arguments: argparse.Namespace) -> str:
     if isinstance(error, InvalidActum | InvalidQuery) and error.field in _FLAGS:
         what = "actum" if isinstance(error, InvalidActum) else "query"
         return f"invalid {what}: {_FLAGS[error.field]}: {error.reason}"
+    if isinstance(error, ActumNotFound) and arguments.command in ("acta", "fork"):
+        return f"{'--at' if arguments.command == 'fork' else '--before'}: {error}"
     if isinstance(error, InvalidOwnerID):
         return f"invalid --owner: {error.reason.replace('owner_id must', 'must')}"
     if isinstance(error, InvalidOption) and error.option in dict(getattr(arguments, "option", [])):
@@ -792,17 +1001,51 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     message, and from any other exception (and the exceptions chained to it) before it
     propagates. ``acta``, ``follow``, ``show``, ``list`` and ``erase`` on a SQLite file that does
     not exist create none (see :func:`missing_database_file`).
+
+    Ctrl-C (``KeyboardInterrupt``) ends any command with exit code 130 and no traceback, once
+    the store is closed. Run as the program (``argv`` not given), a Ctrl-C pressed again while it
+    closes the store and exits changes nothing.
     """
-    words = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        _interrupt_once()
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv), out)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _interrupt_once() -> None:
+    """Make the first Ctrl-C raise ``KeyboardInterrupt`` and ignore the later ones.
+
+    Only where Python's own handler is in place (a process that ignores SIGINT keeps ignoring it),
+    in the main thread: the command then closes its store in peace and says nothing more.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+
+    def interrupted(number: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupted)
+
+
+def _main(words: list[str], out: TextIO | None) -> int:
+    """:func:`main`, given the words after ``chronica``."""
+    if words and words[0] not in _WITH_CHRONICARIUS and words[0] not in _WITHOUT_CHRONICARIUS:
+        points = plugin_commands()
+        if words[0] in points or words[0] in _OWN_PLUGIN_COMMANDS:
+            return _run_plugin_command(words[0], points.get(words[0]), words[1:])
     arguments = _parser(json_errors="--json" in words).parse_args(words)
-    if arguments.command == "erase":  # refused before the store is opened: nothing is erased
-        refusal = _erase_refusal(arguments)
-        if refusal is not None:
-            if arguments.json:
-                _print_json_error("UsageError", f"chronica erase: {refusal}", EXIT_USAGE)
-            else:
-                print(f"chronica erase: {refusal}", file=sys.stderr)
-            return EXIT_USAGE
+    refusal = _usage_refusal(arguments)  # refused before the store is opened: nothing is done
+    if refusal is not None:
+        if getattr(arguments, "json", False):
+            _print_json_error("UsageError", f"chronica {arguments.command}: {refusal}", EXIT_USAGE)
+        else:
+            print(f"chronica {arguments.command}: {refusal}", file=sys.stderr)
+        return EXIT_USAGE
     output = _Output(out if out is not None else sys.stdout)
     if getattr(arguments, "store", "unset") is None:
         arguments.store = default_store_url()

@@ -2,8 +2,11 @@
 
 Run it with any store URL that has an asyncio flavour:
 
-    python examples/follow.py                      # memory://
-    python examples/follow.py sqlite:///chronica.db
+    python examples/follow.py                 # sqlite:///chronica.db, the embedded default
+    python examples/follow.py memory://
+
+It writes one new chronicum of the owner ``ardian`` and touches nothing else; it prints its id,
+the command that reads it back, and what stays in the store.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import sys
 
 from chronica_core import ActorKind, Actum, ActumKind, AsyncChronicarius, new_chronicum_id, open_async_store
+from chronica_core.redaction import masked_url
 
 OWNER, CHRONICUM = "ardian", new_chronicum_id()  # a new conversation: an unguessable id
 
@@ -51,6 +55,13 @@ async def main(url: str) -> None:
         print("booking stopped; it resumes after the last message it saw")
         await booking_agent(chronicarius, last, wanted=1)
 
+    # What the example made, and what it leaves behind.
+    print(f"chronicum {CHRONICUM}: chronica acta {CHRONICUM} --owner {OWNER} --store {masked_url(url)}")
+    kept = (
+        "nothing (memory:// keeps nothing)" if url.startswith("memory:") else f"chronicum {CHRONICUM}, 5 acta"
+    )
+    print(f"left behind in {masked_url(url)}: {kept}")
+
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "memory://"))
+    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "sqlite:///chronica.db"))

@@ -2,12 +2,12 @@
 
 Run it with any store URL whose backend has the history capability:
 
-    python examples/fork_and_compare.py                      # memory://
-    python examples/fork_and_compare.py sqlite:///chronica.db
+    python examples/fork_and_compare.py                 # sqlite:///chronica.db, as the history page shows
+    python examples/fork_and_compare.py memory://
 
-It writes two chronica of the owner ``example-forks`` (the source and its fork) and prints their
-ids and a command that reads each back; erase them with
-``chronica erase --owner example-forks --all``.
+It writes two new chronica of its own owner ``example-forks`` (the source and its fork) and
+touches nothing else; it prints their ids, a command that reads each back, and what stays in the
+store (erase it with ``chronica erase --owner example-forks --all``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from chronica_core import ActorKind, Actum, ActumKind, Chronicarius, new_chronicum_id, open_store
+from chronica_core.redaction import masked_url
 
 OWNER = "example-forks"
 
@@ -41,9 +42,14 @@ def main(url: str) -> None:
             window = chronicarius.get_acta(OWNER, chronicum_id)
             print(f"{name}: {' / '.join(actum.content for actum in window)}")
         print(f"the fork branched off at: {chronicarius.get_actum(OWNER, source, question.id).content}")
+        shown = masked_url(url)  # what the example made, and what it leaves behind
         for chronicum_id in (source, fork.id):
-            print(f"chronicum {chronicum_id}: chronica acta --owner {OWNER} {chronicum_id}")
+            print(f"chronicum {chronicum_id}: chronica acta {chronicum_id} --owner {OWNER} --store {shown}")
+        kept = (
+            "nothing (memory:// keeps nothing)" if url.startswith("memory:") else "these 2 chronica, 3 acta"
+        )
+        print(f"left behind in {shown}: {kept}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "memory://")
+    main(sys.argv[1] if len(sys.argv) > 1 else "sqlite:///chronica.db")

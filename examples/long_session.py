@@ -2,14 +2,15 @@
 
 Run it with any store URL whose backend has the history capability:
 
-    python examples/long_session.py                      # memory://
-    python examples/long_session.py sqlite:///chronica.db
+    python examples/long_session.py                 # sqlite:///chronica.db, as the history page shows
+    python examples/long_session.py memory://
 
 Before every model call the agent reads its context window; whenever that window holds more
 than a budget of characters, a summarizer (a model call in a real app; a stand-in here) records
 a summary of its older part. The window shows the summary in that part's place; the record, read
-``as_written``, keeps every actum. It writes one chronicum of the owner ``example-summaries``
-and prints its id; erase it with ``chronica erase --owner example-summaries --all``.
+``as_written``, keeps every actum. It writes one new chronicum of its own owner
+``example-summaries`` and touches nothing else; it prints its id, the command that reads it back,
+and what stays in the store (erase it with ``chronica erase --owner example-summaries --all``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import sys
 
 from chronica_core import ActorKind, Actum, ActumKind, Chronicarius, Span, new_chronicum_id, open_store
+from chronica_core.redaction import masked_url
 
 OWNER = "example-summaries"
 BUDGET = 400
@@ -59,8 +61,15 @@ def main(url: str) -> None:
         print(
             f"record: {len(record)} acta, {sum(1 for actum in record if actum.summarizes)} of them summaries"
         )
-        print(f"chronicum {session}: chronica acta --owner {OWNER} {session}")
+        shown = masked_url(url)  # what the example made, and what it leaves behind
+        print(f"chronicum {session}: chronica acta {session} --owner {OWNER} --as-written --store {shown}")
+        kept = (
+            "nothing (memory:// keeps nothing)"
+            if url.startswith("memory:")
+            else f"chronicum {session}, {len(record)} acta"
+        )
+        print(f"left behind in {shown}: {kept}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "memory://")
+    main(sys.argv[1] if len(sys.argv) > 1 else "sqlite:///chronica.db")

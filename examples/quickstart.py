@@ -1,4 +1,11 @@
-"""The README's quickstart, kept runnable: record the dinner story's first turns and read a window."""
+"""The README's quickstart, kept runnable: record the dinner story's first turns and read a window.
+
+    python examples/quickstart.py                 # sqlite:///chronica.db, as in the README
+    python examples/quickstart.py memory://       # or any store URL
+
+It writes one new chronicum of the owner ``ardian`` and touches nothing else; it prints its id,
+the command that reads it back, and what stays in the store.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +20,9 @@ from chronica_core import (
     new_chronicum_id,
     open_store,
 )
+from chronica_core.redaction import masked_url
 
-url = sys.argv[1] if len(sys.argv) > 1 else "memory://"
+url = sys.argv[1] if len(sys.argv) > 1 else "sqlite:///chronica.db"
 with open_store(url) as store:
     chronicarius = Chronicarius(store)
 
@@ -42,3 +50,8 @@ with open_store(url) as store:
         chronicarius.get_acta("rafa", lunch)
     except ChronicumNotFound as refusal:
         print(f"rafa: {type(refusal).__name__}")
+
+    # What the example made, and what it leaves behind.
+    print(f"chronicum {lunch}: chronica acta {lunch} --owner ardian --store {masked_url(url)}")
+    kept = "nothing (memory:// keeps nothing)" if url.startswith("memory:") else f"chronicum {lunch}, 3 acta"
+    print(f"left behind in {masked_url(url)}: {kept}")

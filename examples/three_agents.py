@@ -2,8 +2,11 @@
 
 Run it with any store URL that has an asyncio flavour:
 
-    python examples/three_agents.py                      # memory://
-    python examples/three_agents.py sqlite:///chronica.db
+    python examples/three_agents.py                 # sqlite:///agents.db, as in the README
+    python examples/three_agents.py memory://
+
+It writes one new chronicum of the owner ``ardian`` and touches nothing else; it prints its id,
+the command that reads it back, and what stays in the store.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import sys
 
 from chronica_core import ActorKind, Actum, ActumKind, AsyncChronicarius, new_chronicum_id, open_async_store
+from chronica_core.redaction import masked_url
 
 OWNER, CHRONICUM = "ardian", new_chronicum_id()  # a new conversation: an unguessable id
 
@@ -44,6 +48,13 @@ async def main(url: str) -> None:
         acta = await chronicarius.get_acta(OWNER, CHRONICUM)
         print(f"the chronicum holds {len(acta)} acta: {[actum.actor for actum in acta]}")
 
+    # What the example made, and what it leaves behind.
+    print(f"chronicum {CHRONICUM}: chronica acta {CHRONICUM} --owner {OWNER} --store {masked_url(url)}")
+    kept = (
+        "nothing (memory:// keeps nothing)" if url.startswith("memory:") else f"chronicum {CHRONICUM}, 4 acta"
+    )
+    print(f"left behind in {masked_url(url)}: {kept}")
+
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "memory://"))
+    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "sqlite:///agents.db"))

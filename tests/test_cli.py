@@ -25,10 +25,11 @@ from chronica_core import (
     Chronicum,
     ChronicumNotFound,
     MemoryStore,
+    Span,
     UnknownBackend,
     hookimpl,
 )
-from chronica_core.cli import _parser, main, missing_database_file
+from chronica_core.cli import _parser, main, missing_database_file, plugin_commands
 from chronica_core.registry import registry
 
 CHRONICA = str(Path(sys.executable).with_name("chronica"))
@@ -772,8 +773,8 @@ def test_erase_without_a_terminal_or_yes_refuses_with_exit_2_and_erases_nothing(
         (["lunch", "--all"], "chronica erase: give a chronicum id or --all, not both\n"),
         (
             [],
-            "chronica erase: name the chronicum to erase, "
-            "or give --all to erase every chronicum of the owner\n",
+            "chronica erase: name the chronicum to erase, or give --all to erase every chronicum "
+            "of the owner, or --idle-for to erase the idle ones\n",
         ),
     ],
 )
@@ -788,6 +789,10 @@ def test_erase_needs_exactly_one_of_a_chronicum_and_all(arguments: list[str], me
         (["list", "--owner", "ardian"], "listing"),
         (["erase", "lunch", "--owner", "ardian", "--yes"], "erasure"),
         (["erase", "--owner", "ardian", "--all", "--yes"], "erasure"),
+        (["erase", "--idle-for", "90d", "--yes"], "retention"),
+        (["erase", "--idle-for", "90d", "--owner", "ardian", "--dry-run"], "retention"),
+        (["fork", "lunch", "--owner", "ardian"], "history"),
+        (["acta", "lunch", "--owner", "ardian", "--before", "0" * 32], "history"),
     ],
 )
 def test_a_store_without_the_capability_exits_7_and_says_so(arguments: list[str], capability: str) -> None:
@@ -825,3 +830,226 @@ def test_show_and_acta_print_the_public_json_form(
     assert text.stdout.splitlines() == [
         f"{key}: {value}" for key, value in kept.get("lunch").to_dict().items()
     ]
+
+
+def test_acta_shows_each_actums_id_for_follow_after(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored = Chronicarius(kept).record_acta(
+        "ardian", [said("ardian", "lunch", "A quiet table?"), said("ardian", "lunch", "For four.")]
+    )
+    acta = run(capsys, monkeypatch, "acta", "lunch", "--owner", "ardian")
+    assert acta.stdout.splitlines() == [
+        f"   1  {stored[0].id}  message       human      ardian     A quiet table?",
+        f"   2  {stored[1].id}  message       human      ardian     For four.",
+    ]
+
+
+# --- history: forks, pages back, the record as written ----------------------------------------------
+
+
+def test_fork_prints_the_forks_id_and_the_fork_shares_the_history_up_to_at(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chronicarius = Chronicarius(kept)
+    first, second = chronicarius.record_acta(
+        "ardian", [said("ardian", "lunch", "A quiet table?"), said("ardian", "lunch", "For four.")]
+    )
+    forked = run(capsys, monkeypatch, "fork", "lunch", "--owner", "ardian", "--at", first.id)
+    assert forked.code == 0, forked.stderr
+    fork_id = forked.stdout.strip()
+    assert fork_id != "lunch" and len(forked.stdout.splitlines()) == 1
+    assert [actum.content for actum in chronicarius.get_acta("ardian", fork_id)] == ["A quiet table?"]
+    whole = run(capsys, monkeypatch, "fork", "lunch", "--owner", "ardian", "--json")
+    form = json.loads(whole.stdout)
+    assert form["owner_id"] == "ardian"
+    assert [actum.id for actum in chronicarius.get_acta("ardian", form["id"])] == [first.id, second.id]
+    assert chronicarius.get_chronicum("ardian", form["id"]).forked_from is not None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["fork", "lunch", "--owner", "ardian", "--at", "0" * 32], "--at: actum '" + "0" * 32),
+        (["acta", "lunch", "--owner", "ardian", "--before", "0" * 32], "--before: actum '" + "0" * 32),
+    ],
+)
+def test_an_unknown_actum_id_exits_3_naming_the_flag(
+    kept: KeptMemoryStore,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    arguments: list[str],
+    message: str,
+) -> None:
+    Chronicarius(kept).record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+    result = run(capsys, monkeypatch, *arguments)
+    assert result.code == 3
+    assert result.stderr == (f"chronica: ActumNotFound: {message}' not found in chronicum 'lunch'\n")
+
+
+def test_fork_of_another_owners_chronicum_is_not_found_and_creates_nothing(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Chronicarius(kept).record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+    result = run(capsys, monkeypatch, "fork", "lunch", "--owner", "rafa")
+    assert result.code == 3
+    assert result.stderr == "chronica: ChronicumNotFound: chronicum 'lunch' not found in kept://\n"
+    assert Chronicarius(kept).list_chronica("rafa").chronica == []
+
+
+def test_acta_before_pages_back_and_as_written_shows_what_a_summary_stands_for(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chronicarius = Chronicarius(kept)
+    one, two, three = chronicarius.record_acta(
+        "ardian", [said("ardian", "lunch", text) for text in ("one", "two", "three")]
+    )
+    summary = Actum(
+        "lunch",
+        ActumKind.MESSAGE,
+        ActorKind.AGENT,
+        "summarizer",
+        "one and two",
+        summarizes=Span(one.id, two.id),
+    )
+    chronicarius.record_actum("ardian", summary)
+
+    def contents(*arguments: str) -> list[str]:
+        result = run(capsys, monkeypatch, "acta", "lunch", "--owner", "ardian", *arguments)
+        assert result.code == 0, result.stderr
+        return [line.split(None, 5)[5] for line in result.stdout.splitlines()]
+
+    assert contents() == ["one and two", "three"]
+    assert contents("--as-written") == ["one", "two", "three", "one and two"]
+    assert contents("--as-written", "--before", three.id) == ["one", "two"]
+    assert contents("--as-written", "--before", three.id, "--last", "1") == ["two"]
+
+
+# --- retention: erase --idle-for ------------------------------------------------------------------
+
+
+def idle_and_busy(store: KeptMemoryStore) -> None:
+    """ardian's 'old' and rafa's 'rafa-old' started a week ago and have no acta; ardian's 'lunch' is busy."""
+    for owner, chronicum_id in (("ardian", "old"), ("rafa", "rafa-old")):
+        store.create(Chronicum(chronicum_id, owner, datetime.now(UTC) - timedelta(days=7)))
+    Chronicarius(store).record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+
+
+def test_erase_idle_dry_run_counts_and_erases_nothing(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idle_and_busy(kept)
+    result = run(capsys, monkeypatch, "erase", "--idle-for", "3d", "--dry-run")
+    assert result.code == 0, result.stderr
+    assert result.stdout.startswith("2 chronica of every owner idle since before 20")
+    assert result.stdout.endswith("Z; dry run: nothing was erased\n")
+    as_json = run(capsys, monkeypatch, "erase", "--idle-for", "3d", "--owner", "rafa", "--dry-run", "--json")
+    form = json.loads(as_json.stdout)
+    assert (form["owner_id"], form["dry_run"], form["chronica_idle"]) == ("rafa", True, 1)
+    moment = datetime.fromisoformat(form["idle_before"])
+    assert timedelta(days=3) <= datetime.now(UTC) - moment < timedelta(days=3, minutes=5)
+    assert [chronicum.id for chronicum in Chronicarius(kept).list_chronica("rafa").chronica] == ["rafa-old"]
+
+
+def test_erase_idle_of_one_owner_erases_only_that_owners_idle_chronica(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idle_and_busy(kept)
+    result = run(capsys, monkeypatch, "erase", "--idle-for", "72h", "--owner", "ardian", "--yes", "--json")
+    assert result.code == 0, result.stderr
+    assert json.loads(result.stdout)["chronica_erased"] == 1
+    chronicarius = Chronicarius(kept)
+    assert [chronicum.id for chronicum in chronicarius.list_chronica("ardian").chronica] == ["lunch"]
+    assert [chronicum.id for chronicum in chronicarius.list_chronica("rafa").chronica] == ["rafa-old"]
+    every = run(capsys, monkeypatch, "erase", "--idle-for", "2w", "--yes")  # idle for a week only
+    assert every.stdout.startswith("erased 0 chronica of every owner idle since before ")
+    everyone = run(capsys, monkeypatch, "erase", "--idle-for", "2d", "--yes")
+    assert everyone.stdout.startswith("erased 1 chronicum of every owner idle since before ")
+    assert chronicarius.list_chronica("rafa").chronica == []
+
+
+def test_erase_idle_on_a_terminal_asks_for_erase_idle(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idle_and_busy(kept)
+    refused = run(capsys, monkeypatch, "erase", "--idle-for", "3d", typed="yes\n")
+    assert refused.code == 1
+    assert "Erase 2 chronica of every owner idle since before " in refused.stderr
+    assert "Type 'erase idle' to confirm: " in refused.stderr
+    assert refused.stderr.endswith("chronica: not confirmed; nothing was erased\n")
+    assert len(Chronicarius(kept).list_chronica("rafa").chronica) == 1
+    confirmed = run(capsys, monkeypatch, "erase", "--idle-for", "3d", typed="erase idle\n")
+    assert confirmed.code == 0
+    assert confirmed.stdout.startswith("erased 2 chronica of every owner idle since before ")
+    assert Chronicarius(kept).list_chronica("rafa").chronica == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["--idle-for", "90d", "--all", "--owner", "ardian"],
+            "chronica erase: give a chronicum id, --all or",
+        ),
+        (
+            ["lunch", "--idle-for", "90d", "--owner", "ardian"],
+            "chronica erase: give a chronicum id, --all or",
+        ),
+        (["lunch", "--owner", "ardian", "--dry-run"], "chronica erase: --dry-run goes with --idle-for"),
+        (["lunch", "--yes"], "chronica erase: the following argument is required: --owner"),
+        (["--idle-for", "90", "--yes"], "argument --idle-for: expected a duration such as 90d"),
+        (["--idle-for", "0d", "--yes"], "argument --idle-for: must be more than 0"),
+        (["--idle-for", "3d"], "chronica erase: refusing to erase without confirmation"),
+    ],
+)
+def test_erase_idle_bad_usage_exits_2_and_erases_nothing(arguments: list[str], message: str) -> None:
+    result = chronica("erase", *arguments)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+# --- commands of other distributions ---------------------------------------------------------------
+
+
+def test_the_core_imports_nothing_from_the_conformance_distribution() -> None:
+    core = Path(__file__).resolve().parent.parent / "chronica_core"
+    assert [path.name for path in core.glob("*.py") if "chronica_conformance" in path.read_text()] == []
+
+
+def test_the_conformance_command_comes_from_its_distributions_entry_point() -> None:
+    point = plugin_commands()["conformance"]
+    assert point.value == "chronica_conformance.command:main"
+    assert point.dist is not None and point.dist.name == "chronica-conformance"
+
+
+def test_a_distribution_adds_a_command_through_the_entry_point_group(tmp_path: Path) -> None:
+    (tmp_path / "greeting.py").write_text(
+        "import sys\n"
+        "from chronica_core import InvalidQuery\n"
+        "def main(argv):\n"
+        "    if argv == ['--bad']:\n"
+        "        raise InvalidQuery('tone', 'must be kind')\n"
+        "    print('hello', *argv)\n"
+        "    return 3 if argv == ['three'] else 0\n"
+    )
+    info = tmp_path / "chronica_greeting-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chronica-greeting\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[chronica.commands]\ngreet = greeting:main\n")
+    environment = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    def greet(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CHRONICA, *arguments], capture_output=True, text=True, env=environment, timeout=60
+        )
+
+    said = greet("greet", "ardian", "--loudly")
+    assert (said.returncode, said.stdout) == (0, "hello ardian --loudly\n")
+    assert greet("greet", "three").returncode == 3
+    refused = greet("greet", "--bad")
+    assert (refused.returncode, refused.stderr) == (
+        4,
+        "chronica: InvalidQuery: invalid query: tone: must be kind\n",
+    )
+    listed = greet("--help").stdout
+    assert "greet" in listed and "a command of its own (chronica greet --help)" in listed

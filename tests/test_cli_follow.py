@@ -8,6 +8,8 @@ on standard input (standing in for another agent) while ``chronica follow`` runs
 from __future__ import annotations
 
 import json
+import os
+import pty
 import signal
 import subprocess
 import sys
@@ -45,14 +47,15 @@ sys.exit(cli.main(sys.argv[1:] + ["--store", "memory://", "--after", first.id]))
 """
 
 UNKNOWN_AFTER_SCRIPT = SCRIPT.replace('"--after", first.id', '"--after", "0" * 32')
+FROM_NOW_SCRIPT = SCRIPT.replace(', "--after", first.id', "")
 
 GUARD_SECONDS = 30.0
 """How long the test waits for a line before it fails as hung (a guard, not a measurement)."""
 
 
-def _follow(*arguments: str) -> subprocess.Popen[str]:
+def _follow(*arguments: str, script: str = SCRIPT) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, "follow", "dinner", "--owner", "ardian", *arguments],
+        [sys.executable, "-c", script, "follow", "dinner", "--owner", "ardian", *arguments],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -81,14 +84,16 @@ def _interrupt(process: subprocess.Popen[str]) -> tuple[int, str]:
 def test_follow_prints_new_acta_as_they_come_and_ends_on_ctrl_c() -> None:
     process = _follow()
     try:
-        first = _line(process.stdout).split(None, 4)
-        assert first == ["1", "message", "agent", "search", "Rumah Teduh has one."]
+        first = _line(process.stdout).split(None, 5)
+        assert first[0] == "1" and len(first[1]) == 32  # each line shows the actum's id
+        assert first[2:] == ["message", "agent", "search", "Rumah Teduh has one."]
         _tell(process, "thought: hold the table first")
         _tell(process, "Booked for Friday.")
-        second = _line(process.stdout).split(None, 4)
-        assert second[1:] == ["thought", "agent", "booking", "thought: hold the table first"]
-        third = _line(process.stdout).split(None, 4)
-        assert third == ["3", "message", "agent", "booking", "Booked for Friday."]
+        second = _line(process.stdout).split(None, 5)
+        assert second[2:] == ["thought", "agent", "booking", "thought: hold the table first"]
+        third = _line(process.stdout).split(None, 5)
+        assert [third[0], *third[2:]] == ["3", "message", "agent", "booking", "Booked for Friday."]
+        assert len({first[1], second[1], third[1]}) == 3
     finally:
         code, stderr = _interrupt(process)
     assert code == 130
@@ -129,3 +134,46 @@ def test_follow_after_an_unknown_actum_names_after(capsys: pytest.CaptureFixture
         "chronica: InvalidQuery: invalid query: --after: chronicum 'dinner' holds no actum with "
         f"the id {'0' * 32!r}\n"
     )
+
+
+def test_follow_last_prints_the_newest_first_like_tail_then_what_comes() -> None:
+    process = _follow("--last", "1", "--kinds", "message", script=FROM_NOW_SCRIPT)
+    try:
+        newest = _line(process.stdout).split(None, 5)
+        assert [newest[0], *newest[2:]] == ["1", "message", "agent", "search", "Rumah Teduh has one."]
+        _tell(process, "thought: not printed")
+        _tell(process, "Booked.")
+        then = _line(process.stdout).split(None, 5)
+        assert [then[0], *then[2:]] == ["2", "message", "agent", "booking", "Booked."]
+    finally:
+        code, stderr = _interrupt(process)
+    assert (code, stderr) == (130, "")
+
+
+def test_follow_with_after_and_last_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    arguments = ["follow", "dinner", "--owner", "ardian", "--after", "0" * 32, "--last", "2"]
+    assert main([*arguments, "--store", "memory://"]) == 2
+    assert capsys.readouterr().err == "chronica follow: give --after or --last, not both\n"
+
+
+def test_follow_on_a_terminal_says_what_it_follows_on_standard_error() -> None:
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-c", FROM_NOW_SCRIPT, "follow", "dinner", "--owner", "ardian"],
+        stdin=subprocess.PIPE,
+        stdout=terminal,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(terminal)
+    try:
+        assert process.stderr is not None
+        assert process.stderr.readline() == "chronica: following dinner; Ctrl-C to stop\n"
+        _tell(process, "Booked.")
+        seen = b""
+        while b"Booked." not in seen:  # the line reaches the terminal, not standard error
+            seen += os.read(controller, 1024)
+    finally:
+        code, stderr = _interrupt(process)
+        os.close(controller)
+    assert (code, stderr) == (130, "")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 STORE = os.environ.get("CHRONICA_EXAMPLE_STORE", "memory://")
-_READ_BACK = re.compile(r"chronicum ([0-9a-f]{32}): chronica acta --owner (\S+) \1")
+_READ_BACK = re.compile(
+    r"chronicum ([0-9a-f]{32}): chronica acta \1 --owner (\S+)(?: --as-written)? --store \S+"
+)
 
 
 def run(example: str) -> list[str]:
@@ -28,7 +30,7 @@ def test_fork_and_compare_answers_one_question_two_ways() -> None:
         "fork: Where should we eat on Friday? / Senopati: Kayu Manis, livelier, at 8.",
         "the fork branched off at: Where should we eat on Friday?",
     ]
-    read_back = [_READ_BACK.fullmatch(line) for line in lines[3:]]
+    read_back = [_READ_BACK.fullmatch(line) for line in lines[3:5]]
     assert all(read_back) and len(read_back) == 2
     assert {match.group(2) for match in read_back if match} == {"example-forks"}
 
@@ -41,3 +43,4 @@ def test_long_session_keeps_its_window_within_the_budget_and_the_record_whole() 
     assert lines[1].startswith("first in the window: [summary of ")
     assert lines[2] == "record: 16 acta, 4 of them summaries"  # twelve turns and every summary kept
     assert _READ_BACK.fullmatch(lines[3])
+    assert lines[4].startswith("left behind in ")

@@ -237,3 +237,20 @@ def test_nothing_cites_a_document_outside_the_repository() -> None:
         for match in outside.finditer(path.read_text(errors="replace"))
     }
     assert citing == set()
+
+
+@pytest.mark.parametrize(
+    "folder", sorted(ROOT.glob("backends/*")), ids=lambda folder: f"backends/{folder.name}"
+)
+def test_each_bundled_backend_declares_its_driver_faults_for_the_conformance_suite(folder: Path) -> None:
+    # `chronica conformance URL` runs the driver-failure group with these (named as the backend)
+    project = _project(folder)
+    [package] = [name for name in _tool(folder)["setuptools"]["packages"] if "." not in name]
+    plugin = (folder / package / "plugin.py").read_text()
+    names = set(re.findall(r'\bname="([^"]+)"', plugin))
+    faults = project["entry-points"]["chronica.driver_faults"]
+    assert set(faults) == names
+    for target in faults.values():
+        module, _, attribute = target.partition(":")
+        assert module == f"{package}.faults"
+        assert f"class {attribute}:" in (folder / package / "faults.py").read_text()

@@ -1,32 +1,38 @@
 """E1: whatever the driver raises, only Chronica errors leave the store, and the store keeps working.
 
 The group needs a way to make the store's driver fail, which only the store's author has: a
-``chronica_driver_faults`` fixture returning a :class:`DriverFaults`. A suite without that fixture
-skips the group, saying so (it is optional for third-party stores).
+``chronica_driver_faults`` fixture returning a :class:`DriverFaults`, or for a run on a store URL
+(``--chronica-store``, ``chronica conformance URL``) the one the backend's distribution declares in
+the :data:`FAULTS_GROUP` entry-point group (every bundled backend does). Without either the group
+is skipped, saying so (it is optional for third-party stores).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import pytest
 
-from chronica_conformance.base import SuiteBase, make_actum, new_chronicum, new_owner
+from chronica_conformance.base import SuiteBase, Target, make_actum, new_chronicum, new_owner
 from chronica_conformance.harness import Call, Harness, store_call
 from chronica_core import ActaQuery, ChronicaError, Chronicum
 from chronica_core.capabilities import BATCH, ERASURE, IDEMPOTENCY, LISTING
 from chronica_core.erasure import owner_digest
+from chronica_core.registry import registry
 
 __all__ = [
     "FAILURE_KINDS",
+    "FAULTS_GROUP",
     "OPERATIONS",
     "DriverFailureContract",
     "DriverFaults",
     "FailureKind",
     "Injection",
+    "installed_driver_faults",
 ]
 
 FailureKind = Literal["connection_reset", "server_gone", "statement_timeout"]
@@ -121,6 +127,32 @@ class DriverFaults(Protocol):
         ...
 
 
+FAULTS_GROUP = "chronica.driver_faults"
+"""The entry-point group through which a backend's distribution supplies its :class:`DriverFaults`:
+the entry point is named as the backend (``Backend.name``), and its object, called with no
+arguments, returns one. In ``pyproject.toml``::
+
+    [project.entry-points."chronica.driver_faults"]
+    mystore = "my_package.faults:MyStoreFaults"
+"""
+
+
+def installed_driver_faults(url: str) -> DriverFaults | None:
+    """The :class:`DriverFaults` the installed backend for ``url`` declares in :data:`FAULTS_GROUP`.
+
+    Returns:
+        A new one, or ``None`` when the backend's distribution declares none.
+
+    Raises:
+        ChronicaError: no installed backend handles ``url``.
+    """
+    name = registry().backend_for(url).name
+    for point in importlib.metadata.entry_points(group=FAULTS_GROUP, name=name):
+        faults: DriverFaults = point.load()()
+        return faults
+    return None
+
+
 def _caused_by(error: BaseException, injected: list[BaseException]) -> bool:
     """Whether ``error.__cause__`` is one of ``injected`` or chained (``__cause__``) to one."""
     cause = error.__cause__
@@ -144,20 +176,24 @@ class DriverFailureContract(SuiteBase):
     ``__cause__`` is, or is chained to, the exception the injector raised; and the next operation,
     without failures, succeeds.
 
-    Needs a ``chronica_driver_faults`` fixture (a :class:`DriverFaults`); without one the group
+    Needs a ``chronica_driver_faults`` fixture (a :class:`DriverFaults`), or a target with a URL
+    whose backend declares its faults (:func:`installed_driver_faults`); without either the group
     is skipped, with the reason.
     """
 
     @pytest.fixture
-    def chronica_faults(self, request: pytest.FixtureRequest) -> DriverFaults:
-        """The suite's ``chronica_driver_faults`` fixture; skips the group when there is none."""
+    def chronica_faults(self, request: pytest.FixtureRequest, chronica_target: Target) -> DriverFaults:
+        """The suite's ``chronica_driver_faults`` fixture, else the backend's declared faults, else a skip."""
         try:
             faults: DriverFaults = request.getfixturevalue("chronica_driver_faults")
         except pytest.FixtureLookupError:
-            pytest.skip(
-                "no chronica_driver_faults fixture: the driver-failure group (E1) needs the store's "
-                "author to supply one (see the conformance README)"
-            )
+            declared = None if chronica_target.url is None else installed_driver_faults(chronica_target.url)
+            if declared is None:
+                pytest.skip(
+                    "no chronica_driver_faults fixture: the driver-failure group (E1) needs the "
+                    "store's author to supply one (see the conformance README)"
+                )
+            faults = declared
         return faults
 
     @pytest.mark.parametrize("kind", FAILURE_KINDS)

@@ -12,19 +12,17 @@ Otherwise it is deselected, and the header and the summary say why.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import uuid
-import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from chronica_conformance import FailureKind, Injection
 from chronica_postgres import AsyncPostgresStore, PostgresStore
+from chronica_postgres.faults import PsycopgFaults
 from postgres_restart_guard import Cluster, restartable_cluster
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -180,87 +178,6 @@ def make_store(postgres_url: str) -> Iterator[Callable[..., PostgresStore]]:
     yield make
     for opened_store in opened:
         opened_store.close()
-
-
-def psycopg_failure(kind: FailureKind) -> psycopg.Error:
-    """psycopg's own exception for ``kind``, as libpq words it."""
-    if kind == "statement_timeout":
-        return psycopg.errors.QueryCanceled("canceling statement due to statement timeout")
-    if kind == "connection_reset":
-        return psycopg.OperationalError("consuming input failed: server closed the connection unexpectedly")
-    return psycopg.OperationalError(
-        'connection to server at "127.0.0.1", port 5432 failed: FATAL:  terminating connection due to '
-        "administrator command"
-    )
-
-
-class PsycopgFaults:
-    """Makes the statements of a chronica-postgres store fail (see ``DriverFaults``).
-
-    While an injection is active, ``execute`` on a connection the store borrowed from its pool
-    counts as a driver call (the blocking store's: on a cursor of it, a kept one included, which
-    ``Connection.execute`` goes through too); a failing one raises psycopg's exception for the
-    kind, and for a reset or a gone server first closes the connection, as the server would have
-    (the pool drops it).
-    """
-
-    @contextlib.contextmanager
-    def inject(
-        self,
-        store: PostgresStore | AsyncPostgresStore,
-        kind: FailureKind,
-        *,
-        after: int = 0,
-        times: int | None = None,
-    ) -> Iterator[Injection]:
-        injection = Injection(kind, after, times)
-        borrowed: weakref.WeakSet[Any] = weakref.WeakSet()
-        real_borrow = store._borrow  # the store's own connections only
-
-        def fail(connection: Any) -> psycopg.Error | None:
-            if connection not in borrowed:
-                return None
-            failing = injection.next_call()
-            if failing is None:
-                return None
-            error = psycopg_failure(failing)
-            injection.raised_now(error)
-            return error
-
-        sync_execute, async_execute = psycopg.Cursor.execute, psycopg.AsyncConnection.execute
-
-        def execute(cursor: Any, *arguments: Any, **keywords: Any) -> Any:
-            error = fail(cursor.connection)
-            if error is not None:
-                if kind != "statement_timeout":
-                    cursor.connection.close()
-                raise error
-            return sync_execute(cursor, *arguments, **keywords)
-
-        async def execute_async(connection: Any, *arguments: Any, **keywords: Any) -> Any:
-            error = fail(connection)
-            if error is not None:
-                if kind != "statement_timeout":
-                    await connection.close()
-                raise error
-            return await async_execute(connection, *arguments, **keywords)
-
-        def borrow(*arguments: Any) -> Any:
-            connection = real_borrow(*arguments)
-            borrowed.add(connection)
-            return connection
-
-        async def borrow_async(*arguments: Any) -> Any:
-            connection = await real_borrow(*arguments)  # type: ignore[misc]
-            borrowed.add(connection)
-            return connection
-
-        is_async = isinstance(store, AsyncPostgresStore)
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(store, "_borrow", borrow_async if is_async else borrow)
-            patch.setattr(psycopg.Cursor, "execute", execute)
-            patch.setattr(psycopg.AsyncConnection, "execute", execute_async)
-            yield injection
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 import psycopg
 import pytest
 from chronica_postgres import AsyncPostgresStore, PostgresStore
-from conftest import PsycopgFaults
+from chronica_postgres.faults import PsycopgFaults
 from psycopg_pool import ConnectionPool
 
 from chronica_core import (

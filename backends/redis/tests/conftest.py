@@ -13,7 +13,6 @@ they fail.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import uuid
@@ -23,10 +22,8 @@ from typing import Any, NoReturn
 
 import pytest
 import redis
-from chronica_conformance import FailureKind, Injection
 from chronica_redis import AsyncRedisStore, RedisStore
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from chronica_redis.faults import RedisFaults
 from servers import SERVER, Cluster, Server, standalone, temporary_directory
 
 URL_VARIABLE = "CHRONICA_TEST_REDIS_URL"
@@ -140,54 +137,6 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_report_header() -> str:
     target = os.environ.get(URL_VARIABLE) or f"{SERVER} ({TOPOLOGY}) on free loopback ports"
     return f"chronica-redis: testing against {target}; redis-py {redis.__version__}"
-
-
-def redis_failure(kind: FailureKind) -> Exception:
-    """redis-py's own exception for ``kind``."""
-    if kind == "connection_reset":
-        return RedisConnectionError("Connection closed by server.")
-    if kind == "server_gone":
-        return RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-    return RedisTimeoutError("Timeout reading from socket")
-
-
-class RedisFaults:
-    """Makes the operations a chronica-redis store performs fail (see ``DriverFaults``)."""
-
-    @contextlib.contextmanager
-    def inject(
-        self,
-        store: RedisStore | AsyncRedisStore,
-        kind: FailureKind,
-        *,
-        after: int = 0,
-        times: int | None = None,
-    ) -> Iterator[Injection]:
-        injection = Injection(kind, after, times)
-        with pytest.MonkeyPatch.context() as patch:
-            if isinstance(store, AsyncRedisStore):
-                from chronica_redis.clients import AsyncClient
-
-                original_async = AsyncClient.perform
-
-                async def failing_async(client: AsyncClient, operation: Any) -> Any:
-                    failing = injection.next_call()
-                    if failing is not None:
-                        raise injection.raised_now(redis_failure(failing))
-                    return await original_async(client, operation)
-
-                patch.setattr(AsyncClient, "perform", failing_async)
-            else:
-                perform = store._client.perform
-
-                def failing(operation: Any) -> Any:
-                    failing_kind = injection.next_call()
-                    if failing_kind is not None:
-                        raise injection.raised_now(redis_failure(failing_kind))
-                    return perform(operation)
-
-                patch.setattr(store._client, "perform", failing)
-            yield injection
 
 
 @pytest.fixture

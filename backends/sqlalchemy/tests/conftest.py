@@ -18,22 +18,20 @@ Without a reachable server a test skips naming the variable to set; with ``CI=tr
 
 from __future__ import annotations
 
-import contextlib
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from chronica_conformance import FailureKind, Injection
 from chronica_sqlalchemy import (
     AsyncSQLAlchemyStore,
     AsyncThreadedSQLAlchemyStore,
     SQLAlchemyStore,
     open_async_sqlalchemy_store,
 )
-from sqlalchemy import Dialect, Engine, create_engine, event, text
+from chronica_sqlalchemy.faults import SQLAlchemyFaults
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -199,115 +197,6 @@ def async_store(
     """A fresh asyncio store on the session database, as ``open_async_store`` gives it; the test
     closes it in its own loop."""
     return open_async_sqlalchemy_store(database_url, auto_migrate=False)
-
-
-_FAILURES: dict[str, dict[FailureKind, tuple[Any, ...]]] = {
-    "mysql": {
-        "connection_reset": (2013, "Lost connection to MySQL server during query"),
-        "server_gone": (2006, "MySQL server has gone away"),
-        "statement_timeout": (1969, "Query execution was interrupted (max_statement_time exceeded)"),
-    },
-    "postgresql": {
-        "connection_reset": ("consuming input failed: server closed the connection unexpectedly",),
-        "server_gone": ("terminating connection due to administrator command",),
-        "statement_timeout": ("canceling statement due to statement timeout",),
-    },
-    "sqlite": {
-        "connection_reset": ("disk I/O error",),
-        "server_gone": ("unable to open database file",),
-        "statement_timeout": ("database is locked",),
-    },
-}
-"""The driver's words for each failure, per database (MariaDB's error codes first)."""
-
-
-def dbapi_failure(dialect: Dialect, kind: FailureKind) -> Exception:
-    """The DBAPI driver's own exception for ``kind`` (psycopg's ``QueryCanceled`` for a timeout)."""
-    name = "mysql" if dialect.name in ("mysql", "mariadb") else dialect.name
-    if name == "postgresql" and kind == "statement_timeout":
-        import psycopg
-
-        return psycopg.errors.QueryCanceled(*_FAILURES[name][kind])
-    error_class: type[Exception] = dialect.loaded_dbapi.OperationalError
-    return error_class(*_FAILURES[name][kind])
-
-
-class SQLAlchemyFaults:
-    """Makes the DBAPI calls of a chronica-sqlalchemy store fail (see ``DriverFaults``).
-
-    While an injection is active, every statement (the dialect's ``do_execute`` events), commit
-    and rollback on the store's engines (its ``engine``, and on MariaDB its ``read_engine``)
-    counts as a driver call (a rollback SQLAlchemy
-    skips in autocommit does not); a failing one raises the DBAPI
-    driver's exception for the kind, and on a server, for a reset or a gone server, first closes
-    the DBAPI connection, as the server would have.
-    """
-
-    @contextlib.contextmanager
-    def inject(
-        self, store: Any, kind: FailureKind, *, after: int = 0, times: int | None = None
-    ) -> Iterator[Injection]:
-        injection = Injection(kind, after, times)
-        engines: list[Engine] = [
-            getattr(engine, "sync_engine", engine)
-            for engine in (store.engine, getattr(store, "read_engine", None))
-            if engine is not None
-        ]
-        dialect = engines[0].dialect
-        server = dialect.name != "sqlite"
-
-        def fail(dbapi_connection: Any) -> None:
-            failing = injection.next_call()
-            if failing is None:
-                return
-            error = injection.raised_now(dbapi_failure(dialect, failing))
-            if server and failing != "statement_timeout":  # the driver's own connection, not the pool's proxy
-                getattr(dbapi_connection, "dbapi_connection", dbapi_connection).close()
-            raise error
-
-        def on_execute(cursor: Any, statement: Any, parameters: Any, context: Any) -> bool:
-            fail(context.root_connection.connection.dbapi_connection)
-            return False  # not handled here: the dialect executes it
-
-        def on_execute_no_params(cursor: Any, statement: Any, context: Any) -> bool:
-            return on_execute(cursor, statement, None, context)
-
-        def commit_of(real_commit: Callable[[Any], None]) -> Callable[[Any], None]:
-            def commit(dbapi_connection: Any) -> None:
-                fail(dbapi_connection)
-                real_commit(dbapi_connection)
-
-            return commit
-
-        def rollback_of(engine: Engine) -> Callable[[Any], None]:
-            real_rollback, autocommit = engine.dialect.do_rollback, engine.dialect.skip_autocommit_rollback
-
-            def rollback(dbapi_connection: Any) -> None:
-                if autocommit and engine.dialect.detect_autocommit_setting(dbapi_connection):
-                    return  # skipped by SQLAlchemy, sent to no driver (see skip_autocommit_rollback)
-                fail(dbapi_connection)
-                real_rollback(dbapi_connection)
-
-            return rollback
-
-        listeners: list[tuple[str, Callable[..., Any]]] = [
-            ("do_execute", on_execute),
-            ("do_executemany", on_execute),
-            ("do_execute_no_params", on_execute_no_params),
-        ]
-        for engine in engines:
-            for name, listener in listeners:
-                event.listen(engine, name, listener)
-        try:
-            with pytest.MonkeyPatch.context() as patch:
-                for engine in engines:
-                    patch.setattr(engine.dialect, "do_commit", commit_of(engine.dialect.do_commit))
-                    patch.setattr(engine.dialect, "do_rollback", rollback_of(engine))
-                yield injection
-        finally:
-            for engine in engines:
-                for name, listener in listeners:
-                    event.remove(engine, name, listener)
 
 
 @pytest.fixture

@@ -20,6 +20,28 @@ def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=120)
 
 
+def read_back(named: str, cwd: Path) -> list[str]:
+    """Run the command an example printed for a chronicum it made; the contents it prints."""
+    command = named.split(": ", 1)[1].split()
+    assert command[0] == "chronica"
+    result = run([CHRONICA, *command[1:]], cwd)
+    assert result.returncode == 0, result.stderr
+    return [line.split(None, 5)[5] for line in result.stdout.splitlines()]
+
+
+def test_an_example_on_the_demos_store_leaves_the_demos_conversation_alone(
+    dialect: str, tmp_path: Path
+) -> None:
+    assert run([CHRONICA, "demo"], tmp_path).returncode == 0
+    before = run([CHRONICA, "acta", "dinner-friday", "--owner", "ardian"], tmp_path).stdout
+    for example in ("capabilities.py", "quickstart.py", "three_agents.py", "follow.py"):
+        ran = run([sys.executable, str(EXAMPLES / example), "sqlite:///chronica.db"], tmp_path)
+        assert ran.returncode == 0, ran.stderr
+    after = run([CHRONICA, "acta", "dinner-friday", "--owner", "ardian"], tmp_path)
+    assert (after.returncode, after.stdout) == (0, before)
+    assert len(before.splitlines()) == 8
+
+
 def test_demo_then_a_new_process_reads_the_stored_window(dialect: str, tmp_path: Path) -> None:
     demo = run([CHRONICA, "demo"], tmp_path)
     assert demo.returncode == 0, demo.stderr
@@ -32,7 +54,7 @@ def test_demo_then_a_new_process_reads_the_stored_window(dialect: str, tmp_path:
         tmp_path,
     )
     assert window.returncode == 0, window.stderr
-    assert [line.split(None, 4)[3:] for line in window.stdout.splitlines()] == [
+    assert [line.split(None, 5)[4:] for line in window.stdout.splitlines()] == [
         ["ardian", "Rumah Teduh."],
         ["concierge", "Book Rumah Teduh for four at 7pm on Friday under Ardian."],
         ["booking", "Booked: Rumah Teduh, Friday 7pm, four."],
@@ -102,15 +124,21 @@ def test_the_readme_examples_run_on_a_sqlite_file(dialect: str, tmp_path: Path) 
     url = f"sqlite:///{tmp_path / 'examples.db'}"
     quickstart = run([sys.executable, str(EXAMPLES / "quickstart.py"), url], tmp_path)
     assert quickstart.returncode == 0, quickstart.stderr
-    assert quickstart.stdout.splitlines() == [
+    *lines, named, left = quickstart.stdout.splitlines()
+    assert lines == [
         "ardian: A quiet table for four?",
         "search: Rumah Teduh has one.",
         "rafa: ChronicumNotFound",
     ]
+    assert read_back(named, tmp_path) == ["A quiet table for four?", "Search first.", "Rumah Teduh has one."]
+    assert left.endswith(": chronicum " + named.split(":")[0].split()[1] + ", 3 acta")
     agents_url = f"sqlite:///{tmp_path / 'agents.db'}"
     agents = run([sys.executable, str(EXAMPLES / "three_agents.py"), agents_url], tmp_path)
     assert agents.returncode == 0, agents.stderr
-    assert agents.stdout.splitlines()[-1].startswith("the chronicum holds 4 acta: ['ardian', ")
+    *lines, named, left = agents.stdout.splitlines()
+    assert lines[-1].startswith("the chronicum holds 4 acta: ['ardian', ")
+    assert len(read_back(named, tmp_path)) == 4
+    assert left.endswith(", 4 acta")
 
 
 @pytest.mark.parametrize(
@@ -135,7 +163,9 @@ def test_the_follow_example_runs_on_a_sqlite_file(dialect: str, tmp_path: Path) 
     url = f"sqlite:///{tmp_path / 'follow.db'}"
     following = run([sys.executable, str(EXAMPLES / "follow.py"), url], tmp_path)
     assert following.returncode == 0, following.stderr
-    assert following.stdout.splitlines() == [
+    *lines, named, _ = following.stdout.splitlines()
+    assert len(read_back(named, tmp_path)) == 5
+    assert lines == [
         "booking sees search: Rumah Teduh has one.",
         "booking sees ardian: Rumah Teduh, please.",
         "booking stopped; it resumes after the last message it saw",

@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 
 import pytest
 from chronica_sqlalchemy import SQLAlchemyStore, open_async_sqlalchemy_store
-from conftest import ServerDatabases, SQLAlchemyFaults
+from chronica_sqlalchemy.faults import SQLAlchemyFaults
+from conftest import ServerDatabases
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
 
