@@ -420,6 +420,8 @@ async def _run_asyncio(
 
     async def pause(seconds: float) -> bool:
         """Sleep ``seconds`` unless stopped first; ``True`` when the run is stopping."""
+        if stop.is_set():  # wait_for with no time left would time out before looking
+            return True
         try:
             await asyncio.wait_for(stop.wait(), seconds)
         except TimeoutError:
