@@ -55,12 +55,13 @@ from chronica_core.errors import (
     ChronicumNotFound,
     StoreError,
 )
-from chronica_core.limits import check_content_size, content_size
+from chronica_core.limits import actum_size, check_actum_size
 from chronica_core.model import MAX_ID_LENGTH, ActaQuery, ActorKind, Actum, ActumKind, Chronicum, recorded_at
 from chronica_core.plans import Plan
 from chronica_core.rows import check_row
 from chronica_core.store import ListingPosition
 from chronica_core.timeouts import WRITE_FATE_UNKNOWN
+from chronica_mongodb.documents import ACTUM_FIELDS, actum_document, actum_of
 
 _log = logging.getLogger("chronica.mongodb")
 
@@ -201,17 +202,7 @@ MAX_ATTEMPTS: Final = 10_000
 SEQUENCE_CACHE_SIZE: Final = 100_000
 """How many chronica a store remembers the newest sequence number of."""
 
-_ACTUM_FIELDS: Final = {
-    "_id": 0,
-    "chronicum_id": 1,
-    "id": 1,
-    "kind": 1,
-    "actor_kind": 1,
-    "actor": 1,
-    "content": 1,
-    "at": 1,
-}
-_BATCH_HEAD_FIELDS: Final = {**_ACTUM_FIELDS, "batch": 1, "size": 1}
+_BATCH_HEAD_FIELDS: Final = {**ACTUM_FIELDS, "batch": 1, "size": 1}
 _TOO_LARGE_CODES: Final = frozenset({10334, 17419})  # BSONObjectTooLarge, and "document too large" on insert
 
 
@@ -229,13 +220,21 @@ def _widest_actum_document() -> dict[str, Any]:
         "content": "",
         "at": datetime.now(UTC),
         "idempotency_key": widest,
+        "native": {"format": widest, "data": ""},
+        "answers": widest,
+        "summarizes": {"first": widest, "last": widest},
+        "covers": {"first": Int64(2**63 - 1), "last": Int64(2**63 - 1)},
+        "position": Int64(2**63 - 1),
+        "pending": ObjectId(),
+        "batch": ObjectId(),
+        "size": Int64(2**63 - 1),
     }
 
 
 DOCUMENT_RESERVE: Final = len(encode(_widest_actum_document()))
-"""Bytes of a document that are not content, at their largest (ids of 255 four-byte characters):
-the content limit is the server's ``maxBsonObjectSize`` less this, so content up to it always
-fits, whatever the ids."""
+"""Bytes of a document that are not content or native data, at their largest (ids and a native
+format of 255 four-byte characters): the content limit is the server's ``maxBsonObjectSize`` less
+this, so content and native data up to it always fit, whatever the ids."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,20 +287,6 @@ Newest = tuple[int, datetime | None]
 """A chronicum's newest stored actum: its sequence number and ``at`` (``(0, None)`` while it has none)."""
 
 
-def _actum(chronicum_id: str, document: Mapping[str, Any], where: str) -> Actum:
-    """The actum ``document`` holds, after checking it is one of ``chronicum_id`` (else ``StoreError``)."""
-    check_row(f"mongodb: {where}", "chronicum id", chronicum_id, document.get("chronicum_id"))
-    return Actum(
-        chronicum_id=document["chronicum_id"],
-        kind=ActumKind(document["kind"]),
-        actor_kind=ActorKind(document["actor_kind"]),
-        actor=document["actor"],
-        content=document["content"],
-        id=document["id"],
-        at=document["at"],
-    )
-
-
 def _chronicum_document(chronicum: Chronicum) -> dict[str, Any]:
     """The ``chronica`` document of ``chronicum`` (``started_at`` split into milliseconds and the rest)."""
     started_at, started_at_us = _split_microseconds(chronicum.started_at)
@@ -348,19 +333,6 @@ _WHOLE_BATCHES: Final = {
 """The pipeline stage keeping a batch's first actum only when all its other acta were found
 (as ``members``): an erase may delete them between their insert and the first actum's, and its
 writer then deletes that first actum (see ``MongoCore._still_live``); no reader sees it meanwhile."""
-
-
-def _actum_document(actum: Actum, at: datetime) -> dict[str, Any]:
-    """The fields of ``actum`` as stored (without ``seq``, ``batch``, ``pos`` or a key)."""
-    return {
-        "chronicum_id": actum.chronicum_id,
-        "id": actum.id,
-        "kind": str(actum.kind),
-        "actor_kind": str(actum.actor_kind),
-        "actor": actum.actor,
-        "content": actum.content,
-        "at": at,
-    }
 
 
 class MongoCore:
@@ -519,17 +491,9 @@ class MongoCore:
         """
         where = "record actum" if key is None else "record idempotent actum"
         chronicum_id = actum.chronicum_id
-        check_content_size(actum.content, (yield from self.content_limit(where)))
-        document: dict[str, Any] = {
-            "chronicum_id": chronicum_id,
-            "seq": Int64(0),
-            "id": actum.id,
-            "kind": str(actum.kind),
-            "actor_kind": str(actum.actor_kind),
-            "actor": actum.actor,
-            "content": actum.content,
-            "at": _now(),  # set again on each try: a retried write takes the time of the try that lands
-        }
+        check_actum_size(actum, (yield from self.content_limit(where)))
+        # `at` is set again on each try: a retried write takes the time of the try that lands
+        document: dict[str, Any] = {**actum_document(actum, _now()), "seq": Int64(0)}
         if key is not None:
             document["idempotency_key"] = key
         known = self._known_newest(chronicum_id)
@@ -553,7 +517,7 @@ class MongoCore:
                 newest, newest_at = yield from self._newest_stored(chronicum_id, where)
                 continue
             except (DocumentTooLarge, OperationFailure) as error:  # refused as too large
-                yield from self._refused_as_too_large(actum.content, where, error)
+                yield from self._refused_as_too_large(actum, where, error)
                 raise StoreError(f"mongodb: {where}", str(error)) from error
             self._remember(chronicum_id, (newest + 1, at))
             yield from self._still_live(chronicum_id, where, Int64(newest + 1))
@@ -612,7 +576,7 @@ class MongoCore:
             pipeline.append({"$match": criteria})
         if newest_first:
             pipeline.append({"$limit": query.last_n})
-        pipeline.append({"$project": _ACTUM_FIELDS})
+        pipeline.append({"$project": ACTUM_FIELDS})
         pipeline.append(
             {
                 "$unionWith": {
@@ -634,7 +598,7 @@ class MongoCore:
         check_row(f"mongodb: {where}", "chronicum id", chronicum_id, live["live"])
         if newest_first:
             documents.reverse()
-        return [_actum(chronicum_id, document, where) for document in documents]
+        return [actum_of(chronicum_id, document, where) for document in documents]
 
     def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Command, list[Actum]]:
         """Append ``acta`` (at least one, all of one chronicum) as one batch; one insert makes it visible.
@@ -660,7 +624,7 @@ class MongoCore:
         where = "record acta"
         limit = yield from self.content_limit(where)
         for actum in acta:
-            check_content_size(actum.content, limit)
+            check_actum_size(actum, limit)
         chronicum_id = acta[0].chronicum_id
         known = self._known_newest(chronicum_id)
         if known is None:
@@ -676,11 +640,11 @@ class MongoCore:
         now = _now()
         at = now if newest_at is None or now >= newest_at else newest_at
         batch = ObjectId()
-        head: dict[str, Any] = {**_actum_document(acta[0], at), "seq": Int64(0)}
+        head: dict[str, Any] = {**actum_document(acta[0], at), "seq": Int64(0)}
         if len(acta) > 1:
             head.update(batch=batch, size=Int64(len(acta)))
             members = [
-                {**_actum_document(actum, at), "batch": batch, "pos": Int64(position)}
+                {**actum_document(actum, at), "batch": batch, "pos": Int64(position)}
                 for position, actum in enumerate(acta[1:], 1)
             ]
             try:
@@ -690,7 +654,7 @@ class MongoCore:
             except (DocumentTooLarge, OperationFailure) as error:
                 yield from self._discard(batch, where)
                 for actum in acta[1:]:
-                    yield from self._refused_as_too_large(actum.content, where, error)
+                    yield from self._refused_as_too_large(actum, where, error)
                 raise StoreError(f"mongodb: {where}", str(error)) from error
         if key is not None:
             head["idempotency_key"] = key
@@ -726,7 +690,7 @@ class MongoCore:
                 continue
             except (DocumentTooLarge, OperationFailure) as error:
                 yield from self._discard(batch, where)
-                yield from self._refused_as_too_large(acta[0].content, where, error)
+                yield from self._refused_as_too_large(acta[0], where, error)
                 raise StoreError(f"mongodb: {where}", str(error)) from error
             self._remember(chronicum_id, (newest + 1, at))
             if len(acta) > 1:
@@ -912,7 +876,7 @@ class MongoCore:
         self, chronicum_id: str, first: Mapping[str, Any], where: str
     ) -> Plan[Command, list[Actum]]:
         """The acta of the write whose first actum is ``first``: one, or its whole batch in order."""
-        stored = [_actum(chronicum_id, first, where)]
+        stored = [actum_of(chronicum_id, first, where)]
         size = int(first.get("size", 1))
         if size > 1:
             members: list[dict[str, Any]] = yield from self._run(
@@ -920,7 +884,7 @@ class MongoCore:
                     BATCH_ACTA,
                     "find",
                     ({"batch": first["batch"]},),
-                    {"projection": _ACTUM_FIELDS, "sort": [("pos", 1)]},
+                    {"projection": ACTUM_FIELDS, "sort": [("pos", 1)]},
                     cursor=True,
                 ),
                 where,
@@ -930,7 +894,7 @@ class MongoCore:
                 raise StoreError(
                     f"mongodb: {where}", f"a batch of {size} acta reads back with {len(members) + 1}"
                 )
-            stored += [_actum(chronicum_id, member, where) for member in members]
+            stored += [actum_of(chronicum_id, member, where) for member in members]
         return stored
 
     def _discard(self, batch: ObjectId, where: str) -> Plan[Command, None]:
@@ -987,15 +951,15 @@ class MongoCore:
             yield from self._discard(batch, where)
         raise ChronicumNotFound(chronicum_id)
 
-    def _refused_as_too_large(self, content: str, where: str, error: Exception) -> Plan[Command, None]:
-        """Raise ``ActumTooLarge`` if ``content`` is over the server's limit read again now.
+    def _refused_as_too_large(self, actum: Actum, where: str, error: Exception) -> Plan[Command, None]:
+        """Raise ``ActumTooLarge`` if ``actum`` (content and native data) is over the limit read again now.
 
         The server (or pymongo, with the limit the server told it) refused a document the store
         thought small enough: the limit changed since the store read it. Returns otherwise.
         """
         self._content_limit = None
         limit = yield from self.content_limit(where)
-        size = content_size(content)
+        size = actum_size(actum)
         if limit is not None and size > limit:
             raise ActumTooLarge(size, limit) from error
 
@@ -1014,13 +978,13 @@ class MongoCore:
     ) -> Plan[Command, Actum]:
         """Return the actum stored first with ``key`` (its insert refused ours as a duplicate)."""
         document = yield from self._run(
-            self._keyed_lookup(chronicum_id, key, _ACTUM_FIELDS),
+            self._keyed_lookup(chronicum_id, key, ACTUM_FIELDS),
             where,
         )
         if document is None:  # erased since, or deleted by someone else
             yield from self._still_live(chronicum_id, where, None)
             raise StoreError(f"mongodb: {where}", f"key {key!r} is taken but its actum is gone") from error
-        return _actum(chronicum_id, document, where)
+        return actum_of(chronicum_id, document, where)
 
     def _probe(self, chronicum_id: str, where: str) -> Plan[Command, dict[str, Any]]:
         """Read the chronicum and its newest actum's ``seq`` and ``at`` in one round trip.

@@ -386,6 +386,10 @@ class MongoStore(PlannedStore):
         """Create the indexes if missing (safe to repeat, and from many processes at once)."""
         self._run_if_open(self.plans.migrate())
 
+    def keeps_native(self) -> bool:
+        """Return ``True``: every actum keeps its native form (see :class:`chronica_core.NativeStore`)."""
+        return True
+
     def close(self) -> None:
         """Close the client if the store opened it.
 
@@ -487,6 +491,10 @@ class AsyncMongoStore(AsyncPlannedStore):
         database = self._loop_database(await self._clients.get())
         await run_plan_async(self.plans.migrate(), functools.partial(_perform, database))
         self._opened = True
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: see :meth:`MongoStore.keeps_native`."""
+        return True
 
     @property
     def follow_mechanism(self) -> str:
