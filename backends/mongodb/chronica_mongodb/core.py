@@ -250,7 +250,9 @@ write names it. ``batch_acta`` on ``batch``, ranged: its unique index ``batch_po
 The indexes that do not start with their collection's shard key (:data:`LISTING_INDEX`,
 :data:`MARKER_INDEX`, :data:`BATCH_CHRONICUM_INDEX`) are not unique, and the queries they serve
 (an owner's listing, ``erase_owner``'s sweep of markers, ``erase``'s deletion of batch tails) go
-to every shard."""
+to every shard; so do those of the history and retention capabilities that do not start with
+``chronicum_id`` (:data:`BATCH_HEAD_INDEX`, :data:`IDLE_INDEX`, :data:`OWNER_IDLE_INDEX`,
+:data:`FORKS_INDEX`, and :data:`ACTUM_ID_INDEX` on ``batch_acta``), none of them unique."""
 
 _OUR_INDEXES: Final = frozenset({"_id_", SEQUENCE_INDEX, IDEMPOTENCY_INDEX, LISTING_INDEX})
 _CHRONICUM_FIELDS: Final = frozenset({"_id", "owner_id", "started_at"})
