@@ -673,7 +673,9 @@ class MongoCore:
         """
         return self.record(actum, key)
 
-    def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Command, list[Actum]]:
+    def acta(
+        self, chronicum_id: str, query: ActaQuery, *, own_acta: bool = False
+    ) -> Plan[Command, list[Actum]]:
         """Return the context window: one aggregation, which also reads the chronicum last.
 
         The aggregation walks ``acta`` along ``chronicum_seq`` (descending when ``last_n`` limits
@@ -685,7 +687,8 @@ class MongoCore:
         Returns the acta oldest first. Raises ``ChronicumNotFound`` when the chronicum does not
         exist or is erased (an empty window of an existing one is ``[]``), ``StaleLayout`` when
         it is ``shaped`` (a summary, or a tool response naming its request: the rules read it
-        with ``window``), else ``StoreError``.
+        with ``window``) unless ``own_acta`` (following reads the chronicum's own acta
+        whatever its layout), else ``StoreError``.
         """
         where = "read acta"
         newest_first = query.last_n > 0
@@ -738,7 +741,7 @@ class MongoCore:
             self._forget(chronicum_id)
             raise ChronicumNotFound(chronicum_id)
         check_row(f"mongodb: {where}", "chronicum id", chronicum_id, live["live"])
-        if live.get("shaped"):
+        if live.get("shaped") and not own_acta:
             raise StaleLayout(chronicum_id)
         if newest_first:
             documents.reverse()

@@ -355,7 +355,11 @@ class MongoStore(PlannedStore):
         """Perform an ``("acta", (chronicum_id, query))`` call of a follow plan."""
         chronicum_id, query = call[1]
         assert isinstance(chronicum_id, str) and isinstance(query, ActaQuery)
-        return self.acta(chronicum_id, query)
+        return self._own_acta(chronicum_id, query)
+
+    def _own_acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """The chronicum's own acta, as ``acta`` reads them, whatever its layout (for following)."""
+        return self._run_if_open(self.plans.acta(chronicum_id, query, own_acta=True))
 
     def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """See :meth:`chronica_core.FollowStore.wait_for_acta`: the change stream, else polling."""
@@ -367,7 +371,7 @@ class MongoStore(PlannedStore):
             while True:
                 try:
                     with follow_reads(self).turn():
-                        newest = self.acta(chronicum_id, NEWEST)
+                        newest = self._own_acta(chronicum_id, NEWEST)
                 except ChronicumNotFound:
                     return
                 if newest_actum_id(newest) != after:
@@ -581,7 +585,11 @@ class AsyncMongoStore(AsyncPlannedStore):
         """Perform an ``("acta", (chronicum_id, query))`` call of a follow plan."""
         chronicum_id, query = call[1]
         assert isinstance(chronicum_id, str) and isinstance(query, ActaQuery)
-        return await self.acta(chronicum_id, query)
+        return await self._own_acta(chronicum_id, query)
+
+    async def _own_acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`MongoStore._own_acta`."""
+        return await self._run_if_open(self.plans.acta(chronicum_id, query, own_acta=True))
 
     async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """See :meth:`MongoStore.wait_for_acta`; cancelling it leaves nothing of the follower's."""
@@ -595,7 +603,7 @@ class AsyncMongoStore(AsyncPlannedStore):
             while True:
                 try:
                     async with follow_reads(self).loop_turn():
-                        newest = await self.acta(chronicum_id, NEWEST)
+                        newest = await self._own_acta(chronicum_id, NEWEST)
                 except ChronicumNotFound:
                     return
                 if newest_actum_id(newest) != after:

@@ -211,3 +211,21 @@ def test_an_encrypted_store_keeps_no_plaintext_content_or_native_data(
         assert "4711" not in document["content"]
         assert "4711" not in document["native"]["data"]
         assert "4711" not in repr(document)
+
+
+def test_a_chronicum_with_a_summary_is_followed(store: MongoStore) -> None:
+    """A follower of a summarized chronicum waits on its own acta (``acta`` would refuse it)."""
+    keeper = Chronicarius(store)
+    chronicum_id = f"followed-{uuid.uuid4().hex}"
+    written = [
+        keeper.record_actum(OWNER, Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, OWNER, f"m{n}"))
+        for n in range(3)
+    ]
+    summary = replace(
+        Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "summarizer", "in short"),
+        summarizes=Span(written[0].id, written[1].id),
+    )
+    stored = keeper.record_actum(OWNER, summary)
+    follower = keeper.follow(OWNER, chronicum_id, after=written[2].id, timeout=0.5)
+    assert [actum.id for actum in follower] == [stored.id]
+    assert store.acta_after(chronicum_id, written[1].id, 10) == [written[2], stored]
