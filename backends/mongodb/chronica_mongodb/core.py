@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -181,7 +181,10 @@ POSITION_INDEX: Final = "chronicum_position"
 batch's first actum holds the batch's first position and ``end``, its last)."""
 
 ACTUM_ID_INDEX: Final = "chronicum_actum_id"
-"""Index ``(chronicum_id, id)`` on ``acta`` and on ``batch_acta``: an actum by its id (``locate``)."""
+"""Index ``(chronicum_id, id)`` on ``acta``: an actum by its id (``locate``)."""
+
+BATCH_ACTUM_ID_INDEX: Final = "batch_actum_id"
+"""Index ``(chronicum_id, id)`` on ``batch_acta``: an actum of a batch by its id (``locate``)."""
 
 BATCH_HEAD_INDEX: Final = "batch_head"
 """Index ``(batch)`` on ``acta``, over batches' first acta only: whether a batch is committed."""
@@ -225,11 +228,11 @@ SHAPE_INDEXES: Final[tuple[tuple[str, tuple[IndexSpec, ...]], ...]] = (
             ),
         ),
     ),
-    (BATCH_ACTA, ((ACTUM_ID_INDEX, [("chronicum_id", 1), ("id", 1)], {}),)),
+    (BATCH_ACTA, ((BATCH_ACTUM_ID_INDEX, [("chronicum_id", 1), ("id", 1)], {}),)),
 )
-"""The indexes of the native, history and retention capabilities, made by
-:func:`chronica_mongodb.migration.migrate` once the documents written before them have their
-positions and last activity (see that module)."""
+"""The indexes of the native, history and retention capabilities, made by :meth:`MongoCore.migrate`
+once the documents written before them have their positions and last activity (see
+:mod:`chronica_mongodb.migration`)."""
 
 INDEX_SPECS: Final[dict[str, tuple[IndexSpec, ...]]] = {
     collection: (
@@ -252,7 +255,7 @@ The indexes that do not start with their collection's shard key (:data:`LISTING_
 (an owner's listing, ``erase_owner``'s sweep of markers, ``erase``'s deletion of batch tails) go
 to every shard; so do those of the history and retention capabilities that do not start with
 ``chronicum_id`` (:data:`BATCH_HEAD_INDEX`, :data:`IDLE_INDEX`, :data:`OWNER_IDLE_INDEX`,
-:data:`FORKS_INDEX`, and :data:`ACTUM_ID_INDEX` on ``batch_acta``), none of them unique."""
+:data:`FORKS_INDEX`, :data:`BATCH_ACTUM_ID_INDEX`), none of them unique."""
 
 _OUR_INDEXES: Final = frozenset({"_id_", SEQUENCE_INDEX, IDEMPOTENCY_INDEX, LISTING_INDEX})
 _CHRONICUM_FIELDS: Final = frozenset({"_id", "owner_id", "started_at"})
@@ -483,29 +486,31 @@ class MongoCore:
             return self.max_content_bytes
         return limit
 
-    def migrate(self) -> Plan[Command, None]:
-        """Create the indexes if they are missing (idempotent).
+    def migrate(self, backfill: Callable[[], Plan[Command, None]] | None = None) -> Plan[Command, None]:
+        """Create the indexes of :data:`INDEX_SPECS` if they are missing (idempotent).
 
-        Three commands in the steady state (each collection's indexes are listed, and found): the
-        acta indexes, the listing index on ``chronica`` and the indexes of ``batch_acta``. A
-        database made before the batch, listing and erasure capabilities gains the last three
-        here. Before creating
-        them it makes sure the collections are not someone else's (see :meth:`check`).
+        Three commands in the steady state (each collection's indexes are listed, and found). A
+        database made before the batch, listing and erasure capabilities, or before the native,
+        history and retention ones, gains their indexes here; ``backfill`` runs first when
+        ``acta`` lacks :data:`POSITION_INDEX` (see :mod:`chronica_mongodb.migration`). Before
+        creating any, it makes sure the collections are not someone else's (see :meth:`check`).
 
         Raises ``StoreError("mongodb: migrate: ...")``: the collections are not this package's, or
         an index of the same name has another definition.
         """
         present = yield from self._own_indexes("migrate")
-        for name, keys, options in _INDEXES:
+        for name, keys, options in INDEX_SPECS[ACTA]:
             if name not in present:
+                if name == POSITION_INDEX and backfill is not None:
+                    yield from backfill()
                 yield from self._run(
                     Command(ACTA, "create_index", (keys,), {"name": name, **options}), "migrate"
                 )
                 _log.info("created the index %s of %s", name, ACTA)
-        for collection, indexes in _OTHER_INDEXES:
+        for collection in (CHRONICA, BATCH_ACTA):
             listed = yield from self._run(Command(collection, "list_indexes", cursor=True), "migrate")
             found = {index["name"]: list(index["key"].items()) for index in listed}
-            for name, keys, options in indexes:
+            for name, keys, options in INDEX_SPECS[collection]:
                 if found.get(name) != keys:
                     yield from self._run(
                         Command(collection, "create_index", (keys,), {"name": name, **options}),
@@ -533,7 +538,7 @@ class MongoCore:
         """
         acta_indexes = yield from self._run(Command(ACTA, "list_indexes", cursor=True), where)
         keys = {index["name"]: list(index["key"].items()) for index in acta_indexes}
-        ours = {name for name, wanted, _ in _INDEXES if keys.get(name) == wanted}
+        ours = {name for name, wanted, _ in INDEX_SPECS[ACTA] if keys.get(name) == wanted}
         if SEQUENCE_INDEX in ours:
             return ours
         chronica_indexes = yield from self._run(Command(CHRONICA, "list_indexes", cursor=True), where)

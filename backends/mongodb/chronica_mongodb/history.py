@@ -20,7 +20,7 @@ What is stored where:
   single-document update decides, so two summaries checked against one layout never both land),
   then shows it; refused, it deletes the summary and raises ``StaleLayout``.
 - **Tool exchanges.** A tool response keeps ``answers``; a request is found by its id along the
-  index ``chronicum_actum_id`` (of ``acta`` and of ``batch_acta``).
+  indexes ``chronicum_actum_id`` of ``acta`` and ``batch_actum_id`` of ``batch_acta``.
 
 :func:`window` performs every read of a :class:`~chronica_core.history.WindowReads` in one
 aggregation, reading last the documents of the chronica it read from (as ``acta`` does): a
@@ -76,8 +76,6 @@ from chronica_mongodb.documents import ACTUM_FIELDS, actum_of
 __all__ = ["fork", "layout", "locate", "record_summary", "window"]
 
 _ROW_FIELDS: Final = {**ACTUM_FIELDS, "position": 1}
-_EMPTY: Final[dict[str, Any]] = {"$match": {"_id": {"$in": []}}}
-"""A stage that keeps nothing: the start of an aggregation made of ``$unionWith`` stages."""
 
 
 def _segments(documents: Sequence[dict[str, Any]]) -> tuple[Segment, ...]:
@@ -225,7 +223,8 @@ def window(core: MongoCore, chronicum_id: str, reads: WindowReads) -> Plan[Comma
     """
     where = "read window"
     chronica = {chronicum_id}
-    pipeline: list[dict[str, Any]] = [_EMPTY]
+    # keeps nothing, names the shard key: the start of an aggregation made of `$unionWith` stages
+    pipeline: list[dict[str, Any]] = [{"$match": {"chronicum_id": chronicum_id, "_id": {"$in": []}}}]
     for tag, read in enumerate(reads.reads):
         if isinstance(read, PositionsRead):
             chronica.add(read.chronicum_id)
@@ -278,7 +277,7 @@ def window(core: MongoCore, chronicum_id: str, reads: WindowReads) -> Plan[Comma
 def locate(
     core: MongoCore, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]
 ) -> Plan[Command, dict[str, Located]]:
-    """Plan :meth:`chronica_core.HistoryStore.locate`: one aggregation along ``chronicum_actum_id``.
+    """Plan :meth:`chronica_core.HistoryStore.locate`: one aggregation along the actum id indexes.
 
     The acta of the lineage's chronica with these ids, in ``acta`` and in committed batches of
     ``batch_acta``, kept where their segment holds their position. Raises

@@ -2,7 +2,7 @@
 
 A database made before them has acta without positions and chronica without a last activity.
 :func:`migrate` gives them both, then makes the indexes of :data:`chronica_mongodb.core.SHAPE_INDEXES`;
-their absence (``chronicum_position`` on ``acta``) is what tells such a database. Nothing else
+the absence of ``chronicum_position`` on ``acta`` is what tells such a database. Nothing else
 changes: acta written before keep their fields and read back as before (no native form, no
 answers), at positions ``1, 2, ...`` in their order (a batch takes one position per actum).
 
@@ -24,8 +24,6 @@ from chronica_mongodb.core import (
     ACTA,
     BATCH_ACTA,
     CHRONICA,
-    POSITION_INDEX,
-    SHAPE_INDEXES,
     Command,
     MongoCore,
 )
@@ -39,23 +37,10 @@ _WHERE = "migrate"
 def migrate(core: MongoCore) -> Plan[Command, None]:
     """Create the indexes if missing, after giving the documents made before them their new fields.
 
-    See :meth:`chronica_mongodb.core.MongoCore.migrate` for the first indexes; then, on a
-    database without ``chronicum_position``, :func:`_backfill`; then the indexes of
-    ``SHAPE_INDEXES``. One more ``list_indexes`` per collection in the steady state. Raises
-    ``StoreError("mongodb: migrate: ...")``.
+    :meth:`chronica_mongodb.core.MongoCore.migrate` with :func:`_backfill`, run on a database
+    whose ``acta`` lacks ``chronicum_position``. Raises ``StoreError("mongodb: migrate: ...")``.
     """
-    yield from core.migrate()
-    for collection, indexes in SHAPE_INDEXES:
-        listed = yield from MongoCore._run(Command(collection, "list_indexes", cursor=True), _WHERE)
-        found = {index["name"]: list(index["key"].items()) for index in listed}
-        if collection == ACTA and POSITION_INDEX not in found:
-            yield from _backfill()
-        for name, keys, options in indexes:
-            if found.get(name) != keys:
-                yield from MongoCore._run(
-                    Command(collection, "create_index", (keys,), {"name": name, **options}), _WHERE
-                )
-                _log.info("created the index %s of %s", name, collection)
+    yield from core.migrate(_backfill)
 
 
 def _backfill() -> Plan[Command, None]:
