@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -55,12 +55,24 @@ from chronica_core.errors import (
     ChronicumNotFound,
     StoreError,
 )
-from chronica_core.limits import check_content_size, content_size
-from chronica_core.model import MAX_ID_LENGTH, ActaQuery, ActorKind, Actum, ActumKind, Chronicum, recorded_at
+from chronica_core.history import StaleLayout
+from chronica_core.limits import actum_size, check_actum_size
+from chronica_core.model import (
+    MAX_ID_LENGTH,
+    ActaQuery,
+    ActorKind,
+    Actum,
+    ActumKind,
+    Chronicum,
+    ForkPoint,
+    recorded_at,
+)
 from chronica_core.plans import Plan
+from chronica_core.retention import last_activity
 from chronica_core.rows import check_row
 from chronica_core.store import ListingPosition
 from chronica_core.timeouts import WRITE_FATE_UNKNOWN
+from chronica_mongodb.documents import ACTUM_FIELDS, actum_document, actum_of
 
 _log = logging.getLogger("chronica.mongodb")
 
@@ -164,11 +176,72 @@ listing and erasure capabilities; a database made before gains them when it is m
 IndexSpec = tuple[str, list[tuple[str, int]], dict[str, Any]]
 """An index :meth:`MongoCore.migrate` makes: its name, its keys (field, 1 or -1), its options."""
 
+POSITION_INDEX: Final = "chronicum_position"
+"""Index ``(chronicum_id, position, end)`` on ``acta``: the acta of a range of positions (a
+batch's first actum holds the batch's first position and ``end``, its last)."""
+
+ACTUM_ID_INDEX: Final = "chronicum_actum_id"
+"""Index ``(chronicum_id, id)`` on ``acta``: an actum by its id (``locate``)."""
+
+BATCH_ACTUM_ID_INDEX: Final = "batch_actum_id"
+"""Index ``(chronicum_id, id)`` on ``batch_acta``: an actum of a batch by its id (``locate``)."""
+
+BATCH_HEAD_INDEX: Final = "batch_head"
+"""Index ``(batch)`` on ``acta``, over batches' first acta only: whether a batch is committed."""
+
+IDLE_INDEX: Final = "idle"
+"""Index ``(active_at, active_at_us, _id)`` on ``chronica``: chronica by last activity, for
+``idle_chronica``. Markers have no ``active_at``."""
+
+OWNER_IDLE_INDEX: Final = "owner_idle"
+"""Index ``(owner_id, active_at, active_at_us, _id)`` on ``chronica``: an owner's chronica by last
+activity."""
+
+FORKS_INDEX: Final = "forks"
+"""Multikey index ``(lineage.chronicum_id)`` on ``chronica``, over forks only: the forks of a
+chronicum (forks of forks included), which its erasure erases."""
+
+_LIVE_ACTIVE: Final = {"partialFilterExpression": {"active_at": {"$exists": True}}}
+
+SHAPE_INDEXES: Final[tuple[tuple[str, tuple[IndexSpec, ...]], ...]] = (
+    (
+        ACTA,
+        (
+            (POSITION_INDEX, [("chronicum_id", 1), ("position", 1), ("end", 1)], {}),
+            (ACTUM_ID_INDEX, [("chronicum_id", 1), ("id", 1)], {}),
+            (BATCH_HEAD_INDEX, [("batch", 1)], {"partialFilterExpression": {"batch": {"$exists": True}}}),
+        ),
+    ),
+    (
+        CHRONICA,
+        (
+            (IDLE_INDEX, [("active_at", 1), ("active_at_us", 1), ("_id", 1)], _LIVE_ACTIVE),
+            (
+                OWNER_IDLE_INDEX,
+                [("owner_id", 1), ("active_at", 1), ("active_at_us", 1), ("_id", 1)],
+                _LIVE_ACTIVE,
+            ),
+            (
+                FORKS_INDEX,
+                [("lineage.chronicum_id", 1)],
+                {"partialFilterExpression": {"lineage": {"$exists": True}}},
+            ),
+        ),
+    ),
+    (BATCH_ACTA, ((BATCH_ACTUM_ID_INDEX, [("chronicum_id", 1), ("id", 1)], {}),)),
+)
+"""The indexes of the native, history and retention capabilities, made by :meth:`MongoCore.migrate`
+once the documents written before them have their positions and last activity (see
+:mod:`chronica_mongodb.migration`)."""
+
 INDEX_SPECS: Final[dict[str, tuple[IndexSpec, ...]]] = {
-    ACTA: _INDEXES,
-    **{collection: indexes for collection, indexes in _OTHER_INDEXES},
+    collection: (
+        *(_INDEXES if collection == ACTA else dict(_OTHER_INDEXES).get(collection, ())),
+        *dict(SHAPE_INDEXES).get(collection, ()),
+    )
+    for collection in (ACTA, CHRONICA, BATCH_ACTA)
 }
-"""Every index :meth:`MongoCore.migrate` makes, by collection (besides MongoDB's own ``_id_``)."""
+"""Every index the store makes, by collection (besides MongoDB's own ``_id_``)."""
 
 SHARD_KEYS: Final[dict[str, str]] = {CHRONICA: "_id", ACTA: "chronicum_id", BATCH_ACTA: "batch"}
 """The shard key field of each collection on a sharded cluster (docs: "Scaling out").
@@ -180,7 +253,9 @@ write names it. ``batch_acta`` on ``batch``, ranged: its unique index ``batch_po
 The indexes that do not start with their collection's shard key (:data:`LISTING_INDEX`,
 :data:`MARKER_INDEX`, :data:`BATCH_CHRONICUM_INDEX`) are not unique, and the queries they serve
 (an owner's listing, ``erase_owner``'s sweep of markers, ``erase``'s deletion of batch tails) go
-to every shard."""
+to every shard; so do those of the history and retention capabilities that do not start with
+``chronicum_id`` (:data:`BATCH_HEAD_INDEX`, :data:`IDLE_INDEX`, :data:`OWNER_IDLE_INDEX`,
+:data:`FORKS_INDEX`, :data:`BATCH_ACTUM_ID_INDEX`), none of them unique."""
 
 _OUR_INDEXES: Final = frozenset({"_id_", SEQUENCE_INDEX, IDEMPOTENCY_INDEX, LISTING_INDEX})
 _CHRONICUM_FIELDS: Final = frozenset({"_id", "owner_id", "started_at"})
@@ -191,6 +266,9 @@ ERASING: Final = "erasing"
 own writer (``"writer"``) that found the chronicum erased after writing it. Readers skip such
 documents; whoever claimed one first decides whether its write counts as landed."""
 _UNCLAIMED: Final = {"$exists": False}
+PENDING: Final = "pending"
+"""The field of a summary written but not yet accepted by its chronicum's layout (see
+:func:`chronica_mongodb.history.record_summary`): no read but a summary's by its position sees it."""
 _BY_WRITER: Final = "writer"
 """The ``owner_id`` of a chronicum that is not an erasure marker (a marker has none)."""
 _ACTUM_FIELDS_STORED: Final = frozenset({"chronicum_id", "seq", "id", "kind", "content", "at"})
@@ -201,17 +279,7 @@ MAX_ATTEMPTS: Final = 10_000
 SEQUENCE_CACHE_SIZE: Final = 100_000
 """How many chronica a store remembers the newest sequence number of."""
 
-_ACTUM_FIELDS: Final = {
-    "_id": 0,
-    "chronicum_id": 1,
-    "id": 1,
-    "kind": 1,
-    "actor_kind": 1,
-    "actor": 1,
-    "content": 1,
-    "at": 1,
-}
-_BATCH_HEAD_FIELDS: Final = {**_ACTUM_FIELDS, "batch": 1, "size": 1}
+_BATCH_HEAD_FIELDS: Final = {**ACTUM_FIELDS, "batch": 1, "size": 1}
 _TOO_LARGE_CODES: Final = frozenset({10334, 17419})  # BSONObjectTooLarge, and "document too large" on insert
 
 
@@ -229,13 +297,21 @@ def _widest_actum_document() -> dict[str, Any]:
         "content": "",
         "at": datetime.now(UTC),
         "idempotency_key": widest,
+        "native": {"format": widest, "data": ""},
+        "answers": widest,
+        "summarizes": {"first": widest, "last": widest},
+        "covers": {"first": Int64(2**63 - 1), "last": Int64(2**63 - 1)},
+        "position": Int64(2**63 - 1),
+        "pending": ObjectId(),
+        "batch": ObjectId(),
+        "size": Int64(2**63 - 1),
     }
 
 
 DOCUMENT_RESERVE: Final = len(encode(_widest_actum_document()))
-"""Bytes of a document that are not content, at their largest (ids of 255 four-byte characters):
-the content limit is the server's ``maxBsonObjectSize`` less this, so content up to it always
-fits, whatever the ids."""
+"""Bytes of a document that are not content or native data, at their largest (ids and a native
+format of 255 four-byte characters): the content limit is the server's ``maxBsonObjectSize`` less
+this, so content and native data up to it always fit, whatever the ids."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,45 +360,68 @@ def _violated_index(error: DuplicateKeyError) -> str:
     return ""
 
 
-Newest = tuple[int, datetime | None]
-"""A chronicum's newest stored actum: its sequence number and ``at`` (``(0, None)`` while it has none)."""
+Newest = tuple[int, datetime | None, int, tuple[str, ...]]
+"""What a writer needs to know of a chronicum: its newest stored actum's sequence number and
+``at`` (``0, None`` while it has none), the last position taken (its ``base`` while it has no
+acta: ``0``, or a fork's branching position), and the ids of its ancestors (a fork's lineage)."""
 
 
-def _actum(chronicum_id: str, document: Mapping[str, Any], where: str) -> Actum:
-    """The actum ``document`` holds, after checking it is one of ``chronicum_id`` (else ``StoreError``)."""
-    check_row(f"mongodb: {where}", "chronicum id", chronicum_id, document.get("chronicum_id"))
-    return Actum(
-        chronicum_id=document["chronicum_id"],
-        kind=ActumKind(document["kind"]),
-        actor_kind=ActorKind(document["actor_kind"]),
-        actor=document["actor"],
-        content=document["content"],
-        id=document["id"],
-        at=document["at"],
-    )
+def _split(moment: datetime) -> dict[str, Any]:
+    """``active_at`` and ``active_at_us``: ``moment`` cut to the millisecond, and the rest."""
+    active_at, active_at_us = _split_microseconds(moment)
+    return {"active_at": active_at, "active_at_us": active_at_us}
 
 
 def _chronicum_document(chronicum: Chronicum) -> dict[str, Any]:
-    """The ``chronica`` document of ``chronicum`` (``started_at`` split into milliseconds and the rest)."""
+    """The ``chronica`` document of ``chronicum`` (a fork's own fields are added by ``fork``).
+
+    ``started_at`` is split into milliseconds and the rest, as is its last activity
+    (``active_at``: the ``at`` of its newest actum, or when it started, see
+    :func:`chronica_core.retention.last_activity`). ``incarnation`` tells this document from
+    another of the same id (erased and started again): it is part of the layout version.
+    """
     started_at, started_at_us = _split_microseconds(chronicum.started_at)
     return {
         "_id": chronicum.id,
         "owner_id": chronicum.owner_id,
         "started_at": started_at,
         "started_at_us": started_at_us,
+        "incarnation": ObjectId(),
+        **_split(last_activity(chronicum)),
     }
 
 
 def _chronicum(document: Mapping[str, Any]) -> Chronicum:
-    """The chronicum of a ``chronica`` document read with its ``newest`` actum (see ``_NEWEST``)."""
+    """The chronicum of a ``chronica`` document read with its ``newest`` actum (see ``_NEWEST``).
+
+    A fork without acta of its own has the ``at`` of the last actum it shares (``shared_at``).
+    """
     newest = document["newest"][0] if document["newest"] else None
     started_at: datetime = document["started_at"]
+    forked_from = document.get("forked_from")
     return Chronicum(
         id=document["_id"],
         owner_id=document["owner_id"],
         started_at=started_at + timedelta(microseconds=document.get("started_at_us", 0)),
-        last_actum_at=newest["at"] if newest is not None else None,
+        last_actum_at=newest["at"] if newest is not None else document.get("shared_at"),
+        forked_from=None
+        if forked_from is None
+        else ForkPoint(forked_from["chronicum_id"], forked_from["actum_id"]),
     )
+
+
+def _newest_of(document: Mapping[str, Any]) -> Newest:
+    """What a writer needs (:data:`Newest`) from a chronicum document read with ``_NEWEST``."""
+    newest = document["newest"][0] if document["newest"] else None
+    ancestors = tuple(dict.fromkeys(segment["chronicum_id"] for segment in document.get("lineage", ())))
+    if newest is None:
+        return 0, None, int(document.get("base", 0)), ancestors
+    return int(newest["seq"]), newest["at"], _end(newest), ancestors
+
+
+def _end(head: Mapping[str, Any]) -> int:
+    """The last position a document of ``acta`` holds (a batch's first holds the whole batch's)."""
+    return int(head.get("end", head.get("position", head["seq"])))
 
 
 _NEWEST: Final = {
@@ -333,13 +432,13 @@ _NEWEST: Final = {
         "pipeline": [
             {"$sort": {"seq": -1}},
             {"$limit": 1},
-            {"$project": {"_id": 0, "seq": 1, "at": 1}},
+            {"$project": {"_id": 0, "seq": 1, "at": 1, "position": 1, "end": 1}},
         ],
         "as": "newest",
     }
 }
-"""The pipeline stage adding a chronicum's newest actum (``seq`` and ``at``) as ``newest``: a list
-of zero or one. The first actum of a batch holds the ``at`` of the whole batch."""
+"""The pipeline stage adding a chronicum's newest actum (``seq``, ``at`` and its positions) as
+``newest``: a list of zero or one. The first actum of a batch holds the ``at`` of the whole batch."""
 
 
 _WHOLE_BATCHES: Final = {
@@ -348,19 +447,6 @@ _WHOLE_BATCHES: Final = {
 """The pipeline stage keeping a batch's first actum only when all its other acta were found
 (as ``members``): an erase may delete them between their insert and the first actum's, and its
 writer then deletes that first actum (see ``MongoCore._still_live``); no reader sees it meanwhile."""
-
-
-def _actum_document(actum: Actum, at: datetime) -> dict[str, Any]:
-    """The fields of ``actum`` as stored (without ``seq``, ``batch``, ``pos`` or a key)."""
-    return {
-        "chronicum_id": actum.chronicum_id,
-        "id": actum.id,
-        "kind": str(actum.kind),
-        "actor_kind": str(actum.actor_kind),
-        "actor": actum.actor,
-        "content": actum.content,
-        "at": at,
-    }
 
 
 class MongoCore:
@@ -400,29 +486,31 @@ class MongoCore:
             return self.max_content_bytes
         return limit
 
-    def migrate(self) -> Plan[Command, None]:
-        """Create the indexes if they are missing (idempotent).
+    def migrate(self, backfill: Callable[[], Plan[Command, None]] | None = None) -> Plan[Command, None]:
+        """Create the indexes of :data:`INDEX_SPECS` if they are missing (idempotent).
 
-        Three commands in the steady state (each collection's indexes are listed, and found): the
-        acta indexes, the listing index on ``chronica`` and the indexes of ``batch_acta``. A
-        database made before the batch, listing and erasure capabilities gains the last three
-        here. Before creating
-        them it makes sure the collections are not someone else's (see :meth:`check`).
+        Three commands in the steady state (each collection's indexes are listed, and found). A
+        database made before the batch, listing and erasure capabilities, or before the native,
+        history and retention ones, gains their indexes here; ``backfill`` runs first when
+        ``acta`` lacks :data:`POSITION_INDEX` (see :mod:`chronica_mongodb.migration`). Before
+        creating any, it makes sure the collections are not someone else's (see :meth:`check`).
 
         Raises ``StoreError("mongodb: migrate: ...")``: the collections are not this package's, or
         an index of the same name has another definition.
         """
         present = yield from self._own_indexes("migrate")
-        for name, keys, options in _INDEXES:
+        for name, keys, options in INDEX_SPECS[ACTA]:
             if name not in present:
+                if name == POSITION_INDEX and backfill is not None:
+                    yield from backfill()
                 yield from self._run(
                     Command(ACTA, "create_index", (keys,), {"name": name, **options}), "migrate"
                 )
                 _log.info("created the index %s of %s", name, ACTA)
-        for collection, indexes in _OTHER_INDEXES:
+        for collection in (CHRONICA, BATCH_ACTA):
             listed = yield from self._run(Command(collection, "list_indexes", cursor=True), "migrate")
             found = {index["name"]: list(index["key"].items()) for index in listed}
-            for name, keys, options in indexes:
+            for name, keys, options in INDEX_SPECS[collection]:
                 if found.get(name) != keys:
                     yield from self._run(
                         Command(collection, "create_index", (keys,), {"name": name, **options}),
@@ -450,7 +538,7 @@ class MongoCore:
         """
         acta_indexes = yield from self._run(Command(ACTA, "list_indexes", cursor=True), where)
         keys = {index["name"]: list(index["key"].items()) for index in acta_indexes}
-        ours = {name for name, wanted, _ in _INDEXES if keys.get(name) == wanted}
+        ours = {name for name, wanted, _ in INDEX_SPECS[ACTA] if keys.get(name) == wanted}
         if SEQUENCE_INDEX in ours:
             return ours
         chronica_indexes = yield from self._run(Command(CHRONICA, "list_indexes", cursor=True), where)
@@ -493,7 +581,7 @@ class MongoCore:
             if _violated_index(error) != "_id":
                 raise StoreError("mongodb: create chronicum", str(error)) from error
             raise ChronicumExists(chronicum.id) from None
-        self._remember(chronicum.id, (0, None))
+        self._remember(chronicum.id, (0, None, 0, ()))
 
     def get(self, chronicum_id: str) -> Plan[Command, Chronicum]:
         """Read the chronicum; ``last_actum_at`` is the ``at`` of its newest actum.
@@ -507,60 +595,81 @@ class MongoCore:
         """Append ``actum`` (with idempotency ``key`` when given) at the next place in its chronicum.
 
         Returns the stored actum with ``at`` set (UTC, to the millisecond); with a key already used
-        in the chronicum, the actum stored that first time instead.
+        in the chronicum, the actum stored that first time instead. See :meth:`append`.
 
         Raises:
-            ActumTooLarge: the content is larger than :meth:`content_limit`; checked before
-                anything is sent (and, should the server still refuse the document as too
-                large, after it: the limit is then read again).
+            ActumTooLarge: the content and native data are larger than :meth:`content_limit`;
+                checked before anything is sent (and, should the server still refuse the
+                document as too large, after it: the limit is then read again).
             ChronicumNotFound: the chronicum does not exist, or is an erasure marker: read again
                 after the insert, which is then deleted (an erase racing with the write).
             StoreError: anything else, as ``mongodb: record actum: ...``.
         """
         where = "record actum" if key is None else "record idempotent actum"
+        stored, _, _ = yield from self.append(actum, key, where)
+        return stored
+
+    def append(
+        self, actum: Actum, key: str | None, where: str, extra: Mapping[str, Any] | None = None
+    ) -> Plan[Command, tuple[Actum, Int64 | None, int]]:
+        """Insert ``actum`` at the next place: return it stored, its ``seq`` and its position.
+
+        The document holds ``extra`` fields too. ``seq`` is ``None`` when ``key`` was used
+        already: the actum returned is then the one that write stored (position ``0``). An actum
+        that shapes the history (a tool response naming its request, or a summary) first marks
+        the chronicum ``shaped``, so that ``acta`` refuses it (``StaleLayout``) from before
+        such an actum can be read. Errors as :meth:`record`.
+        """
         chronicum_id = actum.chronicum_id
-        check_content_size(actum.content, (yield from self.content_limit(where)))
-        document: dict[str, Any] = {
-            "chronicum_id": chronicum_id,
-            "seq": Int64(0),
-            "id": actum.id,
-            "kind": str(actum.kind),
-            "actor_kind": str(actum.actor_kind),
-            "actor": actum.actor,
-            "content": actum.content,
-            "at": _now(),  # set again on each try: a retried write takes the time of the try that lands
-        }
+        check_actum_size(actum, (yield from self.content_limit(where)))
+        # `at` is set again on each try: a retried write takes the time of the try that lands
+        document: dict[str, Any] = {**actum_document(actum, _now()), **(extra or {}), "seq": Int64(0)}
         if key is not None:
             document["idempotency_key"] = key
         known = self._known_newest(chronicum_id)
         if known is None:
             known = yield from self._newest_stored(chronicum_id, where, probe=True)
-        newest, newest_at = known
+        newest, newest_at, end, ancestors = known
+        if actum.answers or actum.summarizes is not None:
+            yield from self._shape(chronicum_id, where)
         for _ in range(MAX_ATTEMPTS):
             now = _now()
             at = now if newest_at is None or now >= newest_at else newest_at
             document["seq"], document["at"] = Int64(newest + 1), at
+            document["position"] = document["end"] = Int64(end + 1)
             try:
                 yield from self._run(Command(ACTA, "insert_one", (dict(document),)), where, duplicates=True)
             except DuplicateKeyError as error:
                 violated = _violated_index(error)
                 if violated == "key" and key is not None:
-                    return (yield from self._keyed(chronicum_id, key, where, error))
+                    return (yield from self._keyed(chronicum_id, key, where, error)), None, 0
                 if violated != "seq":
                     raise StoreError(f"mongodb: {where}", str(error)) from error
                 # Another writer stored this number: read the newest (its number and its `at`,
                 # which ours must not precede) and try the one after it.
-                newest, newest_at = yield from self._newest_stored(chronicum_id, where)
+                newest, newest_at, end, ancestors = yield from self._newest_stored(chronicum_id, where)
                 continue
             except (DocumentTooLarge, OperationFailure) as error:  # refused as too large
-                yield from self._refused_as_too_large(actum.content, where, error)
+                yield from self._refused_as_too_large(actum, where, error)
                 raise StoreError(f"mongodb: {where}", str(error)) from error
-            self._remember(chronicum_id, (newest + 1, at))
-            yield from self._still_live(chronicum_id, where, Int64(newest + 1))
-            return recorded_at(actum, at)
+            self._remember(chronicum_id, (newest + 1, at, end + 1, ancestors))
+            yield from self._still_live(chronicum_id, where, Int64(newest + 1), at=at, ancestors=ancestors)
+            return recorded_at(actum, at), Int64(newest + 1), end + 1
         raise StoreError(
             f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"
         )
+
+    def _shape(self, chronicum_id: str, where: str) -> Plan[Command, None]:
+        """Mark the chronicum ``shaped`` (see :meth:`append`). Raises ``ChronicumNotFound``."""
+        result = yield from self._run(
+            Command(
+                CHRONICA, "update_one", ({"_id": chronicum_id, "owner_id": _LIVE}, {"$set": {"shaped": True}})
+            ),
+            where,
+        )
+        if result.matched_count == 0:
+            self._forget(chronicum_id)
+            raise ChronicumNotFound(chronicum_id)
 
     def record_idempotent(self, actum: Actum, key: str) -> Plan[Command, Actum]:
         """:meth:`record` with the idempotency ``key``: the same result and errors.
@@ -569,7 +678,9 @@ class MongoCore:
         """
         return self.record(actum, key)
 
-    def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Command, list[Actum]]:
+    def acta(
+        self, chronicum_id: str, query: ActaQuery, *, own_acta: bool = False
+    ) -> Plan[Command, list[Actum]]:
         """Return the context window: one aggregation, which also reads the chronicum last.
 
         The aggregation walks ``acta`` along ``chronicum_seq`` (descending when ``last_n`` limits
@@ -579,7 +690,10 @@ class MongoCore:
         deleted, and ``ChronicumNotFound`` is raised.
 
         Returns the acta oldest first. Raises ``ChronicumNotFound`` when the chronicum does not
-        exist or is erased (an empty window of an existing one is ``[]``), else ``StoreError``.
+        exist or is erased (an empty window of an existing one is ``[]``), ``StaleLayout`` when
+        it is ``shaped`` (a summary, or a tool response naming its request: the rules read it
+        with ``window``) unless ``own_acta`` (following reads the chronicum's own acta
+        whatever its layout), else ``StoreError``.
         """
         where = "read acta"
         newest_first = query.last_n > 0
@@ -592,7 +706,7 @@ class MongoCore:
         members = "$members"
         items = [members, ["$$ROOT"]] if newest_first else [["$$ROOT"], members]
         pipeline: list[dict[str, Any]] = [
-            {"$match": {"chronicum_id": chronicum_id, ERASING: _UNCLAIMED}},
+            {"$match": {"chronicum_id": chronicum_id, ERASING: _UNCLAIMED, PENDING: _UNCLAIMED}},
             {"$sort": {"seq": order}},
             {
                 "$lookup": {
@@ -612,14 +726,14 @@ class MongoCore:
             pipeline.append({"$match": criteria})
         if newest_first:
             pipeline.append({"$limit": query.last_n})
-        pipeline.append({"$project": _ACTUM_FIELDS})
+        pipeline.append({"$project": ACTUM_FIELDS})
         pipeline.append(
             {
                 "$unionWith": {
                     "coll": CHRONICA,
                     "pipeline": [
                         {"$match": {"_id": chronicum_id, "owner_id": _LIVE}},
-                        {"$project": {"_id": 0, "live": "$_id"}},
+                        {"$project": {"_id": 0, "live": "$_id", "shaped": 1}},
                     ],
                 }
             }
@@ -632,9 +746,11 @@ class MongoCore:
             self._forget(chronicum_id)
             raise ChronicumNotFound(chronicum_id)
         check_row(f"mongodb: {where}", "chronicum id", chronicum_id, live["live"])
+        if live.get("shaped") and not own_acta:
+            raise StaleLayout(chronicum_id)
         if newest_first:
             documents.reverse()
-        return [_actum(chronicum_id, document, where) for document in documents]
+        return [actum_of(chronicum_id, document, where) for document in documents]
 
     def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Command, list[Actum]]:
         """Append ``acta`` (at least one, all of one chronicum) as one batch; one insert makes it visible.
@@ -660,7 +776,7 @@ class MongoCore:
         where = "record acta"
         limit = yield from self.content_limit(where)
         for actum in acta:
-            check_content_size(actum.content, limit)
+            check_actum_size(actum, limit)
         chronicum_id = acta[0].chronicum_id
         known = self._known_newest(chronicum_id)
         if known is None:
@@ -672,16 +788,23 @@ class MongoCore:
             )
             if first is not None:
                 return (yield from self._batch_of(chronicum_id, first, where))
-        newest, newest_at = known
+        newest, newest_at, end, ancestors = known
+        if any(actum.answers or actum.summarizes is not None for actum in acta):
+            yield from self._shape(chronicum_id, where)
         now = _now()
         at = now if newest_at is None or now >= newest_at else newest_at
         batch = ObjectId()
-        head: dict[str, Any] = {**_actum_document(acta[0], at), "seq": Int64(0)}
+        head: dict[str, Any] = {**actum_document(acta[0], at), "seq": Int64(0)}
         if len(acta) > 1:
             head.update(batch=batch, size=Int64(len(acta)))
             members = [
-                {**_actum_document(actum, at), "batch": batch, "pos": Int64(position)}
-                for position, actum in enumerate(acta[1:], 1)
+                {
+                    **actum_document(actum, at),
+                    "batch": batch,
+                    "pos": Int64(pos),
+                    "position": Int64(end + 1 + pos),
+                }
+                for pos, actum in enumerate(acta[1:], 1)
             ]
             try:
                 yield from self._run(
@@ -690,12 +813,13 @@ class MongoCore:
             except (DocumentTooLarge, OperationFailure) as error:
                 yield from self._discard(batch, where)
                 for actum in acta[1:]:
-                    yield from self._refused_as_too_large(actum.content, where, error)
+                    yield from self._refused_as_too_large(actum, where, error)
                 raise StoreError(f"mongodb: {where}", str(error)) from error
         if key is not None:
             head["idempotency_key"] = key
         for _ in range(MAX_ATTEMPTS):
             head["seq"], head["at"] = Int64(newest + 1), at
+            head["position"], head["end"] = Int64(end + 1), Int64(end + len(acta))
             try:
                 yield from self._run(Command(ACTA, "insert_one", (dict(head),)), where, duplicates=True)
             except DuplicateKeyError as error:
@@ -715,24 +839,33 @@ class MongoCore:
                 if violated != "seq":
                     yield from self._discard(batch, where)
                     raise StoreError(f"mongodb: {where}", str(error)) from error
-                newest, newest_at = yield from self._newest_stored(chronicum_id, where)
+                before = end
+                newest, newest_at, end, ancestors = yield from self._newest_stored(chronicum_id, where)
+                moved: dict[str, Any] = {}
                 if newest_at is not None and newest_at > at:  # the batch must not precede it
                     at = newest_at
-                    if len(acta) > 1:
-                        yield from self._run(
-                            Command(BATCH_ACTA, "update_many", ({"batch": batch}, {"$set": {"at": at}})),
-                            where,
-                        )
+                    moved["$set"] = {"at": at}
+                if end != before:  # its other acta take the positions after its first's
+                    moved["$inc"] = {"position": end - before}
+                if len(acta) > 1 and moved:
+                    yield from self._run(
+                        Command(BATCH_ACTA, "update_many", ({"batch": batch}, moved)),
+                        where,
+                    )
                 continue
             except (DocumentTooLarge, OperationFailure) as error:
                 yield from self._discard(batch, where)
-                yield from self._refused_as_too_large(acta[0].content, where, error)
+                yield from self._refused_as_too_large(acta[0], where, error)
                 raise StoreError(f"mongodb: {where}", str(error)) from error
-            self._remember(chronicum_id, (newest + 1, at))
+            self._remember(chronicum_id, (newest + 1, at, end + len(acta), ancestors))
             if len(acta) > 1:
-                yield from self._still_live(chronicum_id, where, Int64(newest + 1), batch, len(acta))
+                yield from self._still_live(
+                    chronicum_id, where, Int64(newest + 1), batch, len(acta), at=at, ancestors=ancestors
+                )
             else:
-                yield from self._still_live(chronicum_id, where, Int64(newest + 1))
+                yield from self._still_live(
+                    chronicum_id, where, Int64(newest + 1), at=at, ancestors=ancestors
+                )
             return [recorded_at(actum, at) for actum in acta]
         yield from self._discard(batch, where)
         raise StoreError(
@@ -787,16 +920,57 @@ class MongoCore:
         erase. An erase cut short (a lost connection) leaves the marker unfinished: ``reopen``
         refuses it, and :meth:`erase_owner` finishes it. Returns how many acta were erased.
 
+        A chronicum with forks (see :mod:`chronica_mongodb.history`) is marked first, so that no
+        fork of it can be made from then on; then every fork whose lineage names it (forks of
+        forks included, found along the index ``forks``) is erased the same way, its acta
+        counted too; then the chronicum's own acta are deleted.
+
         Raises ``ChronicumNotFound`` (no chronicum, or only a marker), else
         ``StoreError("mongodb: erase chronicum: ...")``.
         """
         where = "erase chronicum"
+        _, erased = yield from self.erase_family(chronicum_id, owner_digest, where)
+        return erased
+
+    def erase_family(
+        self, chronicum_id: str, owner_digest: str, where: str, condition: Mapping[str, Any] | None = None
+    ) -> Plan[Command, tuple[int, int]]:
+        """Erase the chronicum (if its document also matches ``condition``) and its forks.
+
+        Returns how many chronica and how many acta were erased. Raises ``ChronicumNotFound``
+        when no live chronicum of that id matches.
+        """
+        marked = yield from self._mark(chronicum_id, owner_digest, where, condition)
+        if not marked:
+            raise ChronicumNotFound(chronicum_id)
+        forks: list[dict[str, Any]] = yield from self._run(
+            Command(
+                CHRONICA,
+                "find",
+                ({"lineage.chronicum_id": chronicum_id, "owner_id": _LIVE},),
+                {"projection": {"_id": 1}},
+                cursor=True,
+            ),
+            where,
+        )
+        chronica, acta = 1, 0
+        for fork in forks:
+            if (yield from self._mark(fork["_id"], owner_digest, where)):
+                chronica += 1
+                acta += yield from self._finish_erasure(fork["_id"], owner_digest, where)
+        acta += yield from self._finish_erasure(chronicum_id, owner_digest, where)
+        return chronica, acta
+
+    def _mark(
+        self, chronicum_id: str, owner_digest: str, where: str, condition: Mapping[str, Any] | None = None
+    ) -> Plan[Command, bool]:
+        """Replace the live chronicum's document with its unfinished marker; return whether it was."""
         before = yield from self._run(
             Command(
                 CHRONICA,
                 "find_one_and_replace",
                 (
-                    {"_id": chronicum_id, "owner_id": _LIVE},
+                    {**(condition or {}), "_id": chronicum_id, "owner_id": _LIVE},
                     {"owner_digest": owner_digest, UNFINISHED: True},
                 ),
                 {"projection": {"_id": 1}},
@@ -804,10 +978,10 @@ class MongoCore:
             where,
         )
         if before is None:
-            raise ChronicumNotFound(chronicum_id)
+            return False
         check_row(f"mongodb: {where}", "chronicum id", chronicum_id, before.get("_id"))
         self._forget(chronicum_id)
-        return (yield from self._finish_erasure(chronicum_id, owner_digest, where))
+        return True
 
     def _finish_erasure(self, chronicum_id: str, owner_digest: str, where: str) -> Plan[Command, int]:
         """Claim, count and delete the acta of a marker's chronicum, then mark the marker finished."""
@@ -852,6 +1026,8 @@ class MongoCore:
     def erase_owner(self, owner_id: str, owner_digest: str) -> Plan[Command, int]:
         """Erase every live chronicum of ``owner_id``, each as :meth:`erase` does; return how many.
 
+        A chronicum's forks are erased with it, and counted.
+
         The owner's chronica are found along the index ``owner_started``. One erased meanwhile by
         another call is not counted. Raises ``StoreError("mongodb: erase owner: ...")`` or
         ``StoreError("mongodb: erase chronicum: ...")``.
@@ -867,10 +1043,10 @@ class MongoCore:
         for document in documents:
             check_row(f"mongodb: {where}", "owner id", owner_id, document.get("owner_id"))
             try:
-                yield from self.erase(document["_id"], owner_digest)
-            except ChronicumNotFound:
+                chronica, _ = yield from self.erase_family(document["_id"], owner_digest, "erase chronicum")
+            except ChronicumNotFound:  # erased meanwhile, or a fork erased with its source
                 continue
-            erased += 1
+            erased += chronica
         unfinished: list[dict[str, Any]] = yield from self._run(
             Command(
                 CHRONICA,
@@ -912,7 +1088,7 @@ class MongoCore:
         self, chronicum_id: str, first: Mapping[str, Any], where: str
     ) -> Plan[Command, list[Actum]]:
         """The acta of the write whose first actum is ``first``: one, or its whole batch in order."""
-        stored = [_actum(chronicum_id, first, where)]
+        stored = [actum_of(chronicum_id, first, where)]
         size = int(first.get("size", 1))
         if size > 1:
             members: list[dict[str, Any]] = yield from self._run(
@@ -920,7 +1096,7 @@ class MongoCore:
                     BATCH_ACTA,
                     "find",
                     ({"batch": first["batch"]},),
-                    {"projection": _ACTUM_FIELDS, "sort": [("pos", 1)]},
+                    {"projection": ACTUM_FIELDS, "sort": [("pos", 1)]},
                     cursor=True,
                 ),
                 where,
@@ -930,7 +1106,7 @@ class MongoCore:
                 raise StoreError(
                     f"mongodb: {where}", f"a batch of {size} acta reads back with {len(members) + 1}"
                 )
-            stored += [_actum(chronicum_id, member, where) for member in members]
+            stored += [actum_of(chronicum_id, member, where) for member in members]
         return stored
 
     def _discard(self, batch: ObjectId, where: str) -> Plan[Command, None]:
@@ -944,6 +1120,9 @@ class MongoCore:
         written: Int64 | None,
         batch: ObjectId | None = None,
         size: int | None = None,
+        *,
+        at: datetime | None = None,
+        ancestors: tuple[str, ...] = (),
     ) -> Plan[Command, None]:
         """Raise ``ChronicumNotFound`` if the chronicum is missing or erased, after deleting ``written``.
 
@@ -953,18 +1132,29 @@ class MongoCore:
         erase, which counts and deletes it (the write landed before the erase: this returns), or
         this writer, which deletes it and raises. A batch whose other acta are not all there any
         more (an erase deleted them, and the chronicum was reopened since) goes the same way.
+
+        With ``at`` (the write's), the same look moves the chronicum's last activity
+        (``active_at``) to it, and then that of a fork's ``ancestors`` (``family_active_at``):
+        retention erases a chronicum only while both are older than its moment.
         """
-        found = yield from self._run(
-            Command(
-                CHRONICA,
-                "find_one",
-                ({"_id": chronicum_id, "owner_id": _LIVE},),
-                {"projection": {"_id": 1}},
-            ),
-            where,
-        )
+        live = {"_id": chronicum_id, "owner_id": _LIVE}
+        if at is None:
+            look = Command(CHRONICA, "find_one", (live,), {"projection": {"_id": 1}})
+        else:
+            active = {"$max": {"active_at": at}, "$set": {"active_at_us": 0}}
+            look = Command(CHRONICA, "find_one_and_update", (live, active), {"projection": {"_id": 1}})
+        found = yield from self._run(look, where)
         if found is not None:
             check_row(f"mongodb: {where}", "chronicum id", chronicum_id, found.get("_id"))
+            if at is not None and ancestors:
+                yield from self._run(
+                    Command(
+                        CHRONICA,
+                        "update_many",
+                        ({"_id": {"$in": list(ancestors)}}, {"$max": {"family_active_at": at}}),
+                    ),
+                    where,
+                )
             if batch is None or size is None:
                 return
             members = yield from self._run(Command(BATCH_ACTA, "count_documents", ({"batch": batch},)), where)
@@ -987,15 +1177,15 @@ class MongoCore:
             yield from self._discard(batch, where)
         raise ChronicumNotFound(chronicum_id)
 
-    def _refused_as_too_large(self, content: str, where: str, error: Exception) -> Plan[Command, None]:
-        """Raise ``ActumTooLarge`` if ``content`` is over the server's limit read again now.
+    def _refused_as_too_large(self, actum: Actum, where: str, error: Exception) -> Plan[Command, None]:
+        """Raise ``ActumTooLarge`` if ``actum`` (content and native data) is over the limit read again now.
 
         The server (or pymongo, with the limit the server told it) refused a document the store
         thought small enough: the limit changed since the store read it. Returns otherwise.
         """
         self._content_limit = None
         limit = yield from self.content_limit(where)
-        size = content_size(content)
+        size = actum_size(actum)
         if limit is not None and size > limit:
             raise ActumTooLarge(size, limit) from error
 
@@ -1014,13 +1204,13 @@ class MongoCore:
     ) -> Plan[Command, Actum]:
         """Return the actum stored first with ``key`` (its insert refused ours as a duplicate)."""
         document = yield from self._run(
-            self._keyed_lookup(chronicum_id, key, _ACTUM_FIELDS),
+            self._keyed_lookup(chronicum_id, key, ACTUM_FIELDS),
             where,
         )
         if document is None:  # erased since, or deleted by someone else
             yield from self._still_live(chronicum_id, where, None)
             raise StoreError(f"mongodb: {where}", f"key {key!r} is taken but its actum is gone") from error
-        return _actum(chronicum_id, document, where)
+        return actum_of(chronicum_id, document, where)
 
     def _probe(self, chronicum_id: str, where: str) -> Plan[Command, dict[str, Any]]:
         """Read the chronicum and its newest actum's ``seq`` and ``at`` in one round trip.
@@ -1037,30 +1227,33 @@ class MongoCore:
             raise ChronicumNotFound(chronicum_id)
         document = documents[0]
         check_row(f"mongodb: {where}", "chronicum id", chronicum_id, document.get("_id"))
-        newest = document["newest"][0] if document["newest"] else None
-        self._remember(chronicum_id, (0, None) if newest is None else (int(newest["seq"]), newest["at"]))
+        self._remember(chronicum_id, _newest_of(document))
         return document
 
     def _newest_stored(self, chronicum_id: str, where: str, *, probe: bool = False) -> Plan[Command, Newest]:
-        """Read the number and ``at`` of a chronicum's newest stored actum (``(0, None)``: none).
+        """Read what a writer needs of a chronicum (:data:`Newest`).
 
         With ``probe``, through :meth:`_probe`, which also tells a missing chronicum
-        (``ChronicumNotFound``); else the chronicum is known to exist.
+        (``ChronicumNotFound``); else the chronicum is known to exist and to hold an actum (a
+        write of it was refused as a duplicate number), and only its newest actum is read.
         """
-        if probe:
+        known = self._known_newest(chronicum_id)
+        if probe or known is None:
             document = yield from self._probe(chronicum_id, where)
-            newest = document["newest"][0] if document["newest"] else None
-        else:
-            newest = yield from self._run(
-                Command(
-                    ACTA,
-                    "find_one",
-                    ({"chronicum_id": chronicum_id},),
-                    {"projection": {"_id": 0, "seq": 1, "at": 1}, "sort": [("seq", -1)]},
-                ),
-                where,
-            )
-        found: Newest = (0, None) if newest is None else (int(newest["seq"]), newest["at"])
+            return _newest_of(document)
+        newest = yield from self._run(
+            Command(
+                ACTA,
+                "find_one",
+                ({"chronicum_id": chronicum_id},),
+                {"projection": {"_id": 0, "seq": 1, "at": 1, "position": 1, "end": 1}, "sort": [("seq", -1)]},
+            ),
+            where,
+        )
+        if newest is None:  # erased since: the probe tells
+            document = yield from self._probe(chronicum_id, where)
+            return _newest_of(document)
+        found: Newest = (int(newest["seq"]), newest["at"], _end(newest), known[3])
         self._remember(chronicum_id, found)
         return found
 
@@ -1075,7 +1268,8 @@ class MongoCore:
 
     def _remember(self, chronicum_id: str, newest: Newest) -> None:
         with self._newest_lock:
-            if newest[0] >= self._newest.get(chronicum_id, (0, None))[0]:
+            known = self._newest.get(chronicum_id)
+            if known is None or newest[0] >= known[0]:
                 self._newest[chronicum_id] = newest
             self._newest.move_to_end(chronicum_id)
             while len(self._newest) > SEQUENCE_CACHE_SIZE:

@@ -36,7 +36,7 @@ def chronica_backends() -> list[Backend]:
             name="mongodb",
             schemes=("mongodb", "mongodb+srv"),
             idempotent=True,
-            capabilities=("batch", "listing", "erasure", "follow"),
+            capabilities=("batch", "listing", "erasure", "follow", "native", "history", "retention"),
             open=open_store,
             open_async=open_async_store,
             install="chronica-mongodb",

@@ -16,9 +16,9 @@ import inspect
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -30,13 +30,16 @@ from pymongo.synchronous.database import Database
 
 from chronica_core.errors import ChronicumNotFound, InvalidOption, StoreError
 from chronica_core.follow import NEWEST, acta_after_by_windows, follow_reads, newest_actum_id
+from chronica_core.history import Layout, Located, Segment, WindowReads, WindowRows
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.loops import PerLoop
-from chronica_core.model import ActaQuery, Actum
+from chronica_core.model import ActaQuery, Actum, Chronicum
 from chronica_core.options import count_option, flag_option, real_option, seconds_option
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import masked_url, redact, redact_error
+from chronica_core.store import ListingPosition
+from chronica_mongodb import history, migration, retention
 from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
 from chronica_mongodb.follow import (
     POLL_SECONDS,
@@ -352,7 +355,11 @@ class MongoStore(PlannedStore):
         """Perform an ``("acta", (chronicum_id, query))`` call of a follow plan."""
         chronicum_id, query = call[1]
         assert isinstance(chronicum_id, str) and isinstance(query, ActaQuery)
-        return self.acta(chronicum_id, query)
+        return self._own_acta(chronicum_id, query)
+
+    def _own_acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """The chronicum's own acta, as ``acta`` reads them, whatever its layout (for following)."""
+        return self._run_if_open(self.plans.acta(chronicum_id, query, own_acta=True))
 
     def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """See :meth:`chronica_core.FollowStore.wait_for_acta`: the change stream, else polling."""
@@ -364,7 +371,7 @@ class MongoStore(PlannedStore):
             while True:
                 try:
                     with follow_reads(self).turn():
-                        newest = self.acta(chronicum_id, NEWEST)
+                        newest = self._own_acta(chronicum_id, NEWEST)
                 except ChronicumNotFound:
                     return
                 if newest_actum_id(newest) != after:
@@ -384,7 +391,43 @@ class MongoStore(PlannedStore):
 
     def migrate(self) -> None:
         """Create the indexes if missing (safe to repeat, and from many processes at once)."""
-        self._run_if_open(self.plans.migrate())
+        self._run_if_open(migration.migrate(self.plans))
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: every actum keeps its native form (see :class:`chronica_core.NativeStore`)."""
+        return True
+
+    def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """See :meth:`chronica_core.RetentionStore.idle_chronica` and :mod:`chronica_mongodb.retention`."""
+        return self._run_if_open(retention.idle_chronica(self.plans, idle_before, owner_id, after, limit))
+
+    def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """See :meth:`chronica_core.RetentionStore.erase_idle` and :mod:`chronica_mongodb.retention`."""
+        return self._run_if_open(retention.erase_idle(self.plans, chronicum_id, idle_before, owner_digest))
+
+    def layout(self, chronicum_id: str) -> Layout:
+        """See :meth:`chronica_core.HistoryStore.layout` and :mod:`chronica_mongodb.history`."""
+        return self._run_if_open(history.layout(self.plans, chronicum_id))
+
+    def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
+        """See :meth:`chronica_core.HistoryStore.window` and :mod:`chronica_mongodb.history`."""
+        return self._run_if_open(history.window(self.plans, chronicum_id, reads))
+
+    def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
+        """See :meth:`chronica_core.HistoryStore.locate` and :mod:`chronica_mongodb.history`."""
+        return self._run_if_open(history.locate(self.plans, lineage, actum_ids))
+
+    def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
+        """See :meth:`chronica_core.HistoryStore.fork` and :mod:`chronica_mongodb.history`."""
+        self._run_if_open(history.fork(self.plans, chronicum, lineage))
+
+    def record_summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Actum:
+        """See :meth:`chronica_core.HistoryStore.record_summary` and :mod:`chronica_mongodb.history`."""
+        return self._run_if_open(history.record_summary(self.plans, actum, first, last, version, key))
 
     def close(self) -> None:
         """Close the client if the store opened it.
@@ -485,8 +528,48 @@ class AsyncMongoStore(AsyncPlannedStore):
         """
         self._check_open()
         database = self._loop_database(await self._clients.get())
-        await run_plan_async(self.plans.migrate(), functools.partial(_perform, database))
+        await run_plan_async(migration.migrate(self.plans), functools.partial(_perform, database))
         self._opened = True
+
+    def keeps_native(self) -> bool:
+        """Return ``True``: see :meth:`MongoStore.keeps_native`."""
+        return True
+
+    async def idle_chronica(
+        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
+    ) -> list[Chronicum]:
+        """See :meth:`MongoStore.idle_chronica`."""
+        return await self._run_if_open(
+            retention.idle_chronica(self.plans, idle_before, owner_id, after, limit)
+        )
+
+    async def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
+        """See :meth:`MongoStore.erase_idle`."""
+        return await self._run_if_open(
+            retention.erase_idle(self.plans, chronicum_id, idle_before, owner_digest)
+        )
+
+    async def layout(self, chronicum_id: str) -> Layout:
+        """See :meth:`MongoStore.layout`."""
+        return await self._run_if_open(history.layout(self.plans, chronicum_id))
+
+    async def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
+        """See :meth:`MongoStore.window`."""
+        return await self._run_if_open(history.window(self.plans, chronicum_id, reads))
+
+    async def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
+        """See :meth:`MongoStore.locate`."""
+        return await self._run_if_open(history.locate(self.plans, lineage, actum_ids))
+
+    async def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
+        """See :meth:`MongoStore.fork`."""
+        await self._run_if_open(history.fork(self.plans, chronicum, lineage))
+
+    async def record_summary(
+        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
+    ) -> Actum:
+        """See :meth:`MongoStore.record_summary`."""
+        return await self._run_if_open(history.record_summary(self.plans, actum, first, last, version, key))
 
     @property
     def follow_mechanism(self) -> str:
@@ -502,7 +585,11 @@ class AsyncMongoStore(AsyncPlannedStore):
         """Perform an ``("acta", (chronicum_id, query))`` call of a follow plan."""
         chronicum_id, query = call[1]
         assert isinstance(chronicum_id, str) and isinstance(query, ActaQuery)
-        return await self.acta(chronicum_id, query)
+        return await self._own_acta(chronicum_id, query)
+
+    async def _own_acta(self, chronicum_id: str, query: ActaQuery) -> list[Actum]:
+        """See :meth:`MongoStore._own_acta`."""
+        return await self._run_if_open(self.plans.acta(chronicum_id, query, own_acta=True))
 
     async def wait_for_acta(self, chronicum_id: str, after: str | None, timeout: float | None) -> None:
         """See :meth:`MongoStore.wait_for_acta`; cancelling it leaves nothing of the follower's."""
@@ -516,7 +603,7 @@ class AsyncMongoStore(AsyncPlannedStore):
             while True:
                 try:
                     async with follow_reads(self).loop_turn():
-                        newest = await self.acta(chronicum_id, NEWEST)
+                        newest = await self._own_acta(chronicum_id, NEWEST)
                 except ChronicumNotFound:
                     return
                 if newest_actum_id(newest) != after:
@@ -572,7 +659,7 @@ class AsyncMongoStore(AsyncPlannedStore):
             raise
         perform = functools.partial(_perform, self._loop_database(loop_client))
         if not self._opened:
-            opening = self.plans.migrate() if self._auto_migrate else self.plans.check()
+            opening = migration.migrate(self.plans) if self._auto_migrate else self.plans.check()
             await run_plan_async(opening, perform)
             self._opened = True
         return await run_plan_async(plan, perform)

@@ -13,7 +13,7 @@ class TestMongoConformance(ConformanceSuite):
     """``store`` and ``async_store`` come from conftest.py (a fresh database per test, dropped afterwards)."""
 
     declares_idempotent = True
-    declares_capabilities = ("batch", "listing", "erasure")
+    declares_capabilities = ("batch", "listing", "erasure", "native", "retention", "history")
 
     @pytest.fixture
     def store_to_close(self, mongodb_server_url: str, database: str) -> Iterator[MongoStore]:
