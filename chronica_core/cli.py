@@ -22,6 +22,7 @@ import asyncio
 import importlib.metadata
 import itertools
 import json
+import logging
 import os
 import re
 import signal
@@ -1017,6 +1018,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
 def _interrupt_once() -> None:
     """Make the first Ctrl-C raise ``KeyboardInterrupt`` and ignore the later ones.
 
+    From then on, records of level WARNING and below are not logged (the process is ending).
+
     Only where Python's own handler is in place (a process that ignores SIGINT keeps ignoring it),
     in the main thread: the command then closes its store in peace and says nothing more.
     """
@@ -1027,6 +1030,9 @@ def _interrupt_once() -> None:
 
     def interrupted(number: int, frame: object) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # The interrupted call may leave a connection mid-statement; the warnings a driver's pool
+        # logs while the store closes it are not news to someone who pressed Ctrl-C.
+        logging.disable(logging.WARNING)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupted)
