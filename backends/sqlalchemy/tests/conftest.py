@@ -22,6 +22,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chronica_sqlalchemy import (
