@@ -16,18 +16,16 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Hashable
-from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from redis.exceptions import RedisClusterException, RedisError
 
 from chronica_core.errors import ChronicaError, ChronicumNotFound, StoreError
 from chronica_core.follow import follow_reads
-from chronica_core.history import Layout, Located, Segment, WindowReads, WindowRows
 from chronica_core.loops import PerLoop
-from chronica_core.model import Actum, Chronicum
+from chronica_core.model import Actum
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
+from chronica_core.planned_shapes import AsyncPlannedShapes, PlannedShapes
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import masked_url, redact_error
 from chronica_core.store import (
@@ -35,7 +33,6 @@ from chronica_core.store import (
     AsyncNativeStore,
     AsyncRetentionStore,
     HistoryStore,
-    ListingPosition,
     NativeStore,
     RetentionStore,
 )
@@ -100,7 +97,7 @@ class _Following:
             self._listener.close()
 
 
-class RedisStore(_Following, PlannedStore, RetentionStore, NativeStore, HistoryStore):
+class RedisStore(_Following, PlannedShapes, PlannedStore, RetentionStore, NativeStore, HistoryStore):
     """A blocking, idempotent store on Redis or Valkey, one server or a cluster, with every capability.
 
     Thread-safe (redis-py pools connections); fork-safe (a child process opens connections of its
@@ -155,48 +152,12 @@ class RedisStore(_Following, PlannedStore, RetentionStore, NativeStore, HistoryS
             self._closed_underneath(error, "redis: store")
             raise
 
-    def keeps_native(self) -> bool:
-        """Return ``True``: acta keep their native form (see :class:`chronica_core.NativeStore`)."""
-        return True
-
     def migrate(self) -> None:
         """Bring chronica an earlier chronica-redis wrote up to date (see :mod:`chronica_redis.migration`).
 
         Safe to repeat, and while the store is in use; ``StoreError`` if the server fails.
         """
         self._run_if_open(migrate(self.plans))
-
-    def idle_chronica(
-        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
-    ) -> list[Chronicum]:
-        """See :meth:`chronica_core.RetentionStore.idle_chronica`: the idle indexes, checked."""
-        return self._run_if_open(self.plans.idle_chronica(idle_before, owner_id, after, limit))
-
-    def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
-        """See :meth:`chronica_core.RetentionStore.erase_idle`: one script, atomic with writers."""
-        return self._run_if_open(self.plans.erase_idle(chronicum_id, idle_before, owner_digest))
-
-    def layout(self, chronicum_id: str) -> Layout:
-        """See :meth:`chronica_core.HistoryStore.layout`: one script."""
-        return self._run_if_open(self.plans.layout(chronicum_id))
-
-    def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
-        """See :meth:`chronica_core.HistoryStore.window`: one script on the lineage's node."""
-        return self._run_if_open(self.plans.window(chronicum_id, reads))
-
-    def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
-        """See :meth:`chronica_core.HistoryStore.locate`: one script."""
-        return self._run_if_open(self.plans.locate(lineage, actum_ids))
-
-    def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
-        """See :meth:`chronica_core.HistoryStore.fork` (and :mod:`chronica_redis.history`)."""
-        self._run_if_open(self.plans.fork(chronicum, lineage))
-
-    def record_summary(
-        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
-    ) -> Actum:
-        """See :meth:`chronica_core.HistoryStore.record_summary`: one script, checking the version."""
-        return self._run_if_open(self.plans.record_summary(actum, first, last, version, key))
 
     def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`chronica_core.FollowStore.acta_after`: one script, looking back from the newest."""
@@ -232,7 +193,12 @@ class RedisStore(_Following, PlannedStore, RetentionStore, NativeStore, HistoryS
 
 
 class AsyncRedisStore(
-    _Following, AsyncPlannedStore, AsyncRetentionStore, AsyncNativeStore, AsyncHistoryStore
+    _Following,
+    AsyncPlannedShapes,
+    AsyncPlannedStore,
+    AsyncRetentionStore,
+    AsyncNativeStore,
+    AsyncHistoryStore,
 ):
     """The asyncio twin of :class:`RedisStore`: the same plans, awaited on ``redis.asyncio``.
 
@@ -285,45 +251,9 @@ class AsyncRedisStore(
             self._closed_underneath(error, self._where)
             raise
 
-    def keeps_native(self) -> bool:
-        """Return ``True``: acta keep their native form (see :class:`chronica_core.AsyncNativeStore`)."""
-        return True
-
     async def migrate(self) -> None:
         """See :meth:`RedisStore.migrate`."""
         await self._run_if_open(migrate(self.plans))
-
-    async def idle_chronica(
-        self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
-    ) -> list[Chronicum]:
-        """See :meth:`RedisStore.idle_chronica`."""
-        return await self._run_if_open(self.plans.idle_chronica(idle_before, owner_id, after, limit))
-
-    async def erase_idle(self, chronicum_id: str, idle_before: datetime, owner_digest: str) -> int:
-        """See :meth:`RedisStore.erase_idle`."""
-        return await self._run_if_open(self.plans.erase_idle(chronicum_id, idle_before, owner_digest))
-
-    async def layout(self, chronicum_id: str) -> Layout:
-        """See :meth:`RedisStore.layout`."""
-        return await self._run_if_open(self.plans.layout(chronicum_id))
-
-    async def window(self, chronicum_id: str, reads: WindowReads) -> WindowRows:
-        """See :meth:`RedisStore.window`."""
-        return await self._run_if_open(self.plans.window(chronicum_id, reads))
-
-    async def locate(self, lineage: tuple[Segment, ...], actum_ids: tuple[str, ...]) -> dict[str, Located]:
-        """See :meth:`RedisStore.locate`."""
-        return await self._run_if_open(self.plans.locate(lineage, actum_ids))
-
-    async def fork(self, chronicum: Chronicum, lineage: tuple[Segment, ...]) -> None:
-        """See :meth:`RedisStore.fork`."""
-        await self._run_if_open(self.plans.fork(chronicum, lineage))
-
-    async def record_summary(
-        self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
-    ) -> Actum:
-        """See :meth:`RedisStore.record_summary`."""
-        return await self._run_if_open(self.plans.record_summary(actum, first, last, version, key))
 
     async def acta_after(self, chronicum_id: str, after: str | None, limit: int) -> list[Actum] | None:
         """See :meth:`RedisStore.acta_after`."""
