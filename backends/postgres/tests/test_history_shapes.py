@@ -207,7 +207,9 @@ def test_idle_chronica_are_read_from_their_index(store: PostgresStore, admin: Ad
         ),
     ):
         plan = "\n".join(row[0] for row in admin.execute(b"EXPLAIN " + sql_text, parameters).fetchall())
-        expected = "chronica_owner_idle" if owner else "chronica_idle"
+        # On small tables the planner may serve one owner's query from either idle index: both
+        # walk idle chronica only, so the cost follows what is idle, not the table's size.
+        expected = "(chronica_owner_idle|chronica_idle)" if owner else "chronica_idle"
         assert re.search(rf"Index Scan (using|on) {expected} ", plan), plan  # a bitmap one on few rows
         assert "Seq Scan" not in plan, plan
 
