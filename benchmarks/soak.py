@@ -128,13 +128,18 @@ class Soak:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def log_acknowledged(self, chronicum_id: str) -> IdLog:
-        """Start the log of the acta acknowledged in ``chronicum_id``."""
-        log = self.acknowledged[chronicum_id] = IdLog(self.folder / f"acknowledged-{len(self.acknowledged)}")
+        """Start the log of the acta acknowledged in ``chronicum_id`` (a file named after it)."""
+        with self._lock:
+            log = self.acknowledged[chronicum_id] = IdLog(self.folder / f"acknowledged-{chronicum_id}")
         return log
 
     def log_followed(self, chronicum_id: str) -> IdLog:
-        """Start the log of the acta the follower of ``chronicum_id`` got."""
-        log = self.followed[chronicum_id] = IdLog(self.folder / f"followed-{len(self.followed)}")
+        """Start the log of the acta the follower of ``chronicum_id`` got (a file named after it).
+
+        Safe to call from the follower threads as they start.
+        """
+        with self._lock:
+            log = self.followed[chronicum_id] = IdLog(self.folder / f"followed-{chronicum_id}")
         return log
 
     def timed_append(self, seconds: float) -> None:

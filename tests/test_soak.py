@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,25 @@ def test_the_connection_kill_finds_this_process_s_connections_by_port() -> None:
             with accepted:
                 assert local_ports(port) == {client.getsockname()[1]}
     assert kill_connections("memory://") == 0
+
+
+def test_followers_started_together_each_log_to_a_file_of_their_own(tmp_path: Path) -> None:
+    # The follower threads open their logs as they start: two of them once shared a file and the
+    # check then compared a chronicum's acta with another's.
+    run = soak.Soak(soak.Load(), tmp_path)
+    chronica = [f"c{number}" for number in range(16)]
+    start = threading.Barrier(len(chronica))
+
+    def open_log(chronicum_id: str) -> None:
+        start.wait()
+        run.log_followed(chronicum_id).add(chronicum_id)
+
+    threads = [threading.Thread(target=open_log, args=(chronicum_id,)) for chronicum_id in chronica]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {chronicum_id: log.ids() for chronicum_id, log in run.followed.items()} == {
+        chronicum_id: [chronicum_id] for chronicum_id in chronica
+    }
+    assert len({log.path for log in run.followed.values()}) == len(chronica)
