@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the benchmarks are not installed: run from the repository
 
-from benchmarks import soak  # noqa: E402
+from benchmarks import soak, soak_heap  # noqa: E402
 from benchmarks.soak_kill import kill_connections, local_ports  # noqa: E402
 from benchmarks.soak_ledger import IdLog  # noqa: E402
 
@@ -112,3 +112,16 @@ def test_followers_started_together_each_log_to_a_file_of_their_own(tmp_path: Pa
         chronicum_id: [chronicum_id] for chronicum_id in chronica
     }
     assert len({log.path for log in run.followed.values()}) == len(chronica)
+
+
+def test_the_heap_curve_takes_a_point_a_minute_and_the_last() -> None:
+    mb = 2**20
+    snapshots = [(1_000, 40 * mb, 0), (31_000, 90 * mb, 30 * mb), (61_000, 100 * mb, 31 * mb)]
+    snapshots += [(95_000, 104 * mb, 30 * mb), (121_000, 108 * mb, 30 * mb), (130_000, 109 * mb, 44 * mb)]
+    assert soak_heap.per_minute(snapshots) == [
+        soak_heap.Point(0.0, 40.0, 0.0),
+        soak_heap.Point(1.0, 100.0, 31.0),
+        soak_heap.Point(2.0, 108.0, 30.0),
+        soak_heap.Point(2.15, 109.0, 44.0),
+    ]
+    assert soak_heap.per_minute([]) == []
