@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Point", "per_minute", "main"]
+__all__ = ["Point", "main", "per_minute"]
 
 _MB = 2**20
 
