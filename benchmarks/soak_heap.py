@@ -14,6 +14,7 @@ file.
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -59,9 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.soak_heap", description=__doc__)
     parser.add_argument("capture", help="a file written by `memray run --native -o FILE ...`")
     arguments = parser.parse_args(argv)
-    from memray import FileReader  # only here: the rest of the harness runs without memray
-
-    reader = FileReader(arguments.capture)
+    memray = importlib.import_module("memray")  # only here: the harness runs without memray
+    reader = memray.FileReader(arguments.capture)
     snapshots = ((s.time, s.rss, s.heap) for s in reader.get_memory_snapshots())
     print(f"{'minute':>7} {'rss_mb':>8} {'heap_mb':>8}")
     for point in per_minute(snapshots):
