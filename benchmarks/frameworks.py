@@ -49,13 +49,22 @@ Turn = Callable[[], Awaitable[object]]
 
 
 @dataclass(frozen=True)
+class Prepared:
+    """A filled session: its turn, its store operations timed on their own (``parts``), its closer."""
+
+    turn: Turn
+    parts: dict[str, Turn]
+    close: Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
 class Contender:
     """One store under one framework: its name, and how to open a filled session's turn."""
 
     framework: str
     store: str
     chronica: bool
-    prepare: Callable[[Path, int], Awaitable[tuple[Turn, Callable[[], Awaitable[None]]]]]
+    prepare: Callable[[Path, int], Awaitable[Prepared]]
 
 
 # -- OpenAI Agents SDK ---------------------------------------------------------------------------
@@ -79,7 +88,7 @@ def _agents_model() -> Any:
     return Scripted()
 
 
-async def _agents_turn(session: Any, size: int) -> tuple[Turn, Callable[[], Awaitable[None]]]:
+async def _agents_turn(session: Any, size: int) -> Prepared:
     from agents import Agent, RunConfig, Runner, SessionSettings
 
     await session.add_items(
@@ -91,16 +100,24 @@ async def _agents_turn(session: Any, size: int) -> tuple[Turn, Callable[[], Awai
     async def turn() -> object:
         return await Runner.run(agent, "And for five?", session=session, run_config=config)
 
-    return turn, _closer(session)
+    async def read() -> object:
+        return await session.get_items(WINDOW)
+
+    async def append() -> object:
+        return await session.add_items(
+            [{"role": "user", "content": "And for five?"}, {"role": "assistant", "content": "Booked."}]
+        )
+
+    return Prepared(turn, {"get_items(20)": read, "add_items(2)": append}, _closer(session))
 
 
-async def agents_own(folder: Path, size: int) -> tuple[Turn, Callable[[], Awaitable[None]]]:
+async def agents_own(folder: Path, size: int) -> Prepared:
     from agents import SQLiteSession
 
     return await _agents_turn(SQLiteSession(uuid.uuid4().hex, folder / "agents.db"), size)
 
 
-async def agents_chronica(folder: Path, size: int) -> tuple[Turn, Callable[[], Awaitable[None]]]:
+async def agents_chronica(folder: Path, size: int) -> Prepared:
     from chronica_openai_agents import ChronicaSession
 
     url = f"sqlite:///{folder / 'chronica-agents.db'}"
@@ -126,7 +143,7 @@ def _adk_runner(service: Any) -> Any:
     return Runner(agent=LlmAgent(name="booking", model=Scripted()), app_name="bench", session_service=service)
 
 
-async def _adk_turn(service: Any, size: int) -> tuple[Turn, Callable[[], Awaitable[None]]]:
+async def _adk_turn(service: Any, size: int) -> Prepared:
     from google.adk.agents.run_config import RunConfig
     from google.adk.events import Event
     from google.adk.sessions.base_session_service import GetSessionConfig
@@ -149,22 +166,34 @@ async def _adk_turn(service: Any, size: int) -> tuple[Turn, Callable[[], Awaitab
             pass
         return None
 
-    return turn, _closer(service)
+    async def read() -> object:
+        return await service.get_session(
+            app_name="bench", user_id=OWNER, session_id=session_id, config=config.get_session_config
+        )
+
+    async def read_append() -> object:
+        fresh = await read()
+        event = Event(author="user", invocation_id="part", content=message)
+        return await service.append_event(fresh, event)
+
+    return Prepared(
+        turn, {"get_session(20)": read, "get_session(20)+append_event": read_append}, _closer(service)
+    )
 
 
-async def adk_database(folder: Path, size: int) -> tuple[Turn, Callable[[], Awaitable[None]]]:
+async def adk_database(folder: Path, size: int) -> Prepared:
     from google.adk.sessions import DatabaseSessionService
 
     return await _adk_turn(DatabaseSessionService(f"sqlite+aiosqlite:///{folder / 'adk-db.db'}"), size)
 
 
-async def adk_sqlite(folder: Path, size: int) -> tuple[Turn, Callable[[], Awaitable[None]]]:
+async def adk_sqlite(folder: Path, size: int) -> Prepared:
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
     return await _adk_turn(SqliteSessionService(str(folder / "adk-sqlite.db")), size)
 
 
-async def adk_chronica(folder: Path, size: int) -> tuple[Turn, Callable[[], Awaitable[None]]]:
+async def adk_chronica(folder: Path, size: int) -> Prepared:
     from chronica_adk import ChronicaSessionService
 
     return await _adk_turn(ChronicaSessionService(f"sqlite:///{folder / 'chronica-adk.db'}"), size)
@@ -193,29 +222,33 @@ async def measure(
 ) -> dict[str, float]:
     """Fill each contender's session with ``size`` items, then time ``rounds`` rounds of turns.
 
-    Returns the median turn of each contender in milliseconds, keyed by its store name.
+    Returns the medians in milliseconds, keyed ``"<store>|turn"`` and ``"<store>|<part>"`` (a
+    store operation of the turn timed on its own after it).
     """
-    prepared = [(contender, *(await contender.prepare(folder, size))) for contender in contenders]
-    for _, turn, _ in prepared:  # one warm-up turn each (imports, first connections, caches)
-        await turn()
-    times: dict[str, list[float]] = {contender.store: [] for contender in contenders}
+    prepared = [(contender, await contender.prepare(folder, size)) for contender in contenders]
+    for _, ready in prepared:  # one warm-up turn each (imports, first connections, caches)
+        await ready.turn()
+    times: dict[str, list[float]] = {}
     profiler = cProfile.Profile() if profile else None
     for _ in range(rounds):
-        for contender, turn, _ in rng.sample(prepared, len(prepared)):
-            if profiler is not None and contender.chronica:
-                profiler.enable()
-            started = time.perf_counter()
-            await turn()
-            times[contender.store].append((time.perf_counter() - started) * 1000)
-            if profiler is not None:
-                profiler.disable()
-    for _, _, close in prepared:
-        await close()
+        for contender, ready in rng.sample(prepared, len(prepared)):
+            for name, call in [("turn", ready.turn), *ready.parts.items()]:
+                if profiler is not None and contender.chronica and name == "turn":
+                    profiler.enable()
+                started = time.perf_counter()
+                await call()
+                times.setdefault(f"{contender.store}|{name}", []).append(
+                    (time.perf_counter() - started) * 1000
+                )
+                if profiler is not None:
+                    profiler.disable()
+    for _, ready in prepared:
+        await ready.close()
     if profiler is not None:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(25)
         print(text.getvalue())
-    return {store: statistics.median(values) for store, values in times.items()}
+    return {key: statistics.median(values) for key, values in times.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -242,13 +275,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                 )
             results[framework, size] = medians
             chronica = next(c.store for c in contenders if c.chronica)
-            for contender in contenders:
-                ratio = medians[chronica] / medians[contender.store]
-                mark = "" if contender.chronica else f"  Chronica / this: {ratio:.2f}x"
-                print(f"{framework:14} {size:>6} {contender.store:45} {medians[contender.store]:8.2f}{mark}")
+            for key, median in medians.items():
+                store, name = key.split("|")
+                ratio = medians[key.replace(store, chronica, 1)] / median
+                mark = "" if store == chronica else f"  Chronica / this: {ratio:.2f}x"
+                print(f"{framework:14} {size:>6} {store:42} {name:30} {median:8.2f}{mark}")
     for framework in options.frameworks.split(","):
         chronica = next(c.store for c in CONTENDERS if c.framework == framework and c.chronica)
-        flat = [results[framework, size][chronica] for size in sizes]
+        flat = [results[framework, size][f"{chronica}|turn"] for size in sizes]
         print(f"{framework:14} Chronica turn from {sizes[0]} to {sizes[-1]} items: {flat[-1] / flat[0]:.2f}x")
 
 
