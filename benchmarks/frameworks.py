@@ -45,6 +45,9 @@ WINDOW = 20
 
 OWNER = "ardian"
 
+CHRONICA_OPTIONS: dict[str, Any] = {}
+"""The Chronica stores' options (``--synchronous`` sets SQLite's ``synchronous`` there)."""
+
 Turn = Callable[[], Awaitable[object]]
 
 
@@ -121,7 +124,12 @@ async def agents_chronica(folder: Path, size: int) -> Prepared:
     from chronica_openai_agents import ChronicaSession
 
     url = f"sqlite:///{folder / 'chronica-agents.db'}"
-    return await _agents_turn(ChronicaSession(uuid.uuid4().hex, url, owner_id=OWNER, actor="concierge"), size)
+    return await _agents_turn(
+        ChronicaSession(
+            uuid.uuid4().hex, url, owner_id=OWNER, actor="concierge", store_options=CHRONICA_OPTIONS
+        ),
+        size,
+    )
 
 
 # -- Google ADK ----------------------------------------------------------------------------------
@@ -196,7 +204,10 @@ async def adk_sqlite(folder: Path, size: int) -> Prepared:
 async def adk_chronica(folder: Path, size: int) -> Prepared:
     from chronica_adk import ChronicaSessionService
 
-    return await _adk_turn(ChronicaSessionService(f"sqlite:///{folder / 'chronica-adk.db'}"), size)
+    return await _adk_turn(
+        ChronicaSessionService(f"sqlite:///{folder / 'chronica-adk.db'}", store_options=CHRONICA_OPTIONS),
+        size,
+    )
 
 
 def _closer(thing: Any) -> Callable[[], Awaitable[None]]:
@@ -258,11 +269,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=30, help="timed turns per store and size")
     parser.add_argument("--frameworks", default="openai-agents,adk")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--synchronous", default=None, help="SQLite's synchronous for the Chronica stores (default FULL)"
+    )
     parser.add_argument("--profile", action="store_true", help="profile Chronica's turns (cProfile)")
     options = parser.parse_args(argv)
+    if options.synchronous is not None:
+        CHRONICA_OPTIONS["synchronous"] = options.synchronous
     logging.getLogger("google_adk").setLevel(logging.ERROR)  # "missing token usage" on every turn
     seed = new_seed() if options.seed is None else options.seed
-    print(f"seed {seed}; window {WINDOW} items; {options.rounds} rounds; median turn in ms")
+    print(f"seed {seed}; window {WINDOW} items; {options.rounds} rounds; medians in ms; {CHRONICA_OPTIONS}")
     rng = random.Random(seed)
     sizes = [int(size) for size in options.sizes.split(",")]
     results: dict[tuple[str, int], dict[str, float]] = {}
