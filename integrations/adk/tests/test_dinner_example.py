@@ -1,7 +1,7 @@
 """examples/dinner_across_frameworks.py runs as written: a person on the CLI, the search agent on
 pydantic-ai, the concierge on the OpenAI Agents SDK, the booking agent on ADK, one chronicum, on a
-SQLite file (as it runs by default) and on PostgreSQL (chronica-postgres and chronica-sqlalchemy,
-each in a fresh schema the conftest drops)."""
+SQLite file (as it runs by default) and on PostgreSQL through chronica-postgres (in a fresh schema
+the conftest drops)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ MODEL_INPUTS = [
 ]
 
 
-@pytest.fixture(params=["sqlite", "postgres", "postgres-sqlalchemy"])
+@pytest.fixture(params=["sqlite", "postgres"])
 def story_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh store of the story's own, as a URL the command line opens (its schema in the query)."""
     with fresh_target(str(request.param), tmp_path) as target:
