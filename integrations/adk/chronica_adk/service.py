@@ -26,6 +26,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import override
 
 from chronica_adk.ids import STATE_SUFFIX, SessionKey, app_state_id, session_id_of
+from chronica_adk.listing import app_users
 from chronica_adk.mapping import (
     APP_SCOPE,
     SESSION_SCOPE,
@@ -300,30 +301,33 @@ class ChronicaSessionService(BaseSessionService):
 
     @override
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
-        """Return the user's sessions of ``app_name`` without events, least recently updated first.
+        """Return the user's sessions of ``app_name`` (every user's without ``user_id``), without events.
 
         Walks the owner's chronica (and those of the owner earlier releases used) by Chronica's
         keyset listing and reads each session's newest state snapshot (one actum); no event is read.
+        Without ``user_id``, finds the app's users first by reading every chronicum of the store
+        once (:func:`chronica_adk.listing.app_users`), then lists each one's sessions.
 
         Args:
             app_name: ADK's app name.
-            user_id: ADK's user id. ``None`` (every user of the app) is not supported: Chronica
-                lists one owner's chronica, and each user is an owner.
+            user_id: ADK's user id, or ``None`` for every user of the app.
 
         Returns:
             ``ListSessionsResponse(sessions=[...])``, each session with its merged state and no
             events, sorted by ``last_update_time``, then user id, then session id.
 
         Raises:
-            NotImplementedError: ``user_id`` is ``None``.
+            CapabilityUnsupported: ``user_id`` is ``None`` on a store without the ``retention``
+                capability (one that cannot list every owner's chronica).
             InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
             StoreError: the store failed; chained to the driver's exception.
         """
         if user_id is None:
-            raise NotImplementedError(
-                "ChronicaSessionService lists one user's sessions: pass user_id (each ADK user of "
-                "an app is a Chronica owner, and Chronica lists one owner's chronica at a time)"
-            )
+            every: list[Session] = []
+            for user in await app_users(self.chronicarius.store, app_name):
+                every += (await self.list_sessions(app_name=app_name, user_id=user)).sessions
+            every.sort(key=lambda session: (session.last_update_time, session.user_id, session.id))
+            return ListSessionsResponse(sessions=every)
         first = SessionKey(app_name, user_id, "-")
         found: list[tuple[SessionKey, str, str]] = []  # key, owner, snapshot chronicum
         for owner, suffix in ((first.owner, STATE_SUFFIX), (first.legacy_owner, "")):

@@ -22,7 +22,9 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,16 +79,12 @@ def _drop_schema(url: str, schema: str) -> None:
         connection.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
-@pytest.fixture(scope="session", params=["memory", *SERVER_VARIABLES])
-def store_target(request: pytest.FixtureRequest) -> Iterator[StoreTarget]:
-    """Where the test's sessions live: ``memory://``, or a database named by its variable."""
-    name = str(request.param)
-    if name == "memory":
-        yield StoreTarget(name, "memory://")
-        return
+@contextmanager
+def fresh_target(name: str, folder: Path) -> Iterator[StoreTarget]:
+    """A fresh store named ``name`` (a key of ``SERVER_VARIABLES``): a SQLite file in ``folder``,
+    or a fresh schema on the server, dropped on leaving; an unreachable server skips (fails on CI)."""
     variable = SERVER_VARIABLES[name]
     if name == "sqlite":
-        folder = request.getfixturevalue("tmp_path_factory").mktemp("sqlite")
         yield StoreTarget(name, os.environ.get(variable) or f"sqlite:///{folder / 'sessions.db'}")
         return
     url = os.environ.get(variable) or DEFAULT_URLS[variable]
@@ -105,6 +103,17 @@ def store_target(request: pytest.FixtureRequest) -> Iterator[StoreTarget]:
         yield StoreTarget(name, url, {"schema": schema})
     finally:
         _drop_schema(url, schema)
+
+
+@pytest.fixture(scope="session", params=["memory", *SERVER_VARIABLES])
+def store_target(request: pytest.FixtureRequest) -> Iterator[StoreTarget]:
+    """Where the test's sessions live: ``memory://``, or a database named by its variable."""
+    name = str(request.param)
+    if name == "memory":
+        yield StoreTarget(name, "memory://")
+        return
+    with fresh_target(name, request.getfixturevalue("tmp_path_factory").mktemp("sqlite")) as target:
+        yield target
 
 
 _LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost"}

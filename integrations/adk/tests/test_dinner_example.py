@@ -1,12 +1,17 @@
 """examples/dinner_across_frameworks.py runs as written: a person on the CLI, the search agent on
-pydantic-ai, the concierge on the OpenAI Agents SDK, the booking agent on ADK, one chronicum (on a
-SQLite file, as it runs by default)."""
+pydantic-ai, the concierge on the OpenAI Agents SDK, the booking agent on ADK, one chronicum, on a
+SQLite file (as it runs by default) and on PostgreSQL through chronica-postgres (in a fresh schema
+the conftest drops)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+from conftest import fresh_target
 
 from chronica_core import open_store
 from chronica_core.capabilities import NATIVE, store_capabilities
@@ -47,8 +52,16 @@ MODEL_INPUTS = [
 ]
 
 
-def test_the_dinner_story_across_frameworks(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'dinner.db'}"
+@pytest.fixture(params=["sqlite", "postgres"])
+def story_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh store of the story's own, as a URL the command line opens (its schema in the query)."""
+    with fresh_target(str(request.param), tmp_path) as target:
+        schema = target.options.get("schema")
+        yield target.url if schema is None else f"{target.url}?schema={schema}"
+
+
+def test_the_dinner_story_across_frameworks(story_url: str) -> None:
+    url = story_url
     done = subprocess.run(
         [sys.executable, str(EXAMPLE), url], capture_output=True, text=True, timeout=300, check=False
     )

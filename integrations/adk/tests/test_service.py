@@ -467,8 +467,14 @@ def test_list_sessions_lists_the_users_sessions_without_events(store_target: Sto
         assert listed[1].last_update_time == first.last_update_time
         assert listed[0].last_update_time == second.last_update_time
         assert (await service.list_sessions(app_name=app, user_id="nobody")).sessions == []
-        with pytest.raises(NotImplementedError, match="user_id"):
-            await service.list_sessions(app_name=app)
+        every = (await service.list_sessions(app_name=app)).sessions  # every user of the app
+        assert [(session.user_id, session.id) for session in every] == [
+            ("ardian", "second"),
+            ("rafa", "rafas"),
+            ("ardian", "first"),
+        ]
+        assert [session.state for session in every] == [{"user:lang": "id"}, {}, {"n": 2, "user:lang": "id"}]
+        assert (await service.list_sessions(app_name=f"{app}-none")).sessions == []
 
     run_on(store_target, body)
 

@@ -1,14 +1,16 @@
 """ChronicaConversationStore under pydantic-ai's ConversationStore behaviour, beside pydantic-ai's own.
 
 Each behaviour test runs on pydantic-ai's reference ``InMemoryConversationStore`` and on
-``ChronicaConversationStore`` over ``memory://`` (the store with the history and native
-capabilities), with the same assertions: whatever the reference does, the Chronica store does.
+``ChronicaConversationStore`` over ``memory://`` and over a throw-away SQLite file through
+chronica-sqlalchemy (stores with the history and native capabilities), with the same assertions:
+whatever the reference does, the Chronica store does.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 
 import pytest
 from chronica_pydantic_ai import ChronicaConversationStore, ChronicaHistory
@@ -31,22 +33,27 @@ from chronica_core import (
     CapabilityUnsupported,
     MemoryStore,
     new_chronicum_id,
+    open_async_store,
 )
 
 Body = Callable[[ConversationStore], Coroutine[None, None, None]]
 
 
-@pytest.fixture(params=["pydantic-ai", "chronica"])
-def on_each(request: pytest.FixtureRequest) -> Callable[[Body], None]:
-    """Run a test body on pydantic-ai's reference store and on the Chronica one, each in its own loop."""
+@pytest.fixture(params=["pydantic-ai", "chronica", "chronica-sqlite"])
+def on_each(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[Body], None]:
+    """Run a test body on pydantic-ai's reference store and on the Chronica ones, each in its own loop."""
+
+    async def on_chronica(body: Body, url: str) -> None:
+        async with open_async_store(url) as opened:
+            await body(ChronicaConversationStore(opened, owner_id=OWNER, actor=AGENT))
 
     def run(body: Body) -> None:
-        store: ConversationStore
         if request.param == "chronica":
-            store = ChronicaConversationStore(AsyncMemoryStore(), owner_id=OWNER, actor=AGENT)
+            asyncio.run(on_chronica(body, "memory://"))
+        elif request.param == "chronica-sqlite":
+            asyncio.run(on_chronica(body, f"sqlite:///{tmp_path / 'conversations.db'}"))
         else:
-            store = InMemoryConversationStore()
-        asyncio.run(body(store))
+            asyncio.run(body(InMemoryConversationStore()))
 
     return run
 
