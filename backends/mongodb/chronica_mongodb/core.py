@@ -797,24 +797,7 @@ class MongoCore:
         head: dict[str, Any] = {**actum_document(acta[0], at), "seq": Int64(0)}
         if len(acta) > 1:
             head.update(batch=batch, size=Int64(len(acta)))
-            members = [
-                {
-                    **actum_document(actum, at),
-                    "batch": batch,
-                    "pos": Int64(pos),
-                    "position": Int64(end + 1 + pos),
-                }
-                for pos, actum in enumerate(acta[1:], 1)
-            ]
-            try:
-                yield from self._run(
-                    Command(BATCH_ACTA, "insert_many", (members,), {"ordered": True}), where, duplicates=True
-                )
-            except (DocumentTooLarge, OperationFailure) as error:
-                yield from self._discard(batch, where)
-                for actum in acta[1:]:
-                    yield from self._refused_as_too_large(actum, where, error)
-                raise StoreError(f"mongodb: {where}", str(error)) from error
+            yield from self._insert_members(acta, at, batch, end, where)
         if key is not None:
             head["idempotency_key"] = key
         for _ in range(MAX_ATTEMPTS):
@@ -826,32 +809,11 @@ class MongoCore:
                 violated = _violated_index(error)
                 if violated == "key" and key is not None:
                     yield from self._discard(batch, where)
-                    first = yield from self._run(
-                        self._keyed_lookup(chronicum_id, key, _BATCH_HEAD_FIELDS),
-                        where,
-                    )
-                    if first is None:
-                        yield from self._still_live(chronicum_id, where, None)
-                        raise StoreError(
-                            f"mongodb: {where}", f"key {key!r} is taken but its acta are gone"
-                        ) from error
-                    return (yield from self._batch_of(chronicum_id, first, where))
+                    return (yield from self._kept_batch(chronicum_id, key, where, error))
                 if violated != "seq":
                     yield from self._discard(batch, where)
                     raise StoreError(f"mongodb: {where}", str(error)) from error
-                before = end
-                newest, newest_at, end, ancestors = yield from self._newest_stored(chronicum_id, where)
-                moved: dict[str, Any] = {}
-                if newest_at is not None and newest_at > at:  # the batch must not precede it
-                    at = newest_at
-                    moved["$set"] = {"at": at}
-                if end != before:  # its other acta take the positions after its first's
-                    moved["$inc"] = {"position": end - before}
-                if len(acta) > 1 and moved:
-                    yield from self._run(
-                        Command(BATCH_ACTA, "update_many", ({"batch": batch}, moved)),
-                        where,
-                    )
+                (newest, _, end, ancestors), at = yield from self._moved_on(acta, batch, at, end, where)
                 continue
             except (DocumentTooLarge, OperationFailure) as error:
                 yield from self._discard(batch, where)
@@ -871,6 +833,56 @@ class MongoCore:
         raise StoreError(
             f"mongodb: {where}", f"no free place in chronicum {chronicum_id!r} after {MAX_ATTEMPTS} tries"
         )
+
+    def _insert_members(
+        self, acta: Sequence[Actum], at: datetime, batch: ObjectId, end: int, where: str
+    ) -> Plan[Command, None]:
+        """Insert the acta of a batch after its first into ``batch_acta``, at the places after ``end``.
+
+        Raises ``ActumTooLarge`` or ``StoreError`` when the database refuses them (discarded then).
+        """
+        members = [
+            {**actum_document(actum, at), "batch": batch, "pos": Int64(pos), "position": Int64(end + 1 + pos)}
+            for pos, actum in enumerate(acta[1:], 1)
+        ]
+        try:
+            yield from self._run(
+                Command(BATCH_ACTA, "insert_many", (members,), {"ordered": True}), where, duplicates=True
+            )
+        except (DocumentTooLarge, OperationFailure) as error:
+            yield from self._discard(batch, where)
+            for actum in acta[1:]:
+                yield from self._refused_as_too_large(actum, where, error)
+            raise StoreError(f"mongodb: {where}", str(error)) from error
+
+    def _kept_batch(
+        self, chronicum_id: str, key: str, where: str, error: DuplicateKeyError
+    ) -> Plan[Command, list[Actum]]:
+        """The acta the write keyed ``key`` stored (its key was found taken by ``error``)."""
+        first = yield from self._run(self._keyed_lookup(chronicum_id, key, _BATCH_HEAD_FIELDS), where)
+        if first is None:
+            yield from self._still_live(chronicum_id, where, None)
+            raise StoreError(f"mongodb: {where}", f"key {key!r} is taken but its acta are gone") from error
+        return (yield from self._batch_of(chronicum_id, first, where))
+
+    def _moved_on(
+        self, acta: Sequence[Actum], batch: ObjectId, at: datetime, before: int, where: str
+    ) -> Plan[Command, tuple[Newest, datetime]]:
+        """Another write took the batch's place: read the newest again, and move the batch after it.
+
+        Returns what :meth:`_newest_stored` read and the batch's ``at`` (never before the newest's).
+        """
+        known = yield from self._newest_stored(acta[0].chronicum_id, where)
+        newest_at, end = known[1], known[2]
+        moved: dict[str, Any] = {}
+        if newest_at is not None and newest_at > at:  # the batch must not precede it
+            at = newest_at
+            moved["$set"] = {"at": at}
+        if end != before:  # its other acta take the positions after its first's
+            moved["$inc"] = {"position": end - before}
+        if len(acta) > 1 and moved:
+            yield from self._run(Command(BATCH_ACTA, "update_many", ({"batch": batch}, moved)), where)
+        return known, at
 
     def list_chronica(
         self, owner_id: str, limit: int, after: ListingPosition | None

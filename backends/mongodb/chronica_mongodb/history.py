@@ -215,13 +215,11 @@ def _positions_pipeline(read: PositionsRead, tag: int) -> list[dict[str, Any]]:
     ]
 
 
-def window(core: MongoCore, chronicum_id: str, reads: WindowReads) -> Plan[Command, WindowRows]:
-    """Plan :meth:`chronica_core.HistoryStore.window` (see the module): one aggregation on ``acta``.
+def _window_pipeline(chronicum_id: str, reads: WindowReads) -> tuple[list[dict[str, Any]], set[str]]:
+    """A window's aggregation on ``acta``: each read, then the rows of the chronica they read.
 
-    Raises ``ChronicumNotFound`` when the chronicum, or a chronicum it read from, is missing or
-    erased (checked after the reads); else ``StoreError("mongodb: read window: ...")``.
+    Returns the pipeline and the ids of those chronica (``chronicum_id`` among them).
     """
-    where = "read window"
     chronica = {chronicum_id}
     # keeps nothing, names the shard key: the start of an aggregation made of `$unionWith` stages
     pipeline: list[dict[str, Any]] = [{"$match": {"chronicum_id": chronicum_id, "_id": {"$in": []}}}]
@@ -244,6 +242,31 @@ def window(core: MongoCore, chronicum_id: str, reads: WindowReads) -> Plan[Comma
             }
         }
     )
+    return pipeline, chronica
+
+
+def _answered(
+    core: MongoCore, lineage: tuple[Segment, ...], rows: list[tuple[int, Actum]]
+) -> Plan[Command, list[Located]]:
+    """The requests the tool responses among ``rows`` answer: from ``rows``, else found in ``lineage``."""
+    wanted = {actum.answers for _, actum in rows if actum.answers and actum.kind is ActumKind.TOOL_RESPONSE}
+    held = {actum.id: Located(position, actum) for position, actum in rows if actum.id in wanted}
+    answered = list(held.values())
+    missing = tuple(sorted(wanted - set(held)))
+    if missing:
+        found = yield from locate(core, lineage, missing)
+        answered.extend(found.values())
+    return answered
+
+
+def window(core: MongoCore, chronicum_id: str, reads: WindowReads) -> Plan[Command, WindowRows]:
+    """Plan :meth:`chronica_core.HistoryStore.window` (see the module): one aggregation on ``acta``.
+
+    Raises ``ChronicumNotFound`` when the chronicum, or a chronicum it read from, is missing or
+    erased (checked after the reads); else ``StoreError("mongodb: read window: ...")``.
+    """
+    where = "read window"
+    pipeline, chronica = _window_pipeline(chronicum_id, reads)
     documents: list[dict[str, Any]] = yield from core._run(
         Command(ACTA, "aggregate", (pipeline,), cursor=True), where
     )
@@ -260,15 +283,7 @@ def window(core: MongoCore, chronicum_id: str, reads: WindowReads) -> Plan[Comma
     rows = [row for read_rows in by_read for row in sorted(read_rows, key=lambda row: row[0])]
     answered: list[Located] = []
     if reads.answered_in is not None:
-        wanted = {
-            actum.answers for _, actum in rows if actum.answers and actum.kind is ActumKind.TOOL_RESPONSE
-        }
-        held = {actum.id: Located(position, actum) for position, actum in rows if actum.id in wanted}
-        answered = list(held.values())
-        missing = tuple(sorted(wanted - set(held)))
-        if missing:
-            found = yield from locate(core, reads.answered_in, missing)
-            answered.extend(found.values())
+        answered = yield from _answered(core, reads.answered_in, rows)
     return WindowRows(
         [actum for _, actum in rows], [position for position, _ in rows], answered, _version(own)
     )

@@ -58,12 +58,9 @@ __all__ = [
     "checked_content_limit",
     "checked_schema",
     "configure_sqlite",
-    "create_async_read_engine",
-    "create_async_store_engine",
-    "create_read_engine",
-    "create_store_engine",
+    "create_async_engines",
+    "create_engines",
     "plan_connections",
-    "reads_in_autocommit",
     "runs_on_worker_threads",
     "sync_url",
     "url_and_options",
@@ -173,17 +170,6 @@ def runs_on_worker_threads(url: str | URL) -> bool:
     """
     parsed = _parse(url)
     return parsed.get_backend_name() == "sqlite" and parsed.drivername.partition("+")[2] not in _ASYNC_ONLY
-
-
-def reads_in_autocommit(url: str | URL) -> bool:
-    """Whether a store on ``url`` reads on an engine of its own in autocommit (MariaDB/MySQL).
-
-    There switching a session between autocommit (a read's ``SELECT`` its own transaction, no
-    ``ROLLBACK``) and not (an append's ``UPDATE`` begins its transaction without a ``BEGIN``)
-    costs a round trip each way, so the store keeps two pools. PostgreSQL switches without a
-    round trip, and SQLite reads take no transaction: one engine serves both there.
-    """
-    return make_url(url).get_backend_name() in ("mysql", "mariadb")
 
 
 class EngineOptions:
@@ -364,32 +350,33 @@ def _created(
     return engine
 
 
-def create_store_engine(url: str | URL, options: EngineOptions) -> Engine:
-    """Create the blocking engine for ``url``, set up as the module says.
+def create_engines(url: str | URL, options: EngineOptions) -> tuple[Engine, Engine | None]:
+    """The store's blocking engine for ``url``, set up as the module says, and its read engine.
 
+    The read engine (MariaDB/MySQL only; else ``None``) is like the other but in autocommit.
     Raises ``StoreError`` for a URL SQLAlchemy cannot use, ``InvalidOption`` for an option the
     dialect cannot use; a missing driver raises ``ModuleNotFoundError``.
     """
-    return _created(create_engine, sync_url(url), options, pool.QueuePool, False)
+    return _pair(create_engine, sync_url(url), options, pool.QueuePool)
 
 
-def create_async_store_engine(url: str | URL, options: EngineOptions) -> AsyncEngine:
-    """Create the asyncio engine for ``url``; same rules and errors as :func:`create_store_engine`."""
-    return _created(create_async_engine, async_url(url), options, pool.AsyncAdaptedQueuePool, False)
+def create_async_engines(url: str | URL, options: EngineOptions) -> tuple[AsyncEngine, AsyncEngine | None]:
+    """The asyncio twin of :func:`create_engines`: same rules and errors; nothing connects yet."""
+    return _pair(create_async_engine, async_url(url), options, pool.AsyncAdaptedQueuePool)
 
 
-def create_read_engine(url: str | URL, options: EngineOptions) -> Engine | None:
-    """MariaDB/MySQL: the blocking read engine, like the store's but in autocommit; else ``None``."""
-    if not reads_in_autocommit(url):
-        return None
-    return _created(create_engine, sync_url(url), options, pool.QueuePool, True)
-
-
-def create_async_read_engine(url: str | URL, options: EngineOptions) -> AsyncEngine | None:
-    """The asyncio twin of :func:`create_read_engine`."""
-    if not reads_in_autocommit(url):
-        return None
-    return _created(create_async_engine, async_url(url), options, pool.AsyncAdaptedQueuePool, True)
+def _pair(
+    factory: Callable[..., AnyEngine], url: URL, options: EngineOptions, queue_pool: type[pool.Pool]
+) -> tuple[AnyEngine, AnyEngine | None]:
+    engine = _created(factory, url, options, queue_pool, False)
+    if url.get_backend_name() not in ("mysql", "mariadb"):
+        return engine, None
+    try:
+        return engine, _created(factory, url, options, queue_pool, True)
+    except BaseException:
+        blocking = engine.sync_engine if isinstance(engine, AsyncEngine) else engine
+        blocking.dispose(close=False)  # nothing connected yet
+        raise
 
 
 def plan_connections(

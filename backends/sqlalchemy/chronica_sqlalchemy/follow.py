@@ -193,10 +193,7 @@ class Watcher:
                     self._listen(engine)
                 else:
                     with engine.connect() as connection:  # its first probe wakes every follower
-                        if engine.dialect.name == "sqlite":
-                            self._probe_sqlite(connection)
-                        else:
-                            self._probe_positions(connection)
+                        self._probe(connection, sqlite=engine.dialect.name == "sqlite")
                 return
             except failure:
                 self._wake(None)
@@ -219,22 +216,16 @@ class Watcher:
             finally:
                 connection.invalidate()  # LISTEN is not for the pool's other users
 
-    def _probe_sqlite(self, connection: Any) -> None:
-        """Ask ``data_version``; only when it changed, read the followed chronica's positions."""
-        version = None
+    def _probe(self, connection: Any, *, sqlite: bool) -> None:
+        """Read the followed chronica's positions every probe; on SQLite only when ``data_version`` moved."""
+        version: object = None
         seen: dict[str, _Seen] = {}
-        while not self._paused(SQLITE_PROBE_SECONDS):
-            current = connection.exec_driver_sql("PRAGMA data_version").scalar()
-            if current != version:
+        while not self._paused(SQLITE_PROBE_SECONDS if sqlite else SERVER_PROBE_SECONDS):
+            current = connection.exec_driver_sql("PRAGMA data_version").scalar() if sqlite else None
+            if current != version or not sqlite:
                 seen = self._wake_moved(connection, seen)
-            connection.rollback()  # hold no read transaction between probes
+            connection.rollback()  # no read transaction between probes: the next sees every commit
             version = current
-
-    def _probe_positions(self, connection: Any) -> None:
-        seen: dict[str, _Seen] = {}
-        while not self._paused(SERVER_PROBE_SECONDS):
-            seen = self._wake_moved(connection, seen)
-            connection.rollback()  # the next probe sees every commit made since
 
     def _wake_moved(self, connection: Any, seen: dict[str, _Seen]) -> dict[str, _Seen]:
         """Wake the followers of each chronicum whose position moved since ``seen``; return the positions.

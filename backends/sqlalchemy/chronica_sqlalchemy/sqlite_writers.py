@@ -172,13 +172,6 @@ def writer_queue(engine: Engine) -> WriterQueue | None:
     return None if found is None else found[0]
 
 
-def _locked(engine: Engine) -> OperationalError:
-    """What SQLite's own wait raises when it runs out, wrapped as SQLAlchemy wraps it."""
-    return OperationalError(
-        "BEGIN IMMEDIATE", None, engine.dialect.loaded_dbapi.OperationalError(LOCKED_MESSAGE)
-    )
-
-
 def take_turn(engine: Engine) -> WriterTurn | None:
     """Take the writer's turn on ``engine``'s file, blocking (``None``: the engine has no queue).
 
@@ -186,20 +179,19 @@ def take_turn(engine: Engine) -> WriterTurn | None:
         sqlalchemy.exc.OperationalError: the wait ran out (``busy_timeout``): "database is locked".
     """
     found = _engines.get(engine)
-    if found is None:
-        return None
-    turn = found[0].take(found[1])
-    if turn is None:
-        raise _locked(engine)
-    return turn
+    return None if found is None else _taken(engine, found[0].take(found[1]))
 
 
 async def take_turn_async(engine: Engine) -> WriterTurn | None:
     """:func:`take_turn` for an ``AsyncEngine.sync_engine``, waiting without blocking the loop."""
     found = _engines.get(engine)
-    if found is None:
-        return None
-    turn = await found[0].take_async(found[1])
+    return None if found is None else _taken(engine, await found[0].take_async(found[1]))
+
+
+def _taken(engine: Engine, turn: WriterTurn | None) -> WriterTurn:
+    """``turn``; when the wait for it ran out, what SQLite's own wait raises then, as SQLAlchemy wraps it."""
     if turn is None:
-        raise _locked(engine)
+        raise OperationalError(
+            "BEGIN IMMEDIATE", None, engine.dialect.loaded_dbapi.OperationalError(LOCKED_MESSAGE)
+        )
     return turn

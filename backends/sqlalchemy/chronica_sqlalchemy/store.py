@@ -28,15 +28,12 @@ from chronica_core.plans import Plan
 from chronica_core.redaction import masked_url
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.engines import (
-    EngineOptions,
     blocking_watcher_engine,
     checked_content_limit,
     checked_schema,
     configure_sqlite,
-    create_async_read_engine,
-    create_async_store_engine,
-    create_read_engine,
-    create_store_engine,
+    create_async_engines,
+    create_engines,
     plan_connections,
     runs_on_worker_threads,
     url_and_options,
@@ -92,14 +89,10 @@ class _Store:
         _log.debug("closed the %s on %s", type(self).__name__, masked_url(self._secrets_of))
 
 
-def _engines(url: str, options: EngineOptions) -> tuple[Engine, Engine | None]:
-    """The blocking engine for ``url`` and, on MariaDB/MySQL, its read engine."""
-    engine = create_store_engine(url, options)
-    try:
-        return engine, create_read_engine(url, options)
-    except BaseException:
-        engine.dispose()
-        raise
+def _dispose(engine: Engine, read_engine: Engine | None) -> None:
+    engine.dispose()
+    if read_engine is not None:
+        read_engine.dispose()
 
 
 class SQLAlchemyStore(ShapedStore, SQLAlchemyFollowing, PlannedStore, _Store):
@@ -175,13 +168,11 @@ class SQLAlchemyStore(ShapedStore, SQLAlchemyFollowing, PlannedStore, _Store):
             ModuleNotFoundError: the dialect's driver is not installed.
         """
         url, parsed = url_and_options(url, options)
-        engine, read_engine = _engines(url, parsed)
+        engine, read_engine = create_engines(url, parsed)
         try:
             return cls(engine, _owns_engine=True, _read_engine=read_engine, **parsed.store_arguments())
         except BaseException:
-            engine.dispose()
-            if read_engine is not None:
-                read_engine.dispose()
+            _dispose(engine, read_engine)
             raise
 
     def migrate(self) -> None:
@@ -198,9 +189,7 @@ class SQLAlchemyStore(ShapedStore, SQLAlchemyFollowing, PlannedStore, _Store):
         self._log_closed()
         self._close_watcher()
         if self._owns_engine:
-            self.engine.dispose()
-            if self.read_engine is not None:
-                self.read_engine.dispose()
+            _dispose(self.engine, self.read_engine)
 
     def _run(self, plan: Plan[Any, Result]) -> Result:
         return execute(self._connections, plan)
@@ -300,7 +289,7 @@ class AsyncSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore):
         come from the first operation.
         """
         url, parsed = url_and_options(url, options)
-        engines = functools.partial(_async_engines, url, parsed)
+        engines = functools.partial(create_async_engines, url, parsed)
         engine, read_engine = engines()
         arguments = parsed.store_arguments()
         return cls(
@@ -377,16 +366,6 @@ class AsyncSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore):
         return await asyncio.shield(running)
 
 
-def _async_engines(url: str, options: EngineOptions) -> tuple[AsyncEngine, AsyncEngine | None]:
-    """A new pair of asyncio engines for ``url``, as :meth:`AsyncSQLAlchemyStore.open` makes them."""
-    engine = create_async_store_engine(url, options)
-    try:
-        return engine, create_async_read_engine(url, options)
-    except BaseException:
-        engine.sync_engine.dispose(close=False)  # nothing connected yet
-        raise
-
-
 class AsyncThreadedSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore):
     """The asyncio store on a blocking ``Engine``: each operation runs whole on a worker thread.
 
@@ -454,7 +433,7 @@ class AsyncThreadedSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore
         first operation.
         """
         url, parsed = url_and_options(url, options)
-        engine, read_engine = _engines(url, parsed)
+        engine, read_engine = create_engines(url, parsed)
         return cls(engine, _owns_engine=True, _read_engine=read_engine, **parsed.store_arguments())
 
     async def close(self) -> None:
@@ -474,9 +453,7 @@ class AsyncThreadedSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore
     def _close(self) -> None:
         self._executor.shutdown(wait=True)
         if self._owns_engine:
-            self.engine.dispose()
-            if self.read_engine is not None:
-                self.read_engine.dispose()
+            _dispose(self.engine, self.read_engine)
 
     async def _perform(self, plan: Plan[Any, Result]) -> Result:
         try:

@@ -74,11 +74,18 @@ def test_an_idle_follower_reads_no_acta_only_data_version(dialect: str, tmp_path
         _until(lambda: _waiting(store, chronicum_id), "the follower waiting")
         event.listen(store.engine, "before_cursor_execute", seen)
         probed = lambda: statements.count("PRAGMA data_version") >= 5  # noqa: E731
-        _until(probed, "the watcher probing")  # by now the wait's own first read is done
-        statements.clear()
-        _until(probed, "the watcher probing again")  # an idle stretch of five probes
+        # The watcher's first probe wakes the follower, which reads once more (on a loaded
+        # machine maybe after five probes): of ten idle stretches of five probes, one at least
+        # reads no acta. A watcher that woke the follower at every probe would read in all ten.
+        stretches: list[list[str]] = []
+        for _ in range(10):
+            statements.clear()
+            _until(probed, "the watcher probing")
+            stretches.append([statement for statement in statements if "acta" in statement])
+            if not stretches[-1]:
+                break
         event.remove(store.engine, "before_cursor_execute", seen)
-        assert [statement for statement in statements if "acta" in statement] == []
+        assert stretches[-1] == [], stretches
         writer = Chronicarius(store)
         writer.record_actum(
             "ardian", Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "booking", "news")

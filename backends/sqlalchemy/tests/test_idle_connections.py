@@ -231,6 +231,9 @@ def test_reads_and_keyed_writes_are_tried_again_after_a_lost_connection_plain_wr
     caplog.set_level(logging.WARNING, logger="chronica")
     chronicum_id = f"lost-{uuid.uuid4().hex}"
     store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+    # connected before the faults (MariaDB reads on an engine of their own): a connection's
+    # first statements (SQLAlchemy's SELECT DATABASE() and the like) are connecting, not a read
+    assert store.get(chronicum_id).owner_id == "ardian"
     with chronica_driver_faults.inject(store, "connection_reset", times=1) as injection:
         keyed = store.record_idempotent(message(chronicum_id, "keyed"), "k-1")
     assert len(injection.raised) == 1

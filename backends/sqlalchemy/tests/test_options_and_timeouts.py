@@ -15,7 +15,7 @@ from chronica_conformance.timeout_contract import check_frozen_server, check_fro
 from chronica_sqlalchemy import open_async_sqlalchemy_store
 from chronica_sqlalchemy.engines import EngineOptions
 from chronica_sqlalchemy.store import SQLAlchemyStore
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy.engine import make_url
 
@@ -57,6 +57,7 @@ def use(url: str, options: dict[str, Any]) -> None:
     assert asyncio.run(scenario()) == ["blocking", "asyncio"]
 
 
+@settings(deadline=None)  # each example opens a store: its time is the machine's load
 @given(name=st.sampled_from(OPTIONS), value=option_values())
 def test_any_option_value_opens_a_working_store_or_is_named(
     database_url: str, shared_store: SQLAlchemyStore, name: str, value: object
