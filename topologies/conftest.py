@@ -11,6 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from pgbouncer import binary as pgbouncer_binary
+from pgbouncer import start_bouncer
 from postgres_cluster import PostgresPair, binaries, start_pair
 
 
@@ -28,3 +30,29 @@ def postgres_pair() -> Iterator[PostgresPair]:
     pair = start_pair()
     yield pair
     pair.stop()
+
+
+PGBOUNCER_PORT = "CHRONICA_TEST_PGBOUNCER_PORT"
+"""The port of a PgBouncer already running in transaction mode (``topologies/through_pgbouncer.py``
+sets it for the run it starts); without it the tests start their own."""
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_port() -> Iterator[int]:
+    """The port of PgBouncer in transaction mode before the machine's PostgreSQL, on loopback.
+
+    The one :data:`PGBOUNCER_PORT` names, else one started here and stopped afterwards. Skips
+    without Debian's ``pgbouncer``, saying so; fails instead with ``CI=true``.
+    """
+    given = os.environ.get(PGBOUNCER_PORT)
+    if given:
+        yield int(given)
+        return
+    if pgbouncer_binary() is None:
+        reason = "pgbouncer is not installed (Debian's pgbouncer package)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    started = start_bouncer()
+    yield started.port
+    started.stop()
