@@ -1,11 +1,15 @@
 """Run the conformance suite and ``test_pgbouncer.py`` through PgBouncer in transaction mode.
 
-``python topologies/through_pgbouncer.py [pytest arguments]`` (what ``tox -e pgbouncer`` runs):
-starts PgBouncer (:func:`pgbouncer.start_bouncer`) before the machine's PostgreSQL, runs pytest
-with the conformance suite (``--chronica-store``) on chronica-postgres and chronica-sqlalchemy
-through it, each in a schema of its own, and the tests of ``test_pgbouncer.py`` on the same
-PgBouncer (``CHRONICA_TEST_PGBOUNCER_PORT``); then stops PgBouncer by its PID and drops the
-schemas. Exits with pytest's status.
+``python topologies/through_pgbouncer.py [--whole-suite] [pytest arguments]`` (what ``tox -e
+pgbouncer`` runs): starts PgBouncer (:func:`pgbouncer.start_bouncer`) before the machine's
+PostgreSQL, runs pytest with the conformance suite (``--chronica-store``) on chronica-postgres
+and chronica-sqlalchemy through it, each in a schema of its own, and the tests of
+``test_pgbouncer.py`` on the same PgBouncer (``CHRONICA_TEST_PGBOUNCER_PORT``); then stops
+PgBouncer by its PID and drops the schemas. Exits with pytest's status.
+
+Of the suite it runs every case in the blocking flavour and the follow cases in the asyncio
+flavour too (:data:`SELECTION`), which keeps the run within a few minutes; ``--whole-suite`` runs
+every case in both flavours (about twice as long). ``test_pgbouncer.py`` runs whole either way.
 """
 
 from __future__ import annotations
@@ -26,9 +30,21 @@ from conftest import PGBOUNCER_PORT  # noqa: E402
 from pgbouncer import start_bouncer  # noqa: E402
 from test_pgbouncer import DIRECT, URLS  # noqa: E402
 
+SELECTION = "not async or follow or test_pgbouncer"
+"""pytest's ``-k``: the suite's blocking cases (their ids end in ``-sync``), its follow cases in
+both flavours, and ``test_pgbouncer.py`` whole (its asyncio tests included)."""
+
+WHOLE_SUITE = "--whole-suite"
+
 
 def main(arguments: list[str]) -> int:
-    """Start PgBouncer, run pytest through it with ``arguments`` added, clean up; return pytest's status."""
+    """Start PgBouncer, run pytest through it with ``arguments`` added, clean up; return pytest's status.
+
+    ``arguments`` holding :data:`WHOLE_SUITE` runs every case (it is not passed on); else only
+    :data:`SELECTION`.
+    """
+    selection = [] if WHOLE_SUITE in arguments else ["-k", SELECTION]
+    arguments = [argument for argument in arguments if argument != WHOLE_SUITE]
     bouncer = start_bouncer()
     schemas = [f"chronica_pgbouncer_{uuid.uuid4().hex[:12]}" for _ in URLS]
     try:
@@ -47,7 +63,7 @@ def main(arguments: list[str]) -> int:
             str(HERE / "test_pgbouncer.py"),
         ]
         environment = {**os.environ, PGBOUNCER_PORT: str(bouncer.port)}
-        return subprocess.run([*command, *arguments], env=environment, check=False).returncode
+        return subprocess.run([*command, *selection, *arguments], env=environment, check=False).returncode
     finally:
         bouncer.stop()
         with psycopg.connect(DIRECT, autocommit=True) as connection:

@@ -265,7 +265,7 @@ class EngineOptions:
 
 
 def url_and_options(url: str | URL, options: Mapping[str, Any]) -> tuple[str, EngineOptions]:
-    """Parse ``options`` for ``url``; some query parameters count as options (which win).
+    """Parse ``options`` for ``url``; some query parameters count as options (an option given wins).
 
     Those are ``schema``, ``prepared_statements`` and ``listen`` (percent-encoded). Returns the URL
     as text without those parameters, and the options. Raises ``InvalidOption``.

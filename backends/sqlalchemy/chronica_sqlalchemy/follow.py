@@ -35,7 +35,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import Engine, Table, select
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import SingletonThreadPool
 
 from chronica_core import ActaQuery, Actum, ChronicumNotFound
@@ -289,7 +291,7 @@ class _Following:
     """The watcher of a store: made on its first follower's wait, with the engine the store says."""
 
     plans: Any
-    engine: Any
+    engine: Engine | AsyncEngine
     _watcher: Watcher | None = None
 
     def _watcher_engine(self) -> Engine | None:
@@ -300,7 +302,9 @@ class _Following:
         with _CREATING:
             if self._watcher is None:
                 listen = listen_url(self.engine)
-                engine = self._watcher_engine() if listen is None else blocking_watcher_engine(listen)
+                engine = (
+                    self._watcher_engine() if listen is None else blocking_watcher_engine(make_url(listen))
+                )
                 self._watcher = Watcher(
                     engine, self.plans.tables.chronica, self.plans.channel, trusted=listen is not None
                 )

@@ -263,6 +263,7 @@ class AsyncSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore):
     """
 
     plans: Plans
+    engine: AsyncEngine
     read_engine: AsyncEngine | None
     """MariaDB/MySQL, opened from a URL: the engine in autocommit the reads use; ``None`` elsewhere."""
 
@@ -416,6 +417,7 @@ class AsyncThreadedSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore
     """
 
     plans: Plans
+    engine: Engine
     workers: int
     """How many operations may run at once (worker threads)."""
 

@@ -226,6 +226,8 @@ def test_statements_are_prepared_unless_a_pooler_is_found_or_prepared_statements
     try:
         new_chronicum(store)
         with store.engine.connect() as connection:
-            assert connection.connection.driver_connection.prepare_threshold == threshold
+            driver_connection = connection.connection.driver_connection
+            assert isinstance(driver_connection, psycopg.Connection)
+            assert driver_connection.prepare_threshold == threshold
     finally:
         store.close()
