@@ -141,6 +141,20 @@ def test_every_asyncio_write_lands_and_every_read_answers_through_a_transaction_
     assert stored == [[str(count) for count in range(ROUNDS)]] * len(chronica)
 
 
+@pytest.mark.parametrize("backend", URLS)
+def test_a_store_behind_the_pooler_leaves_no_plan_setting_to_the_pooler_s_other_clients(
+    pgbouncer_port: int, schema: str, backend: str
+) -> None:
+    """A store that prepares nothing sets no ``plan_cache_mode``: it would stay on the server
+    connection, which the pooler hands to its other clients next (the most recently used first)."""
+    with open_store(URLS[backend](pgbouncer_port, schema)) as store:
+        Chronicarius(store).record_actum(OWNER, _actum(new_chronicum_id(), "hello"))
+        pooled = f"postgresql://postgres@127.0.0.1:{pgbouncer_port}/test"
+        with psycopg.connect(pooled, autocommit=True, prepare_threshold=None) as other:
+            modes = {other.execute("SHOW plan_cache_mode").fetchone() for _ in range(20)}
+    assert modes == {("auto",)}
+
+
 def _listen_url(url: str) -> str:
     """``url`` with the ``listen`` option naming the server itself (percent-encoded)."""
     return f"{url}&listen={quote(DIRECT, safe='')}"

@@ -27,7 +27,12 @@ from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.poolers import LISTEN, PREPARED_STATEMENTS
 from chronica_core.redaction import masked_url, redact_error
 from chronica_core.urls import split_query_options, split_schema
-from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
+from chronica_postgres.connections import (
+    CONFIGURE_SQL,
+    CONFIGURE_UNPREPARED_SQL,
+    IdleConnections,
+    idle_timeout_seconds,
+)
 from chronica_postgres.follow import AsyncPostgresFollowing, Markings, PostgresFollowing
 from chronica_postgres.history import AsyncPostgresHistory, PostgresHistory
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
@@ -251,8 +256,13 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
         return run_plan(plan, self._perform)
 
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
-        """Set up a new pooled connection (:data:`CONFIGURE_SQL`); note the server's idle timeout."""
-        cursor = connection.execute(CONFIGURE_SQL)
+        """Set up a new pooled connection (:data:`CONFIGURE_SQL`); note the server's idle timeout.
+
+        One that prepares nothing gets :data:`CONFIGURE_UNPREPARED_SQL`.
+        """
+        cursor = connection.execute(
+            CONFIGURE_SQL if self.options.prepared_statements else CONFIGURE_UNPREPARED_SQL
+        )
         cursor.nextset()
         self._idle.opened(connection, idle_timeout_seconds(cursor.fetchone()))
 
@@ -542,12 +552,13 @@ class AsyncPostgresStore(
         connections: weakref.WeakSet[psycopg.AsyncConnection[Any]],
         connection: psycopg.AsyncConnection[Any],
     ) -> None:
-        """Set up a new pooled connection (:data:`CONFIGURE_SQL`); note the server's idle timeout.
+        """Set up a new pooled connection as :meth:`PostgresStore._configure` does.
 
         The connection joins ``connections``, those of its loop's pool.
         """
         connections.add(connection)
-        cursor = await connection.execute(CONFIGURE_SQL)
+        settings = CONFIGURE_SQL if self.options.prepared_statements else CONFIGURE_UNPREPARED_SQL
+        cursor = await connection.execute(settings)
         cursor.nextset()
         self._idle.opened(connection, idle_timeout_seconds(await cursor.fetchone()))
 

@@ -43,7 +43,12 @@ from chronica_core.urls import split_query_options
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.dialects import store_dialect_class
 from chronica_sqlalchemy.executor import DEFAULT_LEVEL, Connections
-from chronica_sqlalchemy.poolers import check_pooler_options, keep_listen_url, watch_prepared_statements
+from chronica_sqlalchemy.poolers import (
+    check_pooler_options,
+    keep_listen_url,
+    prepares,
+    watch_prepared_statements,
+)
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
@@ -365,10 +370,10 @@ def _created(
     if blocking.dialect.name == "sqlite":
         configure_sqlite(blocking, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
     elif blocking.dialect.name == "postgresql":
+        watch_prepared_statements(blocking, options.prepared_statements)  # before the settings
         event.listen(
             blocking, "connect", _session_in_utc if not _asks_for_a_time_zone(url) else _generic_plans
         )
-        watch_prepared_statements(blocking, options.prepared_statements)
         keep_listen_url(blocking, options.listen)
     if blocking.dialect.name not in ("mysql", "mariadb"):
         watch_idle_connections(blocking, options.check_idle_after)
@@ -447,16 +452,22 @@ def _asks_for_a_time_zone(url: URL) -> bool:
 
 def _session_in_utc(dbapi_connection: Any, connection_record: Any) -> None:
     """A new PostgreSQL session: in UTC (:data:`SET_UTC`), and with generic plans (see below)."""
-    _run_settings(dbapi_connection, SET_UTC, GENERIC_PLANS_SQL)
+    _run_settings(dbapi_connection, SET_UTC, *_plan_settings(connection_record))
 
 
 def _generic_plans(dbapi_connection: Any, connection_record: Any) -> None:
     """A new PostgreSQL session keeps one generic plan per prepared statement, unless asked otherwise.
 
     :data:`chronica_core.plan_cache.GENERIC_PLANS_SQL`: else PostgreSQL would plan every context
-    window again once the tables have statistics.
+    window again once the tables have statistics. Not on a connection that prepares nothing
+    (:func:`chronica_sqlalchemy.poolers.prepares`): it has no use for it, and behind a transaction
+    pooler the setting would stay on the server connection for the pooler's other clients.
     """
-    _run_settings(dbapi_connection, GENERIC_PLANS_SQL)
+    _run_settings(dbapi_connection, *_plan_settings(connection_record))
+
+
+def _plan_settings(connection_record: Any) -> tuple[str, ...]:
+    return (GENERIC_PLANS_SQL,) if prepares(connection_record) else ()
 
 
 def _run_settings(dbapi_connection: Any, *statements: str) -> None:

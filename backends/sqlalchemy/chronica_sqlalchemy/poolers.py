@@ -27,12 +27,14 @@ __all__ = [
     "keep_listen_url",
     "listen_url",
     "pooler_found",
+    "prepares",
     "watch_prepared_statements",
 ]
 
 _BACKEND = "sqlalchemy"
 _PSYCOPG = ("psycopg", "psycopg_async")
 _LISTEN_URLS: weakref.WeakKeyDictionary[Engine, str] = weakref.WeakKeyDictionary()
+_PREPARES = "chronica_prepares"  # in a connection record's info: False when it prepares nothing
 
 
 def check_pooler_options(url: URL, prepared_statements: bool | None, listen: str | None) -> None:
@@ -73,7 +75,8 @@ def watch_prepared_statements(engine: Engine, prepared_statements: bool | None) 
     """Turn psycopg's preparing off on ``engine``'s new connections when asked (see the module).
 
     ``engine`` is blocking or an ``AsyncEngine.sync_engine``; a driver other than psycopg is left
-    alone (:func:`check_pooler_options` refused the option for it).
+    alone (:func:`check_pooler_options` refused the option for it). Call it before any other
+    ``connect`` listener that asks :func:`prepares`.
     """
     if prepared_statements is True or engine.dialect.driver not in _PSYCOPG:
         return
@@ -84,8 +87,14 @@ def watch_prepared_statements(engine: Engine, prepared_statements: bool | None) 
             found.append(pooler_found(dbapi_connection))
         if prepared_statements is False or found[0]:
             getattr(dbapi_connection, "driver_connection", dbapi_connection).prepare_threshold = None
+            connection_record.info[_PREPARES] = False
 
     event.listen(engine, "connect", connect)
+
+
+def prepares(connection_record: Any) -> bool:
+    """Whether the connection of SQLAlchemy's ``connection_record`` prepares statements (``None``: yes)."""
+    return connection_record is None or connection_record.info.get(_PREPARES, True) is not False
 
 
 def keep_listen_url(engine: Engine | AsyncEngine, listen: str | None) -> None:
