@@ -220,11 +220,12 @@ class Watcher:
         """
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             try:
-                if not self._trusted and pooler_found(connection.connection.dbapi_connection):
+                listening: Any = connection.connection.driver_connection  # psycopg.Connection
+                if not self._trusted and pooler_found(listening):
+                    listening.prepare_threshold = None  # else psycopg would prepare the probe
                     self._probe_positions(connection)  # a LISTEN would hear nothing
                     return
                 connection.exec_driver_sql(f'LISTEN "{self._channel}"')
-                listening: Any = connection.connection.driver_connection  # psycopg.Connection
                 self._wake(None)  # whatever was written while it was not listening
                 while not self._ending():
                     for notification in listening.notifies(timeout=LISTEN_CHECK_SECONDS):
