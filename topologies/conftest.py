@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from typing import NoReturn
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,7 @@ def postgres_pair() -> Iterator[PostgresPair]:
     Skips without PostgreSQL's server binaries, saying so; fails instead with ``CI=true``.
     """
     if binaries() is None:
-        reason = "no PostgreSQL server binaries under /usr/lib/postgresql (Debian's postgresql package)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        _missing("no PostgreSQL server binaries under /usr/lib/postgresql (Debian's postgresql package)")
     pair = start_pair()
     yield pair
     pair.stop()
@@ -49,10 +47,14 @@ def pgbouncer_port() -> Iterator[int]:
         yield int(given)
         return
     if pgbouncer_binary() is None:
-        reason = "pgbouncer is not installed (Debian's pgbouncer package)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        _missing("pgbouncer is not installed (Debian's pgbouncer package)")
     started = start_bouncer()
     yield started.port
     started.stop()
+
+
+def _missing(reason: str) -> NoReturn:
+    """Skip the test for want of a server binary, saying ``reason``; fail instead with ``CI=true``."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
