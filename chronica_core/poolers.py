@@ -20,7 +20,7 @@ The two options of both PostgreSQL backends (in the URL's query, or given as opt
   (``prepare_threshold=None``: every statement is sent with its parameters and planned again).
 - ``listen``: a URL followers listen on (``LISTEN``), straight to the server or through a
   session-mode pooler, used as it is. Without it, a store that finds a pooler where it would
-  listen reads again instead, every quarter second or so.
+  listen reads instead, a few times a second (each backend's README says how often).
 """
 
 from __future__ import annotations
