@@ -23,7 +23,7 @@ from chronica_core.idle import SERVER_IDLE_TIMEOUT_SQL, idle_limit, socket_reada
 from chronica_core.plan_cache import GENERIC_PLANS_SQL
 from chronica_postgres.schema import SET_UTC
 
-__all__ = ["CONFIGURE_SQL", "IdleConnections", "idle_timeout_seconds"]
+__all__ = ["CONFIGURE_SQL", "CONFIGURE_UNPREPARED_SQL", "IdleConnections", "idle_timeout_seconds"]
 
 CONFIGURE_SQL = b"; ".join(
     (SET_UTC, SERVER_IDLE_TIMEOUT_SQL["postgresql"].encode(), GENERIC_PLANS_SQL.encode())
@@ -32,6 +32,12 @@ CONFIGURE_SQL = b"; ".join(
 the server's idle timeout in seconds (the second result), and keep one generic plan per prepared
 statement (:data:`chronica_core.plan_cache.GENERIC_PLANS_SQL`: without it, PostgreSQL would plan
 every context-window read again once the tables have statistics)."""
+
+CONFIGURE_UNPREPARED_SQL = b"; ".join((SET_UTC, SERVER_IDLE_TIMEOUT_SQL["postgresql"].encode()))
+""":data:`CONFIGURE_SQL` without the plan cache setting, for a pool whose connections prepare
+nothing: the setting is of no use to them, and behind a transaction pooler it would stay on the
+server connection for the pooler's other clients (the pooler restores their time zone, which it
+tracks, but not that)."""
 
 
 class IdleConnections:

@@ -25,6 +25,11 @@ listener reconnects after :data:`RECONNECT_PAUSE_SECONDS`; a wait also ends afte
 connection. A store opened on a pool whose connection string it cannot read (a callable
 ``conninfo``), or with ``notify=False`` (its writes notify nobody, so it expects no notification
 either), does not listen: its followers read again every :data:`UNWATCHED_WAIT_SECONDS`.
+
+The listener connects to the ``listen`` option's URL when it is given, as it is; else to the
+store's own, and first asks whether a pooler answers there (:mod:`chronica_core.poolers`): a
+``LISTEN`` through a transaction pooler hears nothing, so then it stops, wakes every follower, and
+the store's followers read again every :data:`UNWATCHED_WAIT_SECONDS` from then on.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from chronica_core import ActaQuery, Actum, ChronicumNotFound
 from chronica_core.follow import follow_reads
 from chronica_core.plans import Plan
 from chronica_postgres.plans import Options, Plans
+from chronica_postgres.poolers import found_pooler, found_pooler_async
 
 __all__ = [
     "FOLLOWED_SECONDS",
@@ -147,19 +153,28 @@ class Listener:
     """The blocking store's listening connection, in a daemon thread started on the first watch.
 
     Args:
-        conninfo: the libpq URL or connection string to connect with.
+        conninfo: the libpq URL or connection string to connect with (empty: nothing to listen on).
         connect_arguments: keyword arguments for ``psycopg.connect`` (``connect_timeout``...).
         channel: the channel to listen on.
+        trusted: listen on ``conninfo`` as it is (the ``listen`` option's); else first ask whether
+            a pooler answers there, and listen only if none does.
     """
 
-    def __init__(self, conninfo: str, connect_arguments: dict[str, Any], channel: str) -> None:
+    def __init__(self, conninfo: str, connect_arguments: dict[str, Any], channel: str, trusted: bool) -> None:
         self._conninfo = conninfo
         self._connect_arguments = connect_arguments
         self._channel = channel
+        self._trusted = trusted
+        self._pooled = False
         self._lock = threading.Lock()
         self._waiters: dict[str, set[threading.Event]] = {}
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
+
+    @property
+    def listens(self) -> bool:
+        """Whether notifications can wake the followers: a URL to listen on, and no pooler found there."""
+        return bool(self._conninfo) and not self._pooled
 
     def watch(self, chronicum_id: str) -> threading.Event:
         """Return an event set by the next notification for ``chronicum_id`` (or a lost connection)."""
@@ -200,6 +215,10 @@ class Listener:
         while not self._stopped.is_set():
             try:
                 with psycopg.connect(self._conninfo, **self._connect_arguments) as connection:
+                    if not self._trusted and found_pooler(connection):
+                        self._pooled = True
+                        self._wake_all()  # the followers read again, from now on without waiting long
+                        return
                     connection.execute(_listen_statement(self._channel))
                     self._wake_all()  # whatever was written while it was not listening
                     while not self._stopped.is_set():
@@ -214,17 +233,25 @@ class AsyncListener:
     """The asyncio store's listening connection in one event loop: a task started on the first watch.
 
     Args:
-        conninfo: the libpq URL or connection string to connect with.
+        conninfo: the libpq URL or connection string to connect with (empty: nothing to listen on).
         connect_arguments: keyword arguments for ``psycopg.AsyncConnection.connect``.
         channel: the channel to listen on.
+        trusted: as for :class:`Listener`.
     """
 
-    def __init__(self, conninfo: str, connect_arguments: dict[str, Any], channel: str) -> None:
+    def __init__(self, conninfo: str, connect_arguments: dict[str, Any], channel: str, trusted: bool) -> None:
         self._conninfo = conninfo
         self._connect_arguments = connect_arguments
         self._channel = channel
+        self._trusted = trusted
+        self._pooled = False
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def listens(self) -> bool:
+        """Whether notifications can wake the followers (see :attr:`Listener.listens`)."""
+        return bool(self._conninfo) and not self._pooled
 
     def watch(self, chronicum_id: str) -> asyncio.Event:
         """Return an event set by the next notification for ``chronicum_id`` (or a lost connection)."""
@@ -274,6 +301,10 @@ class AsyncListener:
             try:
                 connection = await psycopg.AsyncConnection.connect(self._conninfo, **self._connect_arguments)
                 async with connection:
+                    if not self._trusted and await found_pooler_async(connection):
+                        self._pooled = True
+                        self._wake_all()  # the followers read again, from now on without waiting long
+                        return
                     await connection.execute(_listen_statement(self._channel))
                     self._wake_all()  # whatever was written while it was not listening
                     async for notification in connection.notifies():
@@ -315,9 +346,10 @@ class PostgresFollowing:
         listener = self._follow_listener()
         event = listener.watch(chronicum_id)
         try:
+            listens = listener.listens
             try:
                 with follow_reads(self).turn():  # a turn among the followers' reads
-                    if self._secrets_of and self._markings.needed(chronicum_id):  # else nobody listens
+                    if listens and self._markings.needed(chronicum_id):  # else nobody listens
                         sent_at, marking = self._markings.plan(self.plans, chronicum_id)
                         if self._run_if_open(marking) is not None:  # None: no such chronicum (yet)
                             self._markings.marked(chronicum_id, sent_at)
@@ -326,7 +358,7 @@ class PostgresFollowing:
                 return
             if newest_actum_id(newest) != after:
                 return
-            longest = MAX_WAIT_SECONDS if self._secrets_of else UNWATCHED_WAIT_SECONDS
+            longest = MAX_WAIT_SECONDS if listens else UNWATCHED_WAIT_SECONDS
             event.wait(longest if timeout is None else min(timeout, longest))
         finally:
             listener.unwatch(chronicum_id, event)
@@ -335,7 +367,10 @@ class PostgresFollowing:
         with _CREATING:
             if self._listener is None:
                 self._listener = Listener(
-                    self._secrets_of, self.options.connect_arguments(), self.plans.statements.channel
+                    self.options.listen or self._secrets_of,
+                    self.options.connect_arguments(),
+                    self.plans.statements.channel,
+                    trusted=self.options.listen is not None,
                 )
             return self._listener
 
@@ -372,9 +407,10 @@ class AsyncPostgresFollowing:
         listener = self._follow_listener()
         event = listener.watch(chronicum_id)
         try:
+            listens = listener.listens
             try:
                 async with follow_reads(self).loop_turn():  # a turn among the followers' reads
-                    if self._secrets_of and self._markings.needed(chronicum_id):  # else nobody listens
+                    if listens and self._markings.needed(chronicum_id):  # else nobody listens
                         sent_at, marking = self._markings.plan(self.plans, chronicum_id)
                         if await self._run_if_open(marking) is not None:  # None: no such chronicum (yet)
                             self._markings.marked(chronicum_id, sent_at)
@@ -383,7 +419,7 @@ class AsyncPostgresFollowing:
                 return
             if newest_actum_id(newest) != after:
                 return
-            longest = MAX_WAIT_SECONDS if self._secrets_of else UNWATCHED_WAIT_SECONDS
+            longest = MAX_WAIT_SECONDS if listens else UNWATCHED_WAIT_SECONDS
             wait = longest if timeout is None else min(timeout, longest)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
@@ -398,7 +434,10 @@ class AsyncPostgresFollowing:
         listener = self._listeners.get(loop)
         if listener is None:
             listener = self._listeners[loop] = AsyncListener(
-                self._secrets_of, self.options.connect_arguments(), self.plans.statements.channel
+                self.options.listen or self._secrets_of,
+                self.options.connect_arguments(),
+                self.plans.statements.channel,
+                trusted=self.options.listen is not None,
             )
         return listener
 

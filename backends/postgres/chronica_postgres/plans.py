@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -46,6 +46,7 @@ from chronica_core.limits import (
 from chronica_core.model import ForkPoint, Native, Span, build_actum, recorded_at
 from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.plans import Plan
+from chronica_core.poolers import LISTEN, PREPARED_STATEMENTS, listen_option, prepared_statements_option
 from chronica_core.rows import check_row, check_rows
 from chronica_postgres.schema import (
     ACTA_IDEMPOTENCY_INDEX,
@@ -259,6 +260,12 @@ class Options:
             ``notify=False`` read again every :data:`chronica_postgres.follow.UNWATCHED_WAIT_SECONDS`
             instead of listening. Turn it off on every store of a schema, or on none: a listening follower
             learns of a write that did not notify only when its wait ends (30 s at most).
+        prepared_statements: whether psycopg prepares a statement it has run five times on a
+            connection: ``None`` (``auto``, the default) until the store connects, then off when it
+            found a pooler between it and the server, else on (see :mod:`chronica_core.poolers`).
+        listen: a libpq URL the store's followers listen on, as given (the server itself, or a
+            session-mode pooler); ``None``: the store's own URL, unless a pooler is found there
+            (then followers read again every :data:`chronica_postgres.follow.UNWATCHED_WAIT_SECONDS`).
     """
 
     schema: str = "public"
@@ -272,6 +279,8 @@ class Options:
     operation_timeout: float | None = None
     check_idle_after: float = DEFAULT_CHECK_IDLE_AFTER
     notify: bool = True
+    prepared_statements: bool | None = None
+    listen: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> Options:
@@ -323,14 +332,32 @@ class Options:
                 "postgres", options.get(CHECK_IDLE_AFTER, defaults.check_idle_after)
             ),
             notify=flag_option(_BACKEND, "notify", options.get("notify", defaults.notify)),
+            prepared_statements=prepared_statements_option(_BACKEND, options.get(PREPARED_STATEMENTS)),
+            listen=listen_option(_BACKEND, options.get(LISTEN)),
         )
+
+    def behind(self, pooler: bool) -> Options:
+        """These options once the store knows whether a pooler stands before the server.
+
+        ``prepared_statements=auto`` becomes off behind a pooler, on otherwise; a value given stays.
+        """
+        if self.prepared_statements is not None:
+            return self
+        return replace(self, prepared_statements=not pooler)
 
     def connect_arguments(self) -> dict[str, Any]:
         """Keyword arguments for ``psycopg.connect`` / ``AsyncConnection.connect``.
 
-        Autocommit, and ``connect_timeout`` in whole seconds (libpq's unit; it treats less than 2 as 2).
+        Autocommit, ``connect_timeout`` in whole seconds (libpq's unit; it treats less than 2 as 2),
+        and ``prepare_threshold=None`` (psycopg prepares nothing) when ``prepared_statements`` is off.
         """
-        return {"autocommit": True, "connect_timeout": max(2, round(self.connect_timeout))}
+        arguments: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": max(2, round(self.connect_timeout)),
+        }
+        if self.prepared_statements is False:
+            arguments["prepare_threshold"] = None
+        return arguments
 
     def pool_arguments(self) -> dict[str, Any]:
         """Keyword arguments for ``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool``."""

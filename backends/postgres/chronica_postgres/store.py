@@ -24,12 +24,19 @@ from chronica_core import StoreError
 from chronica_core.loops import PerLoop
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
+from chronica_core.poolers import LISTEN, PREPARED_STATEMENTS
 from chronica_core.redaction import masked_url, redact_error
 from chronica_core.urls import split_query_options, split_schema
-from chronica_postgres.connections import CONFIGURE_SQL, IdleConnections, idle_timeout_seconds
+from chronica_postgres.connections import (
+    CONFIGURE_SQL,
+    CONFIGURE_UNPREPARED_SQL,
+    IdleConnections,
+    idle_timeout_seconds,
+)
 from chronica_postgres.follow import AsyncPostgresFollowing, Markings, PostgresFollowing
 from chronica_postgres.history import AsyncPostgresHistory, PostgresHistory
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
+from chronica_postgres.poolers import found_pooler, found_pooler_async
 from chronica_postgres.retention import AsyncPostgresRetention, PostgresRetention
 from chronica_postgres.schema import Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
@@ -45,8 +52,9 @@ KEPT_CURSORS_MOST = 256
 composed per shape of reads (see :mod:`chronica_postgres.history_sql`), so their number has no
 bound of its own."""
 
-_URL_OPTIONS = ("schema", "connect_timeout")
-"""Options a URL's query may carry (``?schema=app&connect_timeout=5``)."""
+_URL_OPTIONS = ("schema", "connect_timeout", PREPARED_STATEMENTS, LISTEN)
+"""Options a URL's query may carry (``?schema=app&connect_timeout=5&prepared_statements=false``;
+``listen`` percent-encoded)."""
 
 
 def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[str, Options, Plans]:
@@ -71,12 +79,15 @@ def _connection_text(url: str, pool: ConnectionPool | AsyncConnectionPool | None
     return pool.conninfo if isinstance(pool.conninfo, str) else ""  # a callable gives one each time
 
 
-def _check_connection(url: str, options: Options) -> None:
-    """Connect once, directly, and hang up, before opening a pool on ``url``.
+def _check_connection(url: str, options: Options) -> Options:
+    """Connect once, directly, and hang up, before opening a pool on ``url``; return the options for it.
 
     A refused connection, an unknown host or a malformed URL then fails at once (within
     ``connect_timeout`` for a host that does not answer) with the driver's message, instead of
-    after the pool's ``pool_timeout`` of retries logged as warnings.
+    after the pool's ``pool_timeout`` of retries logged as warnings. With
+    ``prepared_statements=auto`` it also asks whether a pooler answers (one round trip): the
+    options returned say whether the pool's connections prepare statements
+    (:meth:`Options.behind`).
 
     Raises:
         StoreError: ``"postgres: open"`` with psycopg's message, raised from psycopg's error; libpq
@@ -84,20 +95,25 @@ def _check_connection(url: str, options: Options) -> None:
             from both (see :func:`chronica_core.redaction.redact_error`).
     """
     try:
-        psycopg.connect(url, **options.connect_arguments()).close()
+        with psycopg.connect(url, **options.connect_arguments()) as connection:
+            if options.prepared_statements is None:
+                return options.behind(found_pooler(connection))
+            return options
     except psycopg.Error as error:
         redact_error(error, url)
         raise translate(error, "open", "") from error
 
 
-async def _check_connection_async(url: str, options: Options) -> None:
+async def _check_connection_async(url: str, options: Options) -> Options:
     """:func:`_check_connection` for the asyncio store. Raises ``StoreError("postgres: open", ...)``."""
     try:
-        connection = await psycopg.AsyncConnection.connect(url, **options.connect_arguments())
+        async with await psycopg.AsyncConnection.connect(url, **options.connect_arguments()) as connection:
+            if options.prepared_statements is None:
+                return options.behind(await found_pooler_async(connection))
+            return options
     except psycopg.Error as error:
         redact_error(error, url)
         raise translate(error, "open", "") from error
-    await connection.close()
 
 
 class _PooledConnection(psycopg.Connection[TupleRow]):
@@ -193,7 +209,7 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
         self._owns_pool = pool is None
         self._idle = IdleConnections(self.options.check_idle_after)
         if pool is None:
-            _check_connection(url, self.options)
+            self.options = _check_connection(url, self.options)
             pool = ConnectionPool(
                 url,
                 open=True,
@@ -240,8 +256,13 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
         return run_plan(plan, self._perform)
 
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
-        """Set up a new pooled connection (:data:`CONFIGURE_SQL`); note the server's idle timeout."""
-        cursor = connection.execute(CONFIGURE_SQL)
+        """Set up a new pooled connection (:data:`CONFIGURE_SQL`); note the server's idle timeout.
+
+        One that prepares nothing gets :data:`CONFIGURE_UNPREPARED_SQL`.
+        """
+        cursor = connection.execute(
+            CONFIGURE_SQL if self.options.prepared_statements else CONFIGURE_UNPREPARED_SQL
+        )
         cursor.nextset()
         self._idle.opened(connection, idle_timeout_seconds(cursor.fetchone()))
 
@@ -459,7 +480,7 @@ class AsyncPostgresStore(
         if self._given_pool is not None:
             loop_pool = _LoopPool(self._given_pool, owned=False)
         else:
-            await _check_connection_async(self._url, self.options)
+            self.options = await _check_connection_async(self._url, self.options)
             connections: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
             pool = AsyncConnectionPool(
                 self._url,
@@ -531,12 +552,13 @@ class AsyncPostgresStore(
         connections: weakref.WeakSet[psycopg.AsyncConnection[Any]],
         connection: psycopg.AsyncConnection[Any],
     ) -> None:
-        """Set up a new pooled connection (:data:`CONFIGURE_SQL`); note the server's idle timeout.
+        """Set up a new pooled connection as :meth:`PostgresStore._configure` does.
 
         The connection joins ``connections``, those of its loop's pool.
         """
         connections.add(connection)
-        cursor = await connection.execute(CONFIGURE_SQL)
+        settings = CONFIGURE_SQL if self.options.prepared_statements else CONFIGURE_UNPREPARED_SQL
+        cursor = await connection.execute(settings)
         cursor.nextset()
         self._idle.opened(connection, idle_timeout_seconds(await cursor.fetchone()))
 

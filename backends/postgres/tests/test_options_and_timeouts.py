@@ -123,6 +123,17 @@ def test_the_smallest_timeouts_open_a_working_store(postgres_url: str, schema: s
     asyncio.run(use_async(AsyncPostgresStore(postgres_url, **options)))
 
 
+def test_statements_are_prepared_unless_a_pooler_is_found_or_prepared_statements_is_false(
+    postgres_url: str, schema: str
+) -> None:
+    """No pooler before the server here: ``auto`` keeps psycopg's preparing; ``false`` turns it off."""
+    for value, threshold in (("auto", 5), ("false", None), (True, 5)):
+        with PostgresStore(postgres_url, schema=schema, prepared_statements=value) as store:
+            use(store)
+            with store._pool.connection() as connection:
+                assert connection.prepare_threshold == threshold, value
+
+
 @given(name=st.sampled_from(OPTIONS), value=option_values())
 def test_any_option_value_opens_a_working_store_or_is_named(
     postgres_url: str, schema: str, name: str, value: object

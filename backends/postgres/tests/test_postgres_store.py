@@ -631,6 +631,8 @@ def test_async_migrate_opens_the_pool_itself(postgres_url: str, fresh_schema: st
         ({"min_size": 5, "max_size": 2}, "max_size"),
         ({"auto_migrate": "perhaps"}, "auto_migrate"),
         ({"schema": ""}, "schema"),
+        ({"prepared_statements": "sometimes"}, "prepared_statements"),
+        ({"listen": " "}, "listen"),
     ],
 )
 def test_bad_options_are_named(postgres_url: str, options: dict[str, object], option: str) -> None:
@@ -649,7 +651,7 @@ def test_an_unknown_option_names_the_known_ones_and_is_the_cores_error() -> None
     assert str(raised.value) == (
         "postgres: option pool_size: unknown option "
         "(known: schema, auto_migrate, min_size, max_size, max_idle, connect_timeout, pool_timeout, "
-        "max_content_bytes, operation_timeout, check_idle_after, notify)"
+        "max_content_bytes, operation_timeout, check_idle_after, notify, prepared_statements, listen)"
     )
     assert isinstance(raised.value, ValueError)
     assert "InvalidOption" not in chronica_postgres.__all__

@@ -37,11 +37,18 @@ from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
 from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.plan_cache import GENERIC_PLANS_SQL
+from chronica_core.poolers import LISTEN, PREPARED_STATEMENTS, listen_option, prepared_statements_option
 from chronica_core.redaction import redact_error
-from chronica_core.urls import split_schema
+from chronica_core.urls import split_query_options
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.dialects import store_dialect_class
 from chronica_sqlalchemy.executor import DEFAULT_LEVEL, Connections
+from chronica_sqlalchemy.poolers import (
+    check_pooler_options,
+    keep_listen_url,
+    prepares,
+    watch_prepared_statements,
+)
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
 from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
@@ -89,10 +96,12 @@ OPTION_NAMES = (
     "busy_timeout",
     CHECK_IDLE_AFTER,
     "echo",
+    LISTEN,
     MAX_CONTENT_OPTION,
     "max_overflow",
     "operation_timeout",
     "pool_size",
+    PREPARED_STATEMENTS,
     "schema",
     "synchronous",
 )
@@ -184,8 +193,11 @@ class EngineOptions:
             a ``pool_size`` of 0 sets no limit), ``echo`` (bool), ``operation_timeout``
             (MariaDB/MySQL and PostgreSQL: seconds from 1 to 3600, default none; see
             :mod:`.timeouts`), ``max_content_bytes`` (a lower limit on content than the
-            database's own, in bytes). Values may be text, as ``--option key=value`` gives them;
-            booleans as ``true``/``false``, ``yes``/``no``, ``on``/``off`` or ``1``/``0``.
+            database's own, in bytes), ``prepared_statements`` (PostgreSQL on psycopg: ``auto``,
+            the default, ``true`` or ``false``) and ``listen`` (PostgreSQL on psycopg: the URL
+            followers listen on; see :mod:`.poolers`). Values may be text, as ``--option
+            key=value`` gives them; booleans as ``true``/``false``, ``yes``/``no``, ``on``/``off``
+            or ``1``/``0``.
 
     Raises:
         InvalidOption: an unknown option (the reason lists :data:`OPTION_NAMES`), or a value of
@@ -224,12 +236,15 @@ class EngineOptions:
             if timeout is None
             else seconds_option(_BACKEND, "operation_timeout", timeout, least=1.0, most=_SECONDS_MOST)
         )
+        self.prepared_statements = prepared_statements_option(_BACKEND, options.get(PREPARED_STATEMENTS))
+        self.listen = listen_option(_BACKEND, options.get(LISTEN))
 
     def check_dialect(self, url: URL) -> None:
         """Raise ``InvalidOption`` for an option the URL's dialect or driver cannot use."""
         checked_schema(self.schema, url.get_backend_name())
         checked_content_limit(self.max_content_bytes, url.get_backend_name())
         check_driver(url, self.operation_timeout)
+        check_pooler_options(url, self.prepared_statements, self.listen)
 
     def store_arguments(self) -> dict[str, Any]:
         """The keyword arguments of a store's constructor that these options give."""
@@ -241,14 +256,13 @@ class EngineOptions:
 
 
 def url_and_options(url: str | URL, options: Mapping[str, Any]) -> tuple[str, EngineOptions]:
-    """Parse ``options`` for ``url``; a ``schema`` query parameter counts as the option (which wins).
+    """Parse ``options`` for ``url``; some query parameters count as options (an option given wins).
 
-    Returns the URL as text without that parameter, and the options. Raises ``InvalidOption``.
+    Those are ``schema``, ``prepared_statements`` and ``listen`` (percent-encoded). Returns the URL
+    as text without those parameters, and the options. Raises ``InvalidOption``.
     """
-    text, schema = split_schema(url_text(url))
-    if schema is not None:
-        options = {"schema": schema, **options}
-    return text, EngineOptions(options)
+    text, in_url = split_query_options(url_text(url), ("schema", PREPARED_STATEMENTS, LISTEN))
+    return text, EngineOptions({**in_url, **options})
 
 
 def checked_content_limit(value: object, dialect_name: str | None = None) -> int | None:
@@ -342,9 +356,11 @@ def _created(
     if blocking.dialect.name == "sqlite":
         configure_sqlite(blocking, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
     elif blocking.dialect.name == "postgresql":
+        watch_prepared_statements(blocking, options.prepared_statements)  # before the settings
         event.listen(
             blocking, "connect", _session_in_utc if not _asks_for_a_time_zone(url) else _generic_plans
         )
+        keep_listen_url(blocking, options.listen)
     if blocking.dialect.name not in ("mysql", "mariadb"):
         watch_idle_connections(blocking, options.check_idle_after)
     return engine
@@ -423,16 +439,22 @@ def _asks_for_a_time_zone(url: URL) -> bool:
 
 def _session_in_utc(dbapi_connection: Any, connection_record: Any) -> None:
     """A new PostgreSQL session: in UTC (:data:`SET_UTC`), and with generic plans (see below)."""
-    _run_settings(dbapi_connection, SET_UTC, GENERIC_PLANS_SQL)
+    _run_settings(dbapi_connection, SET_UTC, *_plan_settings(connection_record))
 
 
 def _generic_plans(dbapi_connection: Any, connection_record: Any) -> None:
     """A new PostgreSQL session keeps one generic plan per prepared statement, unless asked otherwise.
 
     :data:`chronica_core.plan_cache.GENERIC_PLANS_SQL`: else PostgreSQL would plan every context
-    window again once the tables have statistics.
+    window again once the tables have statistics. Not on a connection that prepares nothing
+    (:func:`chronica_sqlalchemy.poolers.prepares`): it has no use for it, and behind a transaction
+    pooler the setting would stay on the server connection for the pooler's other clients.
     """
-    _run_settings(dbapi_connection, GENERIC_PLANS_SQL)
+    _run_settings(dbapi_connection, *_plan_settings(connection_record))
+
+
+def _plan_settings(connection_record: Any) -> tuple[str, ...]:
+    return (GENERIC_PLANS_SQL,) if prepares(connection_record) else ()
 
 
 def _run_settings(dbapi_connection: Any, *statements: str) -> None:

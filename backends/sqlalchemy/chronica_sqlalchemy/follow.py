@@ -8,7 +8,10 @@ database may hold something new for them:
   inside its own statement (see :mod:`chronica_sqlalchemy.dialects.postgresql`), delivered only
   if it commits. Nothing is read while followers are idle. A lost connection wakes every
   follower (each reads again from its position: no gap, no duplicate), and it listens again
-  after :data:`RECONNECT_PAUSE_SECONDS`.
+  after :data:`RECONNECT_PAUSE_SECONDS`. It listens on the store's ``listen`` URL when it has
+  one, as it is; else on the store's own, unless a pooler answers there (a ``LISTEN`` through a
+  transaction pooler hears nothing; see :mod:`chronica_sqlalchemy.poolers`): then it reads
+  positions, as below.
 - SQLite: ``PRAGMA data_version`` every :data:`SQLITE_PROBE_SECONDS`; only when another
   connection committed are the followed chronica's newest positions read (``chronica`` only).
 - MariaDB/MySQL (and PostgreSQL on other drivers): the followed chronica's newest positions, in
@@ -32,12 +35,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import Engine, Table, select
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import SingletonThreadPool
 
 from chronica_core import ActaQuery, Actum, ChronicumNotFound
 from chronica_core.follow import NEWEST, acta_after_by_windows, follow_reads, newest_actum_id
 from chronica_core.plans import run_plan, run_plan_async
+from chronica_sqlalchemy.engines import blocking_watcher_engine
+from chronica_sqlalchemy.poolers import listen_url, pooler_found
 
 __all__ = [
     "IDLE_STOP_SECONDS",
@@ -104,12 +111,15 @@ class Watcher:
         chronica: the store's ``chronica`` table.
         channel: the channel to listen on, used on PostgreSQL with psycopg (see
             :func:`chronica_sqlalchemy.dialects.postgresql.follow_channel`).
+        trusted: listen on ``engine`` as it is (the store's ``listen`` URL); else first ask
+            whether a pooler answers there, and read positions instead if one does.
     """
 
-    def __init__(self, engine: Engine | None, chronica: Table, channel: str) -> None:
+    def __init__(self, engine: Engine | None, chronica: Table, channel: str, trusted: bool = False) -> None:
         self._engine = engine
         self._chronica = chronica
         self._channel = channel
+        self._trusted = trusted
         # In-memory SQLite is one database a thread (SingletonThreadPool) or one connection shared
         # by turns: nobody else writes to it, and the watcher would take that one connection.
         self.usable = not (
@@ -207,8 +217,12 @@ class Watcher:
         """
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             try:
-                connection.exec_driver_sql(f'LISTEN "{self._channel}"')
                 listening: Any = connection.connection.driver_connection  # psycopg.Connection
+                if not self._trusted and pooler_found(listening):
+                    listening.prepare_threshold = None  # else psycopg would prepare the probe
+                    self._probe_positions(connection)  # a LISTEN would hear nothing
+                    return
+                connection.exec_driver_sql(f'LISTEN "{self._channel}"')
                 self._wake(None)  # whatever was written while it was not listening
                 while not self._ending():
                     for notification in listening.notifies(timeout=LISTEN_CHECK_SECONDS):
@@ -269,6 +283,7 @@ class _Following:
     """The watcher of a store: made on its first follower's wait, with the engine the store says."""
 
     plans: Any
+    engine: Engine | AsyncEngine
     _watcher: Watcher | None = None
 
     def _watcher_engine(self) -> Engine | None:
@@ -278,8 +293,12 @@ class _Following:
     def _follow_watcher(self) -> Watcher:
         with _CREATING:
             if self._watcher is None:
+                listen = listen_url(self.engine)
+                engine = (
+                    self._watcher_engine() if listen is None else blocking_watcher_engine(make_url(listen))
+                )
                 self._watcher = Watcher(
-                    self._watcher_engine(), self.plans.tables.chronica, self.plans.channel
+                    engine, self.plans.tables.chronica, self.plans.channel, trusted=listen is not None
                 )
             return self._watcher
 

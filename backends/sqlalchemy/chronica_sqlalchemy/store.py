@@ -252,6 +252,7 @@ class AsyncSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore):
     """
 
     plans: Plans
+    engine: AsyncEngine
     read_engine: AsyncEngine | None
     """MariaDB/MySQL, opened from a URL: the engine in autocommit the reads use; ``None`` elsewhere."""
 
@@ -395,6 +396,7 @@ class AsyncThreadedSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore
     """
 
     plans: Plans
+    engine: Engine
     workers: int
     """How many operations may run at once (worker threads)."""
 

@@ -211,3 +211,23 @@ def test_a_plan_cache_mode_the_url_asks_for_is_kept(database_url: str) -> None:
         assert session_time_zone(store.engine) == "UTC"
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(("value", "threshold"), [("auto", 5), ("false", None), ("true", 5)])
+def test_statements_are_prepared_unless_a_pooler_is_found_or_prepared_statements_is_false(
+    shared_store: SQLAlchemyStore, database_url: str, value: str, threshold: int | None
+) -> None:
+    """No pooler before the server here: ``auto`` keeps psycopg's preparing; ``false`` turns it off.
+
+    Given in the URL's query, as where only a URL can be given.
+    """
+    url = make_url(database_url).update_query_dict({"prepared_statements": value})
+    store = SQLAlchemyStore.open(url, auto_migrate=False, pool_size=1, max_overflow=0)
+    try:
+        new_chronicum(store)
+        with store.engine.connect() as connection:
+            driver_connection = connection.connection.driver_connection
+            assert isinstance(driver_connection, psycopg.Connection)
+            assert driver_connection.prepare_threshold == threshold
+    finally:
+        store.close()

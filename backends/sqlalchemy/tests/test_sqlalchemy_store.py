@@ -205,8 +205,8 @@ def test_open_store_by_url_gives_both_flavours_on_one_sqlite_file(
 
 
 KNOWN_OPTIONS = (
-    "auto_migrate, busy_timeout, check_idle_after, echo, max_content_bytes, max_overflow, operation_timeout, "
-    "pool_size, schema, synchronous"
+    "auto_migrate, busy_timeout, check_idle_after, echo, listen, max_content_bytes, max_overflow, "
+    "operation_timeout, pool_size, prepared_statements, schema, synchronous"
 )
 
 
@@ -241,6 +241,10 @@ def test_an_unknown_option_is_invalid_and_lists_the_known_ones(tmp_path: Path, f
         ("schema", "elsewhere", "not supported on SQLite"),
         ("schema", "", "must be a non-empty name without NUL"),
         ("schema", "a\x00b", "must be a non-empty name without NUL"),
+        ("prepared_statements", "sometimes", "expected auto, true or false, got 'sometimes'"),
+        ("prepared_statements", "false", "only for PostgreSQL on psycopg (postgresql+psycopg://)"),
+        ("listen", "", "expected a URL of the server to listen on"),
+        ("listen", "postgresql://db/app", "only for PostgreSQL on psycopg (postgresql+psycopg://)"),
     ],
 )
 def test_a_malformed_option_is_invalid_and_names_it(
