@@ -39,7 +39,7 @@ CONFLICT_TRIES: Final = 16
 FIRST_PAUSE: Final = 0.005
 """The longest pause before the second try, in seconds; it doubles before each later one..."""
 LONGEST_PAUSE: Final = 1.0
-"""...up to this many seconds. Sixteen tries pause 9.3 s at most in all, half that on average."""
+"""...up to this many seconds. Sixteen tries pause 8.3 s at most in all, half that on average."""
 
 _log = logging.getLogger("chronica.conflicts")
 
