@@ -71,6 +71,8 @@ def _check(
     outcome: Outcome, chronicum_id: str, acknowledged: dict[int, list[str]], stored: Sequence[Actum]
 ) -> None:
     ids = [actum.id for actum in stored]
+    if not ids:
+        outcome.problems.append(f"{chronicum_id}: an empty chronicum")
     if len(ids) != len(set(ids)):
         outcome.problems.append(f"{chronicum_id}: an actum stored twice")
     if set(ids) != {actum_id for writer in acknowledged.values() for actum_id in writer}:
