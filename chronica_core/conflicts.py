@@ -34,12 +34,12 @@ __all__ = [
 
 Result = TypeVar("Result")
 
-CONFLICT_TRIES: Final = 16
+CONFLICT_TRIES: Final = 20
 """How many times one store call is tried in all while it conflicts."""
 FIRST_PAUSE: Final = 0.005
 """The longest pause before the second try, in seconds; it doubles before each later one..."""
 LONGEST_PAUSE: Final = 1.0
-"""...up to this many seconds. Sixteen tries pause 8.3 s at most in all, half that on average."""
+"""...up to this many seconds. Twenty tries pause 12.3 s at most in all, half that on average."""
 
 _log = logging.getLogger("chronica.conflicts")
 

@@ -2,8 +2,9 @@
 
 Each round starts a fresh chronicum that every writer's first append races to create; the
 writers (spread over the stores, one store per server of a cluster) append without idempotency
-keys, the readers read its whole history until they stop. Nothing is retried here: a call that
-fails is a failure of the run. At the end every acknowledged actum must be stored once, each
+keys, the readers read its whole history until they stop. Blocking stores are called from threads
+of their own (one per writer and reader), asyncio stores from tasks of one loop. Nothing is retried
+here: a call that fails is a failure of the run. At the end every acknowledged actum must be stored once, each
 writer's in its order, every chronicum of the owner must hold acta (a failed first write must
 not leave an empty one), and every read must have shown each writer's acta in order.
 """
@@ -11,9 +12,10 @@ not leave an empty one), and every read must have shown each writer's acta in or
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from chronica_core import (
     ActorKind,
@@ -100,92 +102,39 @@ class _Round:
     writers: int
     outcome: Outcome
     acknowledged: dict[int, list[str]] = field(default_factory=dict)
-    done: threading.Event = field(default_factory=threading.Event)
+    done: bool = False
 
     def __post_init__(self) -> None:
         self.acknowledged = {writer: [] for writer in range(self.writers)}
 
 
-def _write(keeper: Chronicarius, turn: _Round, writer: int, appends: int, start: threading.Barrier) -> None:
-    start.wait()
+class _Keeper:
+    """A ``Chronicarius`` or an ``AsyncChronicarius``, awaited alike: a blocking call on a thread."""
+
+    def __init__(self, keeper: Chronicarius | AsyncChronicarius) -> None:
+        self.keeper = keeper
+
+    async def __call__(self, method: str, *arguments: Any) -> Any:
+        operation = getattr(self.keeper, method)
+        if isinstance(self.keeper, AsyncChronicarius):
+            return await operation(*arguments)
+        return await asyncio.to_thread(operation, *arguments)
+
+
+async def _write(keeper: _Keeper, turn: _Round, writer: int, appends: int) -> None:
     for count in range(appends):
         try:
-            stored = keeper.record_actum(turn.owner, _actum(turn.chronicum_id, writer, count))
+            stored = await keeper("record_actum", turn.owner, _actum(turn.chronicum_id, writer, count))
         except ChronicaError as error:
             turn.outcome.failures.append(f"writer {writer}: {error!r}")
             continue
         turn.acknowledged[writer].append(stored.id)
 
 
-def _read(keeper: Chronicarius, turn: _Round, reader: int, start: threading.Barrier) -> None:
-    start.wait()
-    while not turn.done.is_set():
+async def _read(keeper: _Keeper, turn: _Round, reader: int) -> None:
+    while not turn.done:
         try:
-            problem = _disorder(keeper.get_acta(turn.owner, turn.chronicum_id))
-        except ChronicumNotFound:  # before the first write lands
-            continue
-        except ChronicaError as error:
-            turn.outcome.failures.append(f"reader {reader}: {error!r}")
-            continue
-        if problem is not None:
-            turn.outcome.problems.append(f"reader {reader}: {problem}")
-
-
-def run_blocking(urls: Sequence[str], load: Load = Load()) -> Outcome:
-    """Run ``load`` with threads, writer ``i`` through a store of ``urls[i % len(urls)]``."""
-    outcome, owner = Outcome(), f"one-chronicum-{new_chronicum_id()}"
-    stores = [open_store(url) for url in urls]
-    try:
-        keepers = [Chronicarius(store) for store in stores]
-        chronica = []
-        for _ in range(load.rounds):
-            turn = _Round(owner, new_chronicum_id(), load.writers, outcome)
-            chronica.append(turn.chronicum_id)
-            start = threading.Barrier(load.writers + load.readers)
-            writers = [
-                threading.Thread(
-                    target=_write, args=(keepers[i % len(keepers)], turn, i, load.appends, start)
-                )
-                for i in range(load.writers)
-            ]
-            readers = [
-                threading.Thread(target=_read, args=(keepers[i % len(keepers)], turn, i, start))
-                for i in range(load.readers)
-            ]
-            for thread in writers + readers:
-                thread.start()
-            for thread in writers:
-                thread.join()
-            turn.done.set()
-            for thread in readers:
-                thread.join()
-            _check(
-                outcome, turn.chronicum_id, turn.acknowledged, keepers[0].get_acta(owner, turn.chronicum_id)
-            )
-        listed = [chronicum.id for chronicum in keepers[0].list_chronica(owner, limit=1000).chronica]
-        _check_owner(outcome, chronica, listed)
-        for chronicum_id in listed:
-            keepers[0].erase_chronicum(owner, chronicum_id)
-    finally:
-        for store in stores:
-            store.close()
-    return outcome
-
-
-async def _write_async(keeper: AsyncChronicarius, turn: _Round, writer: int, appends: int) -> None:
-    for count in range(appends):
-        try:
-            stored = await keeper.record_actum(turn.owner, _actum(turn.chronicum_id, writer, count))
-        except ChronicaError as error:
-            turn.outcome.failures.append(f"writer {writer}: {error!r}")
-            continue
-        turn.acknowledged[writer].append(stored.id)
-
-
-async def _read_async(keeper: AsyncChronicarius, turn: _Round, reader: int) -> None:
-    while not turn.done.is_set():
-        try:
-            problem = _disorder(await keeper.get_acta(turn.owner, turn.chronicum_id))
+            problem = _disorder(await keeper("get_acta", turn.owner, turn.chronicum_id))
         except ChronicumNotFound:  # before the first write lands
             await asyncio.sleep(0)
             continue
@@ -196,33 +145,54 @@ async def _read_async(keeper: AsyncChronicarius, turn: _Round, reader: int) -> N
             turn.outcome.problems.append(f"reader {reader}: {problem}")
 
 
+async def _run(keepers: Sequence[_Keeper], load: Load) -> Outcome:
+    outcome, owner = Outcome(), f"one-chronicum-{new_chronicum_id()}"
+    chronica = []
+    for _ in range(load.rounds):
+        turn = _Round(owner, new_chronicum_id(), load.writers, outcome)
+        chronica.append(turn.chronicum_id)
+        readers = [
+            asyncio.create_task(_read(keepers[i % len(keepers)], turn, i)) for i in range(load.readers)
+        ]
+        await asyncio.gather(
+            *(_write(keepers[i % len(keepers)], turn, i, load.appends) for i in range(load.writers))
+        )
+        turn.done = True
+        await asyncio.gather(*readers)
+        stored = await keepers[0]("get_acta", owner, turn.chronicum_id)
+        _check(outcome, turn.chronicum_id, turn.acknowledged, stored)
+    page = await keepers[0]("list_chronica", owner)  # a page of 100: more than the rounds
+    listed = [chronicum.id for chronicum in page.chronica]
+    _check_owner(outcome, chronica, listed)
+    for chronicum_id in listed:
+        await keepers[0]("erase_chronicum", owner, chronicum_id)
+    return outcome
+
+
+def run_blocking(urls: Sequence[str], load: Load = Load()) -> Outcome:
+    """Run ``load`` on blocking stores, writer ``i`` through a store of ``urls[i % len(urls)]``.
+
+    Each writer and reader calls its store from a thread of its own.
+    """
+
+    async def run() -> Outcome:
+        threads = ThreadPoolExecutor(load.writers + load.readers, thread_name_prefix="one-chronicum")
+        asyncio.get_running_loop().set_default_executor(threads)
+        stores = [open_store(url) for url in urls]
+        try:
+            return await _run([_Keeper(Chronicarius(store)) for store in stores], load)
+        finally:
+            for store in stores:
+                store.close()
+
+    return asyncio.run(run())
+
+
 async def run_async(urls: Sequence[str], load: Load = Load()) -> Outcome:
     """Run ``load`` with asyncio tasks on asyncio stores, writer ``i`` through ``urls[i % len(urls)]``."""
-    outcome, owner = Outcome(), f"one-chronicum-{new_chronicum_id()}"
     stores = [open_async_store(url) for url in urls]
     try:
-        keepers = [AsyncChronicarius(store) for store in stores]
-        chronica = []
-        for _ in range(load.rounds):
-            turn = _Round(owner, new_chronicum_id(), load.writers, outcome)
-            chronica.append(turn.chronicum_id)
-            readers = [
-                asyncio.create_task(_read_async(keepers[i % len(keepers)], turn, i))
-                for i in range(load.readers)
-            ]
-            await asyncio.gather(
-                *(_write_async(keepers[i % len(keepers)], turn, i, load.appends) for i in range(load.writers))
-            )
-            turn.done.set()
-            await asyncio.gather(*readers)
-            stored = await keepers[0].get_acta(owner, turn.chronicum_id)
-            _check(outcome, turn.chronicum_id, turn.acknowledged, stored)
-        page = await keepers[0].list_chronica(owner, limit=1000)
-        listed = [chronicum.id for chronicum in page.chronica]
-        _check_owner(outcome, chronica, listed)
-        for chronicum_id in listed:
-            await keepers[0].erase_chronicum(owner, chronicum_id)
+        return await _run([_Keeper(AsyncChronicarius(store)) for store in stores], load)
     finally:
         for store in stores:
             await store.close()
-    return outcome
