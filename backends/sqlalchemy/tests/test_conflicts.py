@@ -14,6 +14,7 @@ from chronica_sqlalchemy import SQLAlchemyStore, open_async_sqlalchemy_store
 from chronica_sqlalchemy.conflicts import conflicted
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from chronica_core import (
     ActorKind,
@@ -143,7 +144,9 @@ def test_asyncio_a_driver_that_always_conflicts_gives_store_conflict_after_the_b
             chronicum_id = f"conflicts-{uuid.uuid4().hex}"
             await keeper.record_actum("ana", _actum(chronicum_id))
             engine = async_store.engine
-            with AlwaysConflicting(getattr(engine, "sync_engine", engine)) as driver:
+            with AlwaysConflicting(
+                engine.sync_engine if isinstance(engine, AsyncEngine) else engine
+            ) as driver:
                 driver.active = True
                 try:
                     await keeper.record_actum("ana", _actum(chronicum_id))
