@@ -25,6 +25,7 @@ from chronica_core.errors import (
     InvalidOption,
     InvalidOwnerID,
     InvalidQuery,
+    StoreConflict,
     StoreError,
     UnknownBackend,
 )
@@ -121,6 +122,7 @@ __all__ = [
     "PlannedStore",
     "Span",
     "Store",
+    "StoreConflict",
     "StoreError",
     "StorePlans",
     "ToolExchanges",

@@ -14,6 +14,8 @@ from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 from chronica_core.capabilities import store_capabilities
+from chronica_core.conflicts import again_after_conflict, again_after_conflict_async
+from chronica_core.errors import StoreConflict
 from chronica_core.follow import (
     DEFAULT_POLL_INTERVAL,
     FOLLOW_PAUSE,
@@ -475,11 +477,16 @@ class Chronicarius(_Keeper[Store]):
         if method == "wait_for_acta":
             return self.store.wait_for_acta(*arguments)  # type: ignore[attr-defined]
         with self._follow_reads.turn():
-            return getattr(self.store, method)(*arguments)
+            return self._perform(call)
 
     def _perform(self, call: StoreCall) -> Any:
+        """Call the store; a call that conflicted goes again (see :mod:`chronica_core.conflicts`)."""
         method, arguments = call
-        return getattr(self.store, method)(*arguments)
+        operation = getattr(self.store, method)
+        try:
+            return operation(*arguments)
+        except StoreConflict as conflict:
+            return again_after_conflict(lambda: operation(*arguments), conflict)
 
     def _run(
         self,
@@ -619,11 +626,16 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         if method == "wait_for_acta":
             return await self.store.wait_for_acta(*arguments)  # type: ignore[attr-defined]
         async with self._follow_reads.loop_turn():
-            return await getattr(self.store, method)(*arguments)
+            return await self._perform(call)
 
     async def _perform(self, call: StoreCall) -> Any:
+        """See :meth:`Chronicarius._perform`."""
         method, arguments = call
-        return await getattr(self.store, method)(*arguments)
+        operation = getattr(self.store, method)
+        try:
+            return await operation(*arguments)
+        except StoreConflict as conflict:
+            return await again_after_conflict_async(lambda: operation(*arguments), conflict)
 
     async def _run(
         self,

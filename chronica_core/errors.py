@@ -18,6 +18,7 @@ __all__ = [
     "InvalidOption",
     "InvalidOwnerID",
     "InvalidQuery",
+    "StoreConflict",
     "StoreError",
     "UnknownBackend",
 ]
@@ -188,6 +189,19 @@ class StoreError(ChronicaError):
         self.where = where
         self.detail = detail
         super().__init__(f"{where}: {detail}")
+
+
+class StoreConflict(StoreError):
+    """The database refused the operation because it conflicted with a concurrent one.
+
+    A serialization failure or a deadlock (PostgreSQL's SQLSTATE 40001 and 40P01, MariaDB's 1213
+    and 1205, a Galera cluster's certification failure among them), after which the database
+    rolled the failed try back: nothing of it was written. ``Chronicarius`` tries such an
+    operation again a bounded number of times (see :mod:`chronica_core.conflicts`) and raises this
+    only when every try conflicted; calling again later is safe.
+
+    Always raised ``from`` the driver's exception; ``where`` and ``detail`` as in :class:`StoreError`.
+    """
 
 
 class InvalidOption(ChronicaError, ValueError):

@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -15,6 +15,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from pgbouncer import binary as pgbouncer_binary
 from pgbouncer import start_bouncer
 from postgres_cluster import PostgresPair, binaries, start_pair
+
+if TYPE_CHECKING:
+    from galera_cluster import GaleraCluster
 
 
 @pytest.fixture
@@ -58,3 +61,18 @@ def _missing(reason: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(reason)
     pytest.skip(reason)
+@pytest.fixture(scope="module")
+def galera_cluster() -> Iterator[GaleraCluster]:
+    """A three-node MariaDB Galera cluster on free loopback ports, stopped afterwards.
+
+    Skips without MariaDB's server, Galera or rsync, saying which package to install; fails
+    instead with ``CI=true``.
+    """
+    from galera_cluster import missing, start_cluster
+
+    reason = missing()
+    if reason is not None:
+        _missing(f"missing {reason}")
+    cluster = start_cluster()
+    yield cluster
+    cluster.stop()

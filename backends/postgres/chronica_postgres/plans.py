@@ -33,6 +33,7 @@ from chronica_core import (
     ChronicumNotFound,
     InvalidOption,
     ListingPosition,
+    StoreConflict,
     StoreError,
 )
 from chronica_core.history import StaleLayout
@@ -48,6 +49,7 @@ from chronica_core.options import count_option, flag_option, seconds_option
 from chronica_core.plans import Plan
 from chronica_core.poolers import LISTEN, PREPARED_STATEMENTS, listen_option, prepared_statements_option
 from chronica_core.rows import check_row, check_rows
+from chronica_postgres.conflicts import conflicted
 from chronica_postgres.schema import (
     ACTA_IDEMPOTENCY_INDEX,
     ACTA_TO_CHRONICA_KEY,
@@ -492,13 +494,16 @@ def translate(error: psycopg.Error, operation: str, chronicum_id: str) -> Chroni
     """The Chronica error for a psycopg ``error`` raised while doing ``operation``.
 
     A violated foreign key to ``chronica`` is ``ChronicumNotFound``, a taken chronicum id
-    ``ChronicumExists``; anything else ``StoreError("postgres: <operation>", detail)``.
+    ``ChronicumExists``; a conflict the server rolled back (:mod:`chronica_postgres.conflicts`)
+    ``StoreConflict``; anything else ``StoreError("postgres: <operation>", detail)``.
     """
     if isinstance(error, errors.ForeignKeyViolation) and names_constraint(error, ACTA_TO_CHRONICA_KEY):
         return ChronicumNotFound(chronicum_id)
     if isinstance(error, errors.UniqueViolation) and names_constraint(error, CHRONICA_PRIMARY_KEY):
         return ChronicumExists(chronicum_id)
     detail = str(error).strip() or type(error).__name__
+    if conflicted(error):
+        return StoreConflict(f"postgres: {operation}", detail)
     if isinstance(error, errors.UndefinedTable | errors.InvalidSchemaName | errors.UndefinedColumn):
         detail += _NOT_MIGRATED_HINT
     return StoreError(f"postgres: {operation}", detail)

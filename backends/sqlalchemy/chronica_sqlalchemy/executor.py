@@ -5,7 +5,8 @@ the SQLite file's writer turn first (:mod:`.sqlite_writers`) and begins with ``B
 there; the isolation level is switched where the plan's autocommit flag and the engine's own
 level differ. A failure to connect, or to get the turn, is thrown into the plan at
 its first step, so its error translation covers it. A step that fails with anything but a
-refused constraint ends the connection (the pool replaces it): the database may still hold its
+refused constraint or a conflict (:mod:`.conflicts`; closing the connection rolls its
+transaction back) ends the connection (the pool replaces it): the database may still hold its
 transaction or a lock. Giving a connection back never raises.
 """
 
@@ -22,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from chronica_core.errors import ChronicaError, StoreError
 from chronica_core.plans import Plan
+from chronica_sqlalchemy.conflicts import conflicted
 from chronica_sqlalchemy.dialects import store_dialect_class
 from chronica_sqlalchemy.sqlite_writers import take_turn, take_turn_async
 from chronica_sqlalchemy.steps import CALL, CONNECT, Step, detail
@@ -83,9 +85,10 @@ def _perform(connection: Connection, step: Step) -> Any:
         return getattr(connection, step.method)(*step.args)
     except IntegrityError:
         raise  # a statement refused: the connection and its transaction are sound
-    except SQLAlchemyError:
-        with contextlib.suppress(SQLAlchemyError):
-            connection.invalidate()
+    except SQLAlchemyError as error:
+        if not conflicted(error):  # a conflict: the connection is sound, its transaction rolled back
+            with contextlib.suppress(SQLAlchemyError):
+                connection.invalidate()
         raise
 
 

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple, TypeVar
 from sqlalchemy import Connection, Executable
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from chronica_core.errors import ChronicaError, StoreError
+from chronica_core.errors import ChronicaError, StoreConflict, StoreError
 from chronica_core.plans import Plan
+from chronica_sqlalchemy.conflicts import conflicted
 
 __all__ = [
     "CALL",
@@ -89,13 +90,17 @@ def detail(error: BaseException) -> str:
 
 
 def translated(operation: str, plan: Plan[Step, Result]) -> Plan[Step, Result]:
-    """Run ``plan``, turning any SQLAlchemy error into ``StoreError("sqlalchemy: <operation>", ...)``."""
+    """Run ``plan``, turning any SQLAlchemy error into ``StoreError("sqlalchemy: <operation>", ...)``.
+
+    A conflict the database rolled back (:mod:`.conflicts`) becomes ``StoreConflict``.
+    """
     try:
         return (yield from plan)
     except ChronicaError:
         raise
     except SQLAlchemyError as error:
-        raise StoreError(f"sqlalchemy: {operation}", detail(error)) from error
+        failed = StoreConflict if conflicted(error) else StoreError
+        raise failed(f"sqlalchemy: {operation}", detail(error)) from error
 
 
 def again_if_disconnected(make: Callable[[], Plan[Step, Result]]) -> Plan[Step, Result]:
