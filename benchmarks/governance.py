@@ -5,9 +5,9 @@
   columns interleaved (:func:`benchmarks.timing.time_interleaved`), ``--runs`` times.
 - **tracing** (each ``--tracing-store``): the same two operations with an SDK tracer provider and
   the in-memory exporter (and metric reader) against tracing off (``opentelemetry-api`` installed, no provider
-  set), and off against no ``opentelemetry`` at all. A tracer provider, once set, stays set for a
-  process, and "not installed" is a process's state, so each mode runs in a child process of its
-  own: a round runs the three children in a shuffled order, and each round gives one ratio.
+  set), interleaved in one child process, and off against no ``opentelemetry`` at all ("not
+  installed" is a process's state: two children, one after the other); a round runs the three
+  children in a shuffled order, and each round gives one ratio of each.
 - **retention** (each ``--retention-store``, SQLite or PostgreSQL; the store must be empty:
   ``erase_idle`` is store-wide): ``--chronica`` chronica bulk-loaded through the baseline's
   loader, ``--idle`` of them started long ago, erased by one ``Chronicarius.erase_idle`` while a
@@ -51,8 +51,8 @@ CONTENT = "x" * 1024
 HISTORY = 100
 """Acta each timed chronicum holds before the timing."""
 
-MODES = ("on", "off", "none")
-"""Tracing: an SDK provider with the in-memory exporter; the API without a provider; no opentelemetry."""
+MODES = ("traced", "off", "none")
+"""The tracing children: on and off interleaved; off (the API, no provider); no opentelemetry."""
 
 
 def _actum(chronicum_id: str, index: int) -> Actum:
@@ -112,30 +112,42 @@ def encryption(
 
 
 def _child(url: str, mode: str, repeat: int) -> None:
-    """In a child process: time ``repeat`` appends and last-20 reads on ``url`` in ``mode``; print JSON."""
+    """In a child process: time appends and last-20 reads on ``url`` in ``mode``; print JSON medians.
+
+    ``traced``: the columns with an SDK provider (``on ...``) and without (``off ...``), interleaved
+    in this process; ``off``: without a provider only; ``none``: without ``opentelemetry`` at all.
+    """
     if mode == "none":
         sys.modules["opentelemetry"] = None  # type: ignore[assignment] # the import system's "not installed"
-    options: dict[str, Any] = {}
-    if mode == "on":
-        from chronica_conformance.log_secrecy import TelemetryCapture
-
-        capture = TelemetryCapture()
-        options = {"tracer_provider": capture.tracer_provider, "meter_provider": capture.meter_provider}
     owner = f"gov-tracing-{uuid.uuid4().hex[:8]}"
     with open_store(url) as store:
-        rules = Chronicarius(store, **options)
-        columns = _pair(rules, owner)
+        plain = Chronicarius(store)
+        columns = {f"off {name}": call for name, call in _pair(plain, owner).items()}
+        if mode == "traced":
+            from chronica_conformance.log_secrecy import TelemetryCapture
+
+            capture = TelemetryCapture()
+            traced = Chronicarius(
+                store, tracer_provider=capture.tracer_provider, meter_provider=capture.meter_provider
+            )
+            columns |= {f"on {name}": call for name, call in _pair(traced, owner).items()}
         timings = asyncio.run(time_interleaved(columns, max(50, repeat // 5), repeat))
-        if mode == "on":
+        if mode == "traced":
             assert capture.span_names(), "nothing was traced"
-        rules.erase_owner(owner)
+        plain.erase_owner(owner)
     print(json.dumps({name: timing.median_ns for name, timing in timings.items()}))
 
 
 def tracing(url: str, rounds: int, repeat: int, rng: random.Random) -> list[Verdict]:
-    """Run the three modes on ``url`` in child processes, ``rounds`` rounds in shuffled orders; print."""
-    medians: dict[str, dict[str, list[float]]] = {mode: {"append": [], "read": []} for mode in MODES}
+    """Time the modes on ``url`` in child processes, ``rounds`` rounds in shuffled orders; print them.
+
+    Tracing on against off: interleaved in one child (``traced``). Off against no opentelemetry:
+    two children, one after the other, in a shuffled order each round.
+    """
+    ratios: dict[str, list[float]] = {}
+    medians: dict[str, list[float]] = {}
     for _ in range(rounds):
+        got: dict[str, dict[str, float]] = {}
         for mode in shuffled(MODES, rng):
             command = [
                 sys.executable,
@@ -148,17 +160,22 @@ def tracing(url: str, rounds: int, repeat: int, rng: random.Random) -> list[Verd
             ]
             command += ["--store", url]
             output = subprocess.run(command, check=True, capture_output=True, text=True, timeout=600)
-            for name, median in json.loads(output.stdout).items():
-                medians[mode][name].append(median)
-    ratios: dict[str, list[float]] = {}
+            got[mode] = json.loads(output.stdout)
+        for name in ("append", "read"):
+            on, off = got["traced"][f"on {name}"], got["traced"][f"off {name}"]
+            ratios.setdefault(f"tracing_{name}", []).append(on / off)
+            ratios.setdefault(f"no_provider_{name}", []).append(
+                got["off"][f"off {name}"] / got["none"][f"off {name}"]
+            )
+            for label, value in (("on", on), ("off", off), ("none", got["none"][f"off {name}"])):
+                medians.setdefault(f"{label} {name}", []).append(value)
     for name in ("append", "read"):
-        on, off, none = (medians[mode][name] for mode in MODES)
-        ratios[f"tracing_{name}"] = [a / b for a, b in zip(on, off, strict=True)]
-        ratios[f"no_provider_{name}"] = [a / b for a, b in zip(off, none, strict=True)]
+        on, off, none = (
+            statistics.median(medians[f"{label} {name}"]) / 1000 for label in ("on", "off", "none")
+        )
         print(
-            f"  {name:6}: on {statistics.median(on) / 1000:6.2f} us, "
-            f"off {statistics.median(off) / 1000:6.2f} us, "
-            f"no opentelemetry {statistics.median(none) / 1000:6.2f} us (medians over {rounds} rounds)"
+            f"  {name:6}: on {on:9.2f} us, off {off:9.2f} us, no opentelemetry {none:9.2f} us "
+            f"(medians over {rounds} rounds)"
         )
     verdicts = []
     backend = registry().backend_for(url).name
