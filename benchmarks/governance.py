@@ -289,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             verdicts += encryption(url, options, arguments.repeat, arguments.runs, rng)
     if "tracing" in phases:
         for url in arguments.tracing_store:
-            print(f"tracing, {url}, each mode in a child process of its own")
+            print(f"tracing, {url}, in child processes")
             verdicts += tracing(url, max(arguments.runs, 5), arguments.repeat, rng)
     if "retention" in phases:
         for url in arguments.retention_store:
