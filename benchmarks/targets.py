@@ -6,7 +6,7 @@ run or round (the measures it knows are listed in :data:`MEASURES`), and turns t
 whose measure a run did not take is left out (a note says so where it matters). Adding a target
 is adding a row to the file; a new measure is a name here and its computation in the harness
 that judges it (``benchmarks/judge.py`` for ``run``, ``benchmarks/side_by_side.py``,
-``benchmarks/peers.py`` and ``benchmarks/sqlite_writers.py``).
+``benchmarks/peers.py``, ``benchmarks/sqlite_writers.py`` and ``benchmarks/governance.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
     ),
     "side_by_side": ("read", "append"),
     "peers": ("read", "read_async", "append", "append_async", "threads", "tasks"),
+    "governance": ("encrypted_append", "encrypted_read", "tracing", "no_provider"),
 }
 """Per harness, the measures it computes (a row naming another is refused when the file is read)."""
 

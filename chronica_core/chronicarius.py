@@ -71,6 +71,8 @@ class _Keeper(Generic[StoreFlavour]):
         *,
         id_factory: Callable[[], str] = new_actum_id,
         owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
     ) -> None:
         coroutines = [inspect.iscoroutinefunction(getattr(store, name, None)) for name in _OPERATIONS]
         if any(coroutines) != self._asynchronous:
@@ -84,7 +86,7 @@ class _Keeper(Generic[StoreFlavour]):
             limited=callable(getattr(store, "max_content_bytes", None)),
         )
         self._follow_reads = follow_reads(store)
-        self._telemetry = telemetry_for(store)
+        self._telemetry = telemetry_for(store, tracer_provider, meter_provider)
 
 
 class Chronicarius(_Keeper[Store]):
@@ -104,8 +106,12 @@ class Chronicarius(_Keeper[Store]):
             (inject a deterministic one in tests).
         owner_cache_size: how many ``chronicum id -> owner`` pairs to remember to save a round
             trip (ownership never changes); ``0`` disables the cache.
+        tracer_provider: an OpenTelemetry tracer provider to trace this Chronicarius's operations
+            with, instead of the app's global one (see :mod:`chronica_core.telemetry`);
+            ``meter_provider`` likewise for their durations (``None``: the global ones).
 
     Raises:
+        ModuleNotFoundError: a ``tracer_provider`` is given and ``opentelemetry-api`` is not installed.
         TypeError: ``store`` is an asyncio store (one of its operations is an ``async def``); use
             :class:`AsyncChronicarius` for those. ``AsyncChronicarius`` likewise refuses a store
             none of whose operations is an ``async def``.

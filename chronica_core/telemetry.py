@@ -1,7 +1,8 @@
 """OpenTelemetry for every ``Chronicarius`` operation: a span and a duration, when the app traces.
 
 Optional (``pip install 'chronica[otel]'``: ``opentelemetry-api`` only; the app brings the SDK and
-its exporters). When the app has set a tracer provider, each operation of a ``Chronicarius`` or an
+its exporters). When the app has set a tracer provider (or gave one to the ``Chronicarius``:
+its ``tracer_provider`` and ``meter_provider`` arguments), each operation of a ``Chronicarius`` or an
 ``AsyncChronicarius`` (``record_actum``, ``record_acta``, ``get_acta``, ``get_actum``,
 ``get_chronicum``, ``list_chronica``, ``fork_chronicum``, ``erase_chronicum``, ``erase_owner``)
 is a span named ``chronica <operation>``, and its duration goes to the histogram
@@ -46,9 +47,12 @@ class Telemetry:
 
     Args:
         backend: the store's backend name (``db.system.name``).
+        tracer_provider: the tracer provider to use instead of the app's global one (an SDK
+            ``TracerProvider``); ``None``: the global one, once the app sets it.
+        meter_provider: the meter provider for the duration histogram; ``None``: the global one.
     """
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, tracer_provider: Any = None, meter_provider: Any = None) -> None:
         from opentelemetry import metrics, trace
 
         self._trace = trace
@@ -57,6 +61,8 @@ class Telemetry:
         self._tracer: Any = None
         self._histogram: Any = None
         self._next_check = 0.0
+        if tracer_provider is not None:
+            self._start(tracer_provider, meter_provider)
 
     def tracing(self) -> bool:
         """Whether the app has set a tracer provider: operations are then traced and timed.
@@ -70,13 +76,20 @@ class Telemetry:
         if now < self._next_check:
             return False
         self._next_check = now + PROVIDER_CHECK_INTERVAL
-        if isinstance(self._trace.get_tracer_provider(), self._trace.ProxyTracerProvider):
+        provider = self._trace.get_tracer_provider()
+        if isinstance(provider, self._trace.ProxyTracerProvider):
             return False
-        self._histogram = self._metrics.get_meter(INSTRUMENTATION_NAME).create_histogram(
+        self._start(provider, None)
+        return True
+
+    def _start(self, tracer_provider: Any, meter_provider: Any) -> None:
+        """Take the tracer and the duration histogram from the providers (``None``: the global one)."""
+        self._histogram = self._metrics.get_meter(
+            INSTRUMENTATION_NAME, meter_provider=meter_provider
+        ).create_histogram(
             "db.client.operation.duration", unit="s", description="Duration of Chronica operations."
         )
-        self._tracer = self._trace.get_tracer(INSTRUMENTATION_NAME)
-        return True
+        self._tracer = self._trace.get_tracer(INSTRUMENTATION_NAME, tracer_provider=tracer_provider)
 
     def _attributes(self, operation: str, last_n: int | None) -> dict[str, Any]:
         attributes: dict[str, Any] = {"db.system.name": self._backend, "db.operation.name": operation}
@@ -141,14 +154,26 @@ class Telemetry:
         span.end()
 
 
-def telemetry_for(store: object) -> Telemetry | None:
-    """A :class:`Telemetry` for a Chronicarius over ``store``; ``None`` without ``opentelemetry-api``."""
+def telemetry_for(store: object, tracer_provider: Any = None, meter_provider: Any = None) -> Telemetry | None:
+    """A :class:`Telemetry` for a Chronicarius over ``store``; ``None`` without ``opentelemetry-api``.
+
+    ``tracer_provider`` and ``meter_provider``: as :class:`Telemetry` takes them.
+
+    Raises:
+        ModuleNotFoundError: a ``tracer_provider`` was given and ``opentelemetry-api`` is not installed.
+    """
+    if tracer_provider is not None:
+        return Telemetry(_backend(store), tracer_provider, meter_provider)
     if not _api_installed():
         return None
     try:
-        return Telemetry(str(getattr(store, "backend_name", type(store).__name__)))
+        return Telemetry(_backend(store))
     except ModuleNotFoundError:
         return None
+
+
+def _backend(store: object) -> str:
+    return str(getattr(store, "backend_name", type(store).__name__))
 
 
 @functools.cache

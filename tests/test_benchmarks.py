@@ -85,7 +85,7 @@ def test_phases_pick_what_runs(tmp_path: Path) -> None:
 
 def test_every_target_row_of_the_file_is_one_the_harness_can_judge() -> None:
     targets = load_targets()
-    assert {target.harness for target in targets} == {"run", "side_by_side", "peers"}
+    assert {target.harness for target in targets} == {"run", "side_by_side", "peers", "governance"}
     [read] = [t for t in targets_for("run", backend="postgres") if t.measure == "read"]
     assert (read.against, read.at_most, read.at_least) == ("floor", 1.2, None)
     [batch] = [t for t in targets_for("run", backend="sqlalchemy") if t.measure == "batch"]

@@ -144,12 +144,15 @@ class Loader:
         self._tables = _Tables.of(url, self._options)
 
     def _chronicum_row(self, chronicum_id: str, owner_id: str, started_at: datetime) -> dict[str, Any]:
-        return {
+        row = {
             "id": chronicum_id,
             "owner_id": owner_id,
             "started_at": _moment(self._dialect, started_at),
             "last_seq": 0,
         }
+        if "last_active" in self._tables.chronica.c:  # the retention index's column, as create sets it
+            row["last_active"] = row["started_at"]
+        return row
 
     def prepare(self, chronicum_id: str, owner_id: str) -> None:
         """Insert the chronicum's row."""
@@ -192,7 +195,11 @@ class Loader:
             connection.execute(
                 update(tables.chronica)
                 .where(tables.chronica.c.id == chronicum_id)
-                .values(last_seq=len(acta), last_actum_at=last_at)
+                .values(
+                    last_seq=len(acta),
+                    last_actum_at=last_at,
+                    **({"last_active": last_at} if "last_active" in tables.chronica.c else {}),
+                )
             )
         self._analyze(tables.acta)
 

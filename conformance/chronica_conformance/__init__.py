@@ -50,6 +50,7 @@ pytest.register_assert_rewrite(
             "stateful",
             "store_contract",
             "summary_contract",
+            "telemetry_contract",
         )
     )
 )
@@ -76,6 +77,7 @@ from chronica_conformance.size_contract import SizeContract  # noqa: E402 - afte
 from chronica_conformance.stateful import ReferenceModel, StatefulRules  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.store_contract import StoreContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.summary_contract import SummaryContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.telemetry_contract import TelemetryContract  # noqa: E402 - after the assert-rewrite registration
 
 __all__ = [
     "AnyLoopContract",
@@ -108,6 +110,7 @@ __all__ = [
     "SummaryContract",
     "SyncHarness",
     "Target",
+    "TelemetryContract",
     "require_capability",
     "rules_call",
     "run",
@@ -132,6 +135,7 @@ class ConformanceSuite(
     StatefulRules,
     DriverFailureContract,
     AnyLoopContract,
+    TelemetryContract,
 ):
     """Every group of the conformance suite, each case once per flavour the subclass supplies.
 
@@ -143,8 +147,9 @@ class ConformanceSuite(
     contracts (native forms; forks, summaries, tool exchanges, an actum by id and pages back,
     where the store has the capability), missing capabilities
     refused before the store is touched, the public JSON form, the stateful model test and driver
-    failures (E1), and, for an asyncio store, one store serving every event loop (the any-loop
-    contract).
+    failures (E1), for an asyncio store, one store serving every event loop (the any-loop
+    contract), and, where ``opentelemetry-sdk`` is installed, what the store's operations export
+    to OpenTelemetry (the telemetry contract).
 
     Supply ``store`` and/or ``async_store`` fixtures; set ``declares_idempotent = True`` when the
     store promises idempotency (the idempotent group then fails instead of skipping) and

@@ -46,6 +46,7 @@ from chronica_core.capabilities import (
     IDEMPOTENCY,
     LISTING,
     NATIVE,
+    RETENTION,
     store_capabilities,
 )
 
@@ -339,6 +340,8 @@ class Harness(ABC):
         gate_first_reads: int = 0,
         hidden: Collection[str] = (),
         gate_summaries: int = 0,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
     ) -> Harness:
         """Return a harness over the same store (and loop) with a new Chronicarius.
 
@@ -358,6 +361,9 @@ class Harness(ABC):
             gate_summaries: when positive, each of the first this many ``record_summary`` calls
                 waits until all of them were made before it reaches the store: that many
                 concurrent summaries are then all checked against the same layout.
+            tracer_provider: an OpenTelemetry tracer provider the new Chronicarius traces its
+                operations with; ``None``: the app's global one.
+            meter_provider: the meter provider for their durations; ``None``: the app's global one.
         """
 
     @abstractmethod
@@ -377,6 +383,7 @@ _CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     FOLLOW: ("acta_after", "wait_for_acta"),
     NATIVE: ("keeps_native",),
     HISTORY: ("layout", "window", "locate", "fork", "record_summary"),
+    RETENTION: ("idle_chronica", "erase_idle"),
 }
 
 
@@ -591,6 +598,8 @@ class SyncHarness(Harness):
         gate_first_reads: int = 0,
         hidden: Collection[str] = (),
         gate_summaries: int = 0,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
     ) -> SyncHarness:
         """See :meth:`Harness.with_chronicarius`."""
         gate = (
@@ -601,7 +610,15 @@ class SyncHarness(Harness):
         view = _GatedStoreView(self.store, idempotent=idempotent, gate=gate, hidden=hidden)
         if gate_summaries and hasattr(view, "record_summary"):
             view.gate_summaries(threading.Barrier(gate_summaries, timeout=CONCURRENT_TIMEOUT_SECONDS))
-        harness = SyncHarness(self.store, chronicarius=Chronicarius(view, owner_cache_size=owner_cache_size))
+        harness = SyncHarness(
+            self.store,
+            chronicarius=Chronicarius(
+                view,
+                owner_cache_size=owner_cache_size,
+                tracer_provider=tracer_provider,
+                meter_provider=meter_provider,
+            ),
+        )
         harness.declares_idempotent = self.declares_idempotent
         harness.declares_capabilities = self.declares_capabilities
         return harness
@@ -833,13 +850,20 @@ class AsyncHarness(Harness):
         gate_first_reads: int = 0,
         hidden: Collection[str] = (),
         gate_summaries: int = 0,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
     ) -> AsyncHarness:
         """See :meth:`Harness.with_chronicarius`."""
         gate = asyncio.Barrier(gate_first_reads) if gate_first_reads else None
         view = _AsyncGatedStoreView(self.store, idempotent=idempotent, gate=gate, hidden=hidden)
         if gate_summaries and hasattr(view, "record_summary"):
             view.gate_summaries(asyncio.Barrier(gate_summaries))
-        chronicarius = AsyncChronicarius(view, owner_cache_size=owner_cache_size)
+        chronicarius = AsyncChronicarius(
+            view,
+            owner_cache_size=owner_cache_size,
+            tracer_provider=tracer_provider,
+            meter_provider=meter_provider,
+        )
         harness = AsyncHarness(self.store, runner=self._runner, chronicarius=chronicarius)
         harness.declares_idempotent = self.declares_idempotent
         harness.declares_capabilities = self.declares_capabilities
