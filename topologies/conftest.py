@@ -61,6 +61,8 @@ def _missing(reason: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
 @pytest.fixture(scope="module")
 def galera_cluster() -> Iterator[GaleraCluster]:
     """A three-node MariaDB Galera cluster on free loopback ports, stopped afterwards.
