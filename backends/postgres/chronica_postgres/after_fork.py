@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from chronica_core.errors import StoreError
 
 if TYPE_CHECKING:
-    from chronica_postgres.store import PostgresStore
+    from chronica_postgres.store import AsyncPostgresStore, PostgresStore
 
-__all__ = ["GIVEN_POOL_REFUSAL", "forget_parent", "own_pool"]
+__all__ = ["GIVEN_POOL_REFUSAL", "forget_parent", "forget_parent_listeners", "own_pool"]
 
 GIVEN_POOL_REFUSAL = (
     "the store was opened with a pool of the caller's before this process was forked, and a pool "
@@ -34,6 +34,11 @@ def forget_parent(store: PostgresStore) -> None:
     store._inherited_pool = True
     store._opening_own_pool = threading.Lock()
     store._listener = None
+
+
+def forget_parent_listeners(store: AsyncPostgresStore) -> None:
+    """In the child of an asyncio store: forget the parent's loops' listeners (those loops never run here)."""
+    store._listeners = None
 
 
 def own_pool(store: PostgresStore) -> None:

@@ -431,6 +431,7 @@ class AsyncPostgresStore(
         self._pools: PerLoop[_LoopPool] = PerLoop(
             self._where, self._open_loop_pool, _close_loop_pool, _drop_loop_pool, close_with_tasks=True
         )
+        renew_after_fork(self, after_fork.forget_parent_listeners)
 
     async def migrate(self) -> int:
         """Create or upgrade the tables under an advisory lock; return the schema version.
