@@ -12,7 +12,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from chronica_postgres import AsyncPostgresStore, PostgresStore
 
-from chronica_core import ActorKind, Actum, ActumKind, AsyncChronicarius, Chronicarius, clock, new_chronicum_id
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    AsyncChronicarius,
+    Chronicarius,
+    clock,
+    new_chronicum_id,
+)
 
 AHEAD = timedelta(hours=1)
 
@@ -60,4 +68,3 @@ def test_the_asyncio_store_takes_the_same_clock(
 
     first, started_at = asyncio.run(first_and_started())
     assert first.at is not None and started_at <= first.at, (started_at, first.at)
-
