@@ -44,6 +44,7 @@ pytest.register_assert_rewrite(
             "loop_contract",
             "loop_scenario",
             "native_contract",
+            "one_clock",
             "process_contract",
             "retention_contract",
             "rules_contract",
