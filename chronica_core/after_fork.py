@@ -14,6 +14,11 @@ inherited without closing it (the parent still uses those sockets), forget its t
 new locks. Connections are opened on the next use, not in the hook: the hook runs right after
 ``fork()`` in the child's only thread, before anything else, also in a child that never uses the
 store (or execs soon, as ``subprocess`` with ``preexec_fn`` does).
+
+An event loop does not survive a fork: the child runs a loop of its own (``asyncio.run()``), in
+which an asyncio store opens its own resources (:class:`chronica_core.loops.PerLoop` forgets the
+parent's loops in the child, unclosed). A child that goes on running the parent's loop (a fork
+inside a coroutine) shares its selector with the parent, which asyncio does not support.
 """
 
 from __future__ import annotations
