@@ -8,13 +8,8 @@ from chronica_conformance.one_clock import check_one_clock, check_one_clock_asyn
 from chronica_postgres import AsyncPostgresStore, PostgresStore
 
 
-def test_a_chronicum_never_starts_after_its_first_actum(
-    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+def test_no_chronicum_starts_after_its_first_actum(
+    store: PostgresStore, async_store: AsyncPostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     check_one_clock(store, monkeypatch)
-
-
-def test_the_asyncio_store_takes_the_same_clock(
-    async_store: AsyncPostgresStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
     check_one_clock_async(async_store, monkeypatch)
