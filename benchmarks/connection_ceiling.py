@@ -220,7 +220,7 @@ def _async_load(url: str, options: dict[str, Any]) -> None:
 
 def main() -> None:
     """Measure each URL given on the command line and print a line per store and flavour."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="How many server connections one store holds at most.")
     parser.add_argument("urls", nargs="+")
     for url in parser.parse_args().urls:
         scheme = url.partition("://")[0]
