@@ -50,7 +50,7 @@ NAME = f"chronica-ceiling-{os.getpid()}"
 SCHEMA = NAME.replace("-", "_")
 """The PostgreSQL schema (dropped afterwards) or MariaDB database the run's tables go to."""
 
-POOLS = {
+POOLS: dict[str, dict[str, Any]] = {
     "postgresql": {"max_size": 4, "schema": SCHEMA},
     "postgresql+psycopg": {"pool_size": 2, "max_overflow": 2, "schema": SCHEMA},
     "mariadb+pymysql": {"pool_size": 2, "max_overflow": 2},
@@ -103,38 +103,36 @@ def _counter(url: str) -> tuple[str, Callable[[], int], Callable[[], None]]:
             drop_schema,
         )
     if scheme.startswith("mariadb") or scheme.startswith("mysql"):
-        import pymysql
+        from sqlalchemy import create_engine, text
 
         base, _, _ = url.rpartition("/")
-        admin = pymysql.connect(host="127.0.0.1", user="root", autocommit=True)
+        engine = create_engine(f"{base}/test", isolation_level="AUTOCOMMIT")
         database = SCHEMA
-        with admin.cursor() as cursor:
-            cursor.execute(f"CREATE DATABASE {database}")
+        with engine.connect() as connection:
+            connection.execute(text(f"CREATE DATABASE {database}"))
 
         def count() -> int:
-            with admin.cursor() as cursor:
-                cursor.execute(
-                    "SELECT count(*) FROM information_schema.processlist WHERE db = %s", (database,)
-                )
-                return int(cursor.fetchone()[0])  # type: ignore[index]
+            query = text("SELECT count(*) FROM information_schema.processlist WHERE db = :db")
+            with engine.connect() as connection:
+                return int(connection.execute(query, {"db": database}).scalar_one())
 
         def drop() -> None:
-            with admin.cursor() as cursor:
-                cursor.execute(f"DROP DATABASE {database}")
-            admin.close()
+            with engine.connect() as connection:
+                connection.execute(text(f"DROP DATABASE {database}"))
+            engine.dispose()
 
         return f"{base}/{database}", count, drop
     if scheme.startswith("redis"):
         import redis
 
-        admin = redis.Redis.from_url(url)
+        client = redis.Redis.from_url(url)
 
         def drop_keys() -> None:
-            for key in admin.scan_iter(f"{SCHEMA}*"):
-                admin.delete(key)
-            admin.close()
+            for key in client.scan_iter(f"{SCHEMA}*"):
+                client.delete(key)
+            client.close()
 
-        return url, lambda: sum(client.get("name") == NAME for client in admin.client_list()), drop_keys
+        return url, lambda: sum(each.get("name") == NAME for each in client.client_list()), drop_keys
     raise SystemExit(f"no connection counter for {scheme}")
 
 

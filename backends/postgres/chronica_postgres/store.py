@@ -239,7 +239,7 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
             after_fork.own_pool(self)
         return run_plan(plan, self._perform)
 
-    def _open_pool(self) -> ConnectionPool:
+    def _open_pool(self) -> ConnectionPool[Any]:
         """Open the store's own pool on its URL (the store's first, or a forked child's)."""
         pool = ConnectionPool(
             self._url,
