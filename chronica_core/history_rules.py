@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from chronica_core import clock
 from chronica_core.checks import refused, text_problem, window_query
 from chronica_core.errors import ActumNotFound, ChronicumNotFound, InvalidActum, StoreError
 from chronica_core.history import (
@@ -249,7 +249,7 @@ class HistoryRules:
         fork = Chronicum(
             fork_id,
             owner_id,
-            started_at=datetime.now(UTC),
+            started_at=clock.now(),
             last_actum_at=None if shared is None else shared.at,
             forked_from=ForkPoint(chronicum_id, "" if shared is None else shared.id),
         )

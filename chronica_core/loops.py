@@ -30,6 +30,9 @@ running its own loop) keeps one such resource per loop in a :class:`PerLoop`:
   run for the purpose in a worker thread for at most :attr:`PerLoop.close_timeout` seconds; that
   of a closed loop is dropped.
 
+In a child process made by ``os.fork()`` the parent's loops never run: their resources are
+forgotten there, unclosed (see :mod:`chronica_core.after_fork`), and the child's loops open their own.
+
 Loops are held weakly (a ``weakref.WeakKeyDictionary``): a loop whose resource is closed is not
 kept alive by the store.
 """
@@ -45,6 +48,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from chronica_core.after_fork import renew_after_fork
 from chronica_core.errors import StoreError
 
 __all__ = ["DEFAULT_CLOSE_TIMEOUT", "PerLoop"]
@@ -108,6 +112,17 @@ class PerLoop(Generic[Resource]):
         )
         self._guard = threading.Lock()
         self._closed = False
+        renew_after_fork(self, PerLoop._forget_parent_loops)
+
+    def _forget_parent_loops(self) -> None:
+        """In a child process forked since: forget the parent's loops and their resources.
+
+        The child never runs those loops, and their resources' sockets are the parent's: neither
+        closed nor dropped (that would end the parent's sessions), only forgotten. A loop of the
+        child's opens a resource of its own.
+        """
+        self._guard = threading.Lock()
+        self._entries = weakref.WeakKeyDictionary()
 
     def __len__(self) -> int:
         """How many loops hold an open resource now (a count, for tests and diagnostics)."""

@@ -9,9 +9,10 @@ import sys
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from chronica_core import clock
 from chronica_core.closable import Closable
 from chronica_core.errors import ChronicumExists, ChronicumNotFound, InvalidOption
 from chronica_core.history import (
@@ -461,7 +462,7 @@ class MemoryStore(
     @staticmethod
     def _append(entry: _Entry, actum: Actum) -> Actum:
         """Append under ``entry.lock``: ``at`` is now, or the chronicum's last ``at`` if that is later."""
-        at = datetime.now(UTC)
+        at = clock.now()
         last = entry.chronicum.last_actum_at
         if last is not None and last > at:
             at = last

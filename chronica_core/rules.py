@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
+from chronica_core import clock
 from chronica_core.capabilities import BATCH, ERASURE, HISTORY, IDEMPOTENCY, LISTING, NATIVE, RETENTION
 from chronica_core.checks import (
     MAX_FOLLOW_TIMEOUT,
@@ -530,7 +531,7 @@ class Rules:
             limit: int | None = yield ("max_content_bytes", ())
             for actum in acta:
                 check_actum_size(actum, limit)
-        started = Chronicum(chronicum_id, owner_id, started_at=datetime.now(UTC))
+        started = Chronicum(chronicum_id, owner_id, started_at=clock.now())
         try:
             yield ("create", (started,))
             owner = owner_id

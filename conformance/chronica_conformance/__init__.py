@@ -44,6 +44,8 @@ pytest.register_assert_rewrite(
             "loop_contract",
             "loop_scenario",
             "native_contract",
+            "one_clock",
+            "process_contract",
             "retention_contract",
             "rules_contract",
             "size_contract",
@@ -70,6 +72,7 @@ from chronica_conformance.json_contract import JsonFormContract  # noqa: E402 - 
 from chronica_conformance.listing_contract import ListingContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.loop_contract import AnyLoopContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.native_contract import NativeContract  # noqa: E402 - after the assert-rewrite registration
+from chronica_conformance.process_contract import ProcessForkContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.retention_contract import RetentionContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.rules_contract import RulesContract  # noqa: E402 - after the assert-rewrite registration
 from chronica_conformance.runner import run  # noqa: E402 - after the assert-rewrite registration
@@ -100,6 +103,7 @@ __all__ = [
     "JsonFormContract",
     "ListingContract",
     "NativeContract",
+    "ProcessForkContract",
     "ReferenceModel",
     "RetentionContract",
     "RulesContract",
@@ -136,6 +140,7 @@ class ConformanceSuite(
     DriverFailureContract,
     AnyLoopContract,
     TelemetryContract,
+    ProcessForkContract,
 ):
     """Every group of the conformance suite, each case once per flavour the subclass supplies.
 

@@ -49,6 +49,7 @@ from pymongo.errors import (
     ServerSelectionTimeoutError,
 )
 
+from chronica_core import clock
 from chronica_core.errors import (
     ActumTooLarge,
     ChronicumExists,
@@ -335,7 +336,7 @@ class Command:
 
 def _now() -> datetime:
     """Now, in UTC, cut to the millisecond a BSON date holds (so ``at`` reads back exactly)."""
-    now = datetime.now(UTC)
+    now = clock.now()
     return now.replace(microsecond=now.microsecond - now.microsecond % 1000)
 
 

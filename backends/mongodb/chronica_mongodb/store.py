@@ -28,6 +28,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
 from pymongo.synchronous.database import Database
 
+from chronica_core.after_fork import renew_after_fork
 from chronica_core.errors import ChronicumNotFound, InvalidOption, StoreError
 from chronica_core.follow import NEWEST, acta_after_by_windows, follow_reads, newest_actum_id
 from chronica_core.history import Layout, Located, Segment, WindowReads, WindowRows
@@ -39,7 +40,7 @@ from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.redaction import masked_url, redact, redact_error
 from chronica_core.store import ListingPosition
-from chronica_mongodb import history, migration, retention
+from chronica_mongodb import after_fork, history, migration, retention
 from chronica_mongodb.core import DATABASE, DOCUMENT_RESERVE, MAX_DOCUMENT_BYTES, Command, MongoCore
 from chronica_mongodb.follow import (
     POLL_SECONDS,
@@ -333,6 +334,10 @@ class MongoStore(PlannedStore):
         self.plans = MongoCore(limit)
         self._database_name = name
         self._watcher: Watcher | None = None
+        self._new_client = functools.partial(_client, MongoClient, url, client_options)
+        self._inherited_client = False  # True in a process forked since: see chronica_mongodb.after_fork
+        self._opening_own_client = threading.Lock()
+        renew_after_fork(self, after_fork.forget_parent)
         self._unchecked = not migrate  # checked before the first operation (no I/O here)
         if migrate:
             self.migrate()
@@ -437,11 +442,13 @@ class MongoStore(PlannedStore):
         self._mark_closed()
         if self._watcher is not None:
             self._watcher.close()
-        if self._owns_client:
+        if self._owns_client and not self._inherited_client:  # the parent's is the parent's to close
             self.client.close()
             _log.debug("closed the MongoClient for %s", masked_url(self._secrets_of))
 
     def _run(self, plan: Plan[Any, Result]) -> Result:
+        if self._inherited_client:
+            after_fork.own_client(self)
         if self._unchecked:
             run_plan(self.plans.check(), self._perform)
             self._unchecked = False
@@ -520,6 +527,7 @@ class AsyncMongoStore(AsyncPlannedStore):
         self._clients: PerLoop[_LoopClient] = PerLoop(
             self._where, self._open_client, _close_client, _drop_client
         )
+        renew_after_fork(self, after_fork.forget_parent)
 
     async def migrate(self) -> None:
         """Create the indexes if missing (safe to repeat, and from many processes at once).

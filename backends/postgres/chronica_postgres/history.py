@@ -235,14 +235,15 @@ class HistoryPlans:
         span = actum.summarizes
         if span is None:
             raise ValueError("record_summary needs an actum with summarizes set")
-        # record's parameters but its first (whether it answers a request) and chronicum id
-        written = record_parameters(actum, key)[2:]
+        # record's parameters but its first three (now, whether it answers a request, chronicum id)
+        now, *_ = written = record_parameters(actum, key)
         parameters = (
             chronicum_id,
             key,
+            now,
             *_version(version),
             chronicum_id,
-            *written,
+            *written[3:],
             span.first,
             span.last,
             first,

@@ -207,7 +207,7 @@ class HistoryStatements:
             SELECT (SELECT count(*) FROM locked), EXISTS (SELECT FROM inserted)
             """
         )
-        # Parameters: chronicum id, key (NULL: none), the layout version (started_at, summary
+        # Parameters: chronicum id, key (NULL: none), now, the layout version (started_at, summary
         # count; NULLs match nothing), chronicum id, then the actum's id, kind, actor kind, actor,
         # content (two), key, native format, native data (two), answers, the span's ids, the
         # range's positions, then the chronicum id again. Rows: (1, inserted row: ids and at) when

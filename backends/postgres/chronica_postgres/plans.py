@@ -35,6 +35,7 @@ from chronica_core import (
     ListingPosition,
     StoreConflict,
     StoreError,
+    clock,
 )
 from chronica_core.history import StaleLayout
 from chronica_core.idle import CHECK_IDLE_AFTER, DEFAULT_CHECK_IDLE_AFTER, check_idle_after_option
@@ -95,7 +96,8 @@ Rows = list[tuple[Any, ...]]
 def batch_parameters(acta: Sequence[Actum], key: str | None) -> tuple[object, ...]:
     """The parameters of :attr:`Statements.record_many` for ``acta`` (one chronicum's) and ``key``.
 
-    The chronicum id, the key, the count, whether any actum answers a request, then one array
+    The chronicum id, the key, the count, whether any actum answers a request, now
+    (:func:`chronica_core.clock.now`: the acta's ``at`` unless the chronicum's last is later), then one array
     each of ids, kinds, actor kinds, actors, contents as text and contents as bytes (exactly one
     of the two set per actum, see :func:`_content_parameters`), native formats, native data as
     text and as bytes (likewise), and the requests answered (``None``: none), in batch order.
@@ -117,6 +119,7 @@ def batch_parameters(acta: Sequence[Actum], key: str | None) -> tuple[object, ..
         key,
         len(acta),
         any(actum.answers for actum in acta),
+        clock.now(),
         [actum.id for actum in acta],
         [str(actum.kind) for actum in acta],
         [str(actum.actor_kind) for actum in acta],
@@ -971,13 +974,15 @@ class Plans:
 def record_parameters(actum: Actum, key: str | None) -> tuple[Any, ...]:
     """Parameters of :attr:`Statements.record` for ``actum``, with ``key``.
 
-    Whether it answers a request, chronicum id, id, kind, actor kind, actor, content (two), key,
-    native format, native data (two), the request it answers.
+    Now (:func:`chronica_core.clock.now`: the actum's ``at`` unless the chronicum's last is
+    later), whether it answers a request, chronicum id, id, kind, actor kind, actor, content (two),
+    key, native format, native data (two), the request it answers.
     """
     text, encoded = _content_parameters(actum.content)
     native = actum.native
     native_text, native_encoded = (None, None) if native is None else _content_parameters(native.data)
     return (
+        clock.now(),
         bool(actum.answers),
         actum.chronicum_id,
         actum.id,

@@ -324,8 +324,10 @@ ACTUM_ROW_SIZE = len(ACTUM_COLUMNS.split(", "))
 INSERTED_ROW = "chronicum_id, seq, id, NULL, NULL, NULL, NULL, NULL::bytea, at" + ", NULL" * 6
 """What a keyed write returns of an actum it inserted: an actum row holding its ids and ``at`` only."""
 
-NEXT_AT = "greatest(clock_timestamp(), last_actum_at)"
-"""The ``at`` of the next actum, taken under the chronicum's row lock (``greatest`` skips NULL)."""
+NEXT_AT = "greatest(%s::timestamptz, last_actum_at)"
+"""The ``at`` of the next actum, under the chronicum's row lock: the parameter (the application
+host's clock, :func:`chronica_core.clock.now`, which also gives ``started_at``), or the
+chronicum's ``last_actum_at`` when that is later (``greatest`` skips NULL)."""
 
 
 _EXTRA_INSERTED = "native_format, native_data, native_data_bytes, answers"
@@ -427,7 +429,7 @@ class Statements:
             quoted,
             f"SELECT {CHRONICA_COLUMNS} FROM {{schema}}.chronica WHERE id = %s AND {_LIVE}",
         )
-        # Parameters: whether the actum shapes the history (it answers a request), chronicum id,
+        # Parameters: now, whether the actum shapes the history (it answers a request), chronicum id,
         # id, kind, actor kind, actor, content, content bytes, key, native format, native data
         # (text), native data (bytes), the request it answers.
         self.record = self._compose(
@@ -492,7 +494,7 @@ class Statements:
             """,
         )
         # Parameters: chronicum id, key (NULL: none), the number of acta, whether any answers a
-        # request, then one array each of ids, kinds, actor kinds, actors, contents (text),
+        # request, now, then one array each of ids, kinds, actor kinds, actors, contents (text),
         # contents (bytes), native formats, native data (text), native data (bytes) and the
         # requests they answer, in batch order.
         # Rows, ordered by seq: (true, chronicum id, seq, id, NULLs..., at) for each actum inserted;

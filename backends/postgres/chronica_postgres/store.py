@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,12 +22,14 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from chronica_core import StoreError
+from chronica_core.after_fork import renew_after_fork
 from chronica_core.loops import PerLoop
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan, run_plan, run_plan_async
 from chronica_core.poolers import LISTEN, PREPARED_STATEMENTS
 from chronica_core.redaction import masked_url, redact_error
 from chronica_core.urls import split_query_options, split_schema
+from chronica_postgres import after_fork
 from chronica_postgres.connections import (
     CONFIGURE_SQL,
     CONFIGURE_UNPREPARED_SQL,
@@ -208,19 +211,14 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
         self._markings = Markings()
         self._owns_pool = pool is None
         self._idle = IdleConnections(self.options.check_idle_after)
+        self._url = url
         if pool is None:
             self.options = _check_connection(url, self.options)
-            pool = ConnectionPool(
-                url,
-                open=True,
-                configure=self._configure,
-                connection_class=_PooledConnection,
-                **self.options.pool_arguments(),
-            )
-            _log.debug(
-                "opened a pool of %d to %d connections to %s", pool.min_size, pool.max_size, masked_url(url)
-            )
+            pool = self._open_pool()
         self._pool = pool
+        self._inherited_pool = False  # True in a process forked since: see chronica_postgres.after_fork
+        self._opening_own_pool = threading.Lock()
+        renew_after_fork(self, after_fork.forget_parent)
         try:
             if self.options.auto_migrate:
                 self.migrate()
@@ -248,12 +246,28 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
         """
         self._mark_closed()
         self._close_listener()
-        if self._owns_pool:
+        if self._owns_pool and not self._inherited_pool:  # the parent's is the parent's to close
             self._pool.close()
             _log.debug("closed the pool of the PostgresStore on %s", masked_url(self._secrets_of))
 
     def _run(self, plan: Plan[Any, Result]) -> Result:
+        if self._inherited_pool:
+            after_fork.own_pool(self)
         return run_plan(plan, self._perform)
+
+    def _open_pool(self) -> ConnectionPool[Any]:
+        """Open the store's own pool on its URL (the store's first, or a forked child's)."""
+        pool = ConnectionPool(
+            self._url,
+            open=True,
+            configure=self._configure,
+            connection_class=_PooledConnection,
+            **self.options.pool_arguments(),
+        )
+        _log.debug(
+            "opened a pool of %d to %d connections to %s", pool.min_size, pool.max_size, masked_url(self._url)
+        )
+        return pool
 
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
         """Set up a new pooled connection (:data:`CONFIGURE_SQL`); note the server's idle timeout.
@@ -438,6 +452,7 @@ class AsyncPostgresStore(
         self._pools: PerLoop[_LoopPool] = PerLoop(
             self._where, self._open_loop_pool, _close_loop_pool, _drop_loop_pool, close_with_tasks=True
         )
+        renew_after_fork(self, after_fork.forget_parent_listeners)
 
     async def migrate(self) -> int:
         """Create or upgrade the tables under an advisory lock; return the schema version.

@@ -29,6 +29,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from chronica_core import clock
 from chronica_core.erasure import owner_digest
 from chronica_core.errors import ChronicumExists, ChronicumNotFound, StoreError
 from chronica_core.history import StaleLayout
@@ -317,6 +318,7 @@ class RedisPlans:
         touch = "1" if self.wait_replicas else ""
 
         def operation(keys: ChronicumKeys) -> Run:
+            now = micros(clock.now())  # the clock started_at came from (not the server's TIME)
             lists: dict[str, int] = {}
             fields: list[str | int] = []
             for actum in acta:
@@ -328,7 +330,17 @@ class RedisPlans:
             return Run(
                 scripts.RECORD,
                 (keys.meta, keys.acta, keys.keys, keys.followed, keys.positions, keys.marks, *lists),
-                (chronicum_id, self.channel, key or "", touch, len(acta), self.idle_step, summary, *fields),
+                (
+                    chronicum_id,
+                    self.channel,
+                    key or "",
+                    touch,
+                    len(acta),
+                    self.idle_step,
+                    summary,
+                    now,
+                    *fields,
+                ),
                 writes=True,
             )
 

@@ -2,8 +2,10 @@
 
 A script runs atomically on the node holding its keys, all of one chronicum (one hash slot; see
 :mod:`chronica_redis.keys`). Redis 7 and Valkey replicate a script by its effects, so a script may
-read the server's clock (``TIME``): ``at`` is taken there, in the same step that decides the order,
-and never decreases along a chronicum (a clock that went back gives the newest actum's ``at``).
+read the server's clock (``TIME``: a chronicum's layout version). An append's ``at`` is the
+application host's clock (:func:`chronica_core.clock.now`, which also gives ``started_at``), passed
+in and kept in the same step that decides the order; it never decreases along a chronicum (a
+clock that went back, or another host's behind, gives the newest actum's ``at``).
 They are sent by SHA-1 (``EVALSHA``) and loaded on a server that does not know them yet.
 """
 
@@ -60,7 +62,8 @@ RECORD: Final = Script(
 -- ARGV: chronicum id, channel, idempotency key ('' for none), touch ('1': a kept write is written
 -- over, so that WAIT confirms it), count, the idle index's step (microseconds), the summary
 -- ('' for none; else its layout version, number of marks, first and last positions, each
--- followed by NUL), then per actum: id, kind, actor kind, actor, content, the number of its index
+-- followed by NUL), now (the application host's clock, microseconds since the epoch), then per
+-- actum: id, kind, actor kind, actor, content, the number of its index
 -- list (1 for the first after the six keys), how many items of optional fields follow (names and
 -- values: n, d native form; w answers; s, l summarized range), then those items.
 -- A tool response naming its request, or a summary, marks the chronicum 'shaped'.
@@ -89,12 +92,11 @@ if ARGV[7] ~= '' then
 end
 local state = redis.call('HMGET', KEYS[1], 'seq', 'last', 'x')
 local seq = tonumber(state[1])
-local time = redis.call('TIME')
-local at = time[1] .. string.format('%06d', tonumber(time[2]))
+local at = ARGV[8]
 if state[2] and tonumber(state[2]) > tonumber(at) then at = state[2] end
 local first = seq + 1
 local shaped = summary ~= nil
-local base = 8
+local base = 9
 for _ = 1, tonumber(ARGV[5]) do
   seq = seq + 1
   local entry = {'i', ARGV[base], 'k', ARGV[base + 1], 'a', ARGV[base + 2], 'r', ARGV[base + 3],

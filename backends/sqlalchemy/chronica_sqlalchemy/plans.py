@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Hashable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -29,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from chronica_core import clock
 from chronica_core.errors import ActumTooLarge, ChronicumExists, ChronicumNotFound
 from chronica_core.history import Layout, Located, Segment, StaleLayout, WindowReads, WindowRows
 from chronica_core.limits import actum_size, check_actum_size
@@ -372,7 +373,7 @@ class Plans:
         try:
             try:
                 version = None if summary is None else summary[2]
-                at = yield from self.rules.append(acta, key, datetime.now(UTC), self._chunks(sizes), version)
+                at = yield from self.rules.append(acta, key, clock.now(), self._chunks(sizes), version)
             except DBAPIError as error:
                 yield from self._refused_as_too_large(
                     error, acta[max(range(len(acta)), key=sizes.__getitem__)]

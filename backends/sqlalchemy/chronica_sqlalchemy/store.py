@@ -21,11 +21,13 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import QueuePool, SingletonThreadPool
 
+from chronica_core.after_fork import renew_after_fork
 from chronica_core.errors import StoreError
 from chronica_core.loops import PerLoop
 from chronica_core.planned import AsyncPlannedStore, PlannedStore
 from chronica_core.plans import Plan
 from chronica_core.redaction import masked_url
+from chronica_sqlalchemy import after_fork
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.engines import (
     blocking_watcher_engine,
@@ -82,6 +84,7 @@ class _Store:
         self._auto_migrate = auto_migrate
         self._pending_open = True
         self._owns_engine = owns_engine
+        renew_after_fork(self, after_fork.forget_parent)
         shown, pool = masked_url(self._secrets_of), type(engine.pool).__name__
         _log.debug("opened a %s on %s (%s)", type(self).__name__, shown, pool)
 
