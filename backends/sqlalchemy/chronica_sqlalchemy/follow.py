@@ -220,7 +220,7 @@ class Watcher:
                 listening: Any = connection.connection.driver_connection  # psycopg.Connection
                 if not self._trusted and pooler_found(listening):
                     listening.prepare_threshold = None  # else psycopg would prepare the probe
-                    self._probe_positions(connection)  # a LISTEN would hear nothing
+                    self._probe(connection, sqlite=False)  # a LISTEN would hear nothing
                     return
                 connection.exec_driver_sql(f'LISTEN "{self._channel}"')
                 self._wake(None)  # whatever was written while it was not listening
