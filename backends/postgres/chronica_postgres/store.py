@@ -410,7 +410,7 @@ class AsyncPostgresStore(
         else:
             await _check_connection_async(self._url, self.options)
             connections: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
-            pool = AsyncConnectionPool(
+            pool: AsyncConnectionPool = AsyncConnectionPool(
                 self._url,
                 open=False,
                 configure=functools.partial(self._configure, connections),
