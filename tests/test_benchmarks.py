@@ -58,6 +58,7 @@ def test_the_harness_measures_every_phase_on_memory(tmp_path: Path) -> None:
     assert "append at 30 in us <= 15" in targets and len(targets["append at 30 in us <= 15"]["values"]) == 2
     assert "seed 7 (--seed 7 repeats it)" in result.stdout
     assert "list_chronica first page, most/fewest others <= 1.30x" in result.stdout
+    assert "asyncio/blocking per op (worst) <= 1.20x" in result.stdout  # no driver: no allowance
     assert "(2 runs " in result.stdout  # every target row prints its spread
 
 

@@ -35,9 +35,9 @@ def psycopg_failure(kind: FailureKind) -> psycopg.Error:
 class PsycopgFaults:
     """Makes the statements of a chronica-postgres store fail (see ``DriverFaults``).
 
-    While an injection is active, ``execute`` on a connection the store borrowed from its pool
-    counts as a driver call (the blocking store's: on a cursor of it, a kept one included, which
-    ``Connection.execute`` goes through too); a failing one raises psycopg's exception for the
+    While an injection is active, ``execute`` on a cursor of a connection the store borrowed from
+    its pool counts as a driver call (a kept cursor included; ``Connection.execute`` and
+    ``AsyncConnection.execute`` go through one too); a failing one raises psycopg's exception for the
     kind, and for a reset or a gone server first closes the connection, as the server would have
     (the pool drops it).
     """
@@ -69,7 +69,7 @@ class PsycopgFaults:
             injection.raised_now(error)
             return error
 
-        sync_execute, async_execute = psycopg.Cursor.execute, psycopg.AsyncConnection.execute
+        sync_execute, async_execute = psycopg.Cursor.execute, psycopg.AsyncCursor.execute
 
         def execute(cursor: Any, *arguments: Any, **keywords: Any) -> Any:
             error = fail(cursor.connection)
@@ -79,13 +79,13 @@ class PsycopgFaults:
                 raise error
             return sync_execute(cursor, *arguments, **keywords)
 
-        async def execute_async(connection: Any, *arguments: Any, **keywords: Any) -> Any:
-            error = fail(connection)
+        async def execute_async(cursor: Any, *arguments: Any, **keywords: Any) -> Any:
+            error = fail(cursor.connection)
             if error is not None:
                 if kind != "statement_timeout":
-                    await connection.close()
+                    await cursor.connection.close()
                 raise error
-            return await async_execute(connection, *arguments, **keywords)
+            return await async_execute(cursor, *arguments, **keywords)
 
         def borrow(*arguments: Any) -> Any:
             connection = real_borrow(*arguments)
@@ -101,5 +101,5 @@ class PsycopgFaults:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(store, "_borrow", borrow_async if is_async else borrow)
             patch.setattr(psycopg.Cursor, "execute", execute)
-            patch.setattr(psycopg.AsyncConnection, "execute", execute_async)
+            patch.setattr(psycopg.AsyncCursor, "execute", execute_async)
             yield injection

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from chronica_core import StoreError
@@ -38,6 +37,12 @@ from chronica_postgres.connections import (
 )
 from chronica_postgres.follow import AsyncPostgresFollowing, Markings, PostgresFollowing
 from chronica_postgres.history import AsyncPostgresHistory, PostgresHistory
+from chronica_postgres.kept_cursors import (
+    PooledAsyncConnection,
+    PooledConnection,
+    run_statement,
+    run_statement_async,
+)
 from chronica_postgres.plans import Operation, Options, Plans, Rows, Statement, Transaction, translate
 from chronica_postgres.poolers import found_pooler, found_pooler_async
 from chronica_postgres.retention import AsyncPostgresRetention, PostgresRetention
@@ -49,11 +54,6 @@ __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
 Result = TypeVar("Result")
 
 _log = logging.getLogger("chronica.postgres")
-
-KEPT_CURSORS_MOST = 256
-"""How many cursors a connection keeps at most: one per statement, and a window's statement is
-composed per shape of reads (see :mod:`chronica_postgres.history_sql`), so their number has no
-bound of its own."""
 
 _URL_OPTIONS = ("schema", "connect_timeout", PREPARED_STATEMENTS, LISTEN)
 """Options a URL's query may carry (``?schema=app&connect_timeout=5&prepared_statements=false``;
@@ -117,57 +117,6 @@ async def _check_connection_async(url: str, options: Options) -> Options:
     except psycopg.Error as error:
         redact_error(error, url)
         raise translate(error, "open", "") from error
-
-
-class _PooledConnection(psycopg.Connection[TupleRow]):
-    """A connection of a pool the blocking store opened: it keeps one cursor per statement.
-
-    psycopg's ``Connection.execute`` builds a new cursor for every call, with its own copy of the
-    adapters and a new transformer that looks up again how to send each parameter and read each
-    column, on every call. A kept cursor run again
-    on the same statement reuses all of that (psycopg keeps a cursor's transformer while its
-    query stays the same object). Each cursor is used by one operation at a time, as its
-    connection is; it goes when the connection goes.
-    """
-
-    def __init__(self, *arguments: Any, **keywords: Any) -> None:
-        super().__init__(*arguments, **keywords)
-        self.kept_cursors: dict[bytes, psycopg.Cursor[TupleRow]] = {}
-
-    def run(self, statement: Statement) -> Rows:
-        """Run ``statement`` (one with parameters, not bulky) on its kept cursor; return its rows.
-
-        The result is freed once read (a context window's may be large); what the cursor still
-        holds until its next run is the statement's parameters, which are small (not ``bulky``).
-        Raises what psycopg raises.
-        """
-        sql = statement.sql
-        cursor = self.kept_cursors.get(sql)
-        if cursor is None:
-            if len(self.kept_cursors) >= KEPT_CURSORS_MOST:  # windows of many shapes: start afresh
-                for kept in self.kept_cursors.values():
-                    kept.close()
-                self.kept_cursors.clear()
-            cursor = self.kept_cursors[sql] = self.cursor()
-        rows = cursor.execute(sql, statement.params, binary=True).fetchall()
-        result = cursor.pgresult
-        if result is not None:
-            result.clear()
-        return rows
-
-
-def _run_statement(connection: psycopg.Connection[Any], statement: Statement) -> Rows:
-    """Run ``statement`` on a borrowed ``connection`` in autocommit; return its rows.
-
-    On a connection of the store's own pool a statement with parameters runs on the cursor the
-    connection keeps for it, unless it is ``bulky``; anything else on a new cursor. Raises what
-    psycopg raises.
-    """
-    if type(connection) is _PooledConnection and statement.params is not None and not statement.bulky:
-        return connection.run(statement)
-    if not connection.autocommit:  # a pool given by the caller
-        connection.autocommit = True
-    return connection.execute(statement.sql, statement.params, binary=statement.binary).fetchall()
 
 
 class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, PlannedStore):
@@ -261,7 +210,7 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
             self._url,
             open=True,
             configure=self._configure,
-            connection_class=_PooledConnection,
+            connection_class=PooledConnection,
             **self.options.pool_arguments(),
         )
         _log.debug(
@@ -285,7 +234,7 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
             # The usual operation, without the two context managers only a timeout needs.
             connection = self._borrow(None)
             try:
-                return _run_statement(connection, operation)
+                return run_statement(connection, operation)
             finally:
                 self._idle.returned(connection)
                 self._pool.putconn(connection)
@@ -300,7 +249,7 @@ class PostgresStore(PostgresFollowing, PostgresRetention, PostgresHistory, Plann
                 connection.autocommit = True
             with bounded(self.options, started, connection):
                 if isinstance(operation, Statement):
-                    return _run_statement(connection, operation)
+                    return run_statement(connection, operation)
                 with connection.transaction():
                     for statement in operation.statements:
                         cursor = connection.execute(statement.sql, statement.params, binary=statement.binary)
@@ -497,10 +446,11 @@ class AsyncPostgresStore(
         else:
             self.options = await _check_connection_async(self._url, self.options)
             connections: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
-            pool = AsyncConnectionPool(
+            pool: AsyncConnectionPool = AsyncConnectionPool(
                 self._url,
                 open=False,
                 configure=functools.partial(self._configure, connections),
+                connection_class=PooledAsyncConnection,
                 **self.options.pool_arguments(),
             )
             loop_pool = _LoopPool(pool, owned=True, connections=connections)
@@ -530,10 +480,7 @@ class AsyncPostgresStore(
             # The usual operation, without the two context managers only a timeout needs.
             connection = await self._borrow(pool, None)
             try:
-                if not connection.autocommit:  # a pool given by the caller
-                    await connection.set_autocommit(True)
-                cursor = await connection.execute(operation.sql, operation.params, binary=operation.binary)
-                return await cursor.fetchall()
+                return await run_statement_async(connection, operation)
             finally:
                 self._idle.returned(connection)
                 await pool.putconn(connection)
@@ -548,10 +495,7 @@ class AsyncPostgresStore(
                 await connection.set_autocommit(True)
             with bounded(self.options, started, connection):
                 if isinstance(operation, Statement):
-                    cursor = await connection.execute(
-                        operation.sql, operation.params, binary=operation.binary
-                    )
-                    return await cursor.fetchall()
+                    return await run_statement_async(connection, operation)
                 async with connection.transaction():
                     for statement in operation.statements:
                         cursor = await connection.execute(

@@ -1,4 +1,4 @@
-"""The blocking store's own connections keep one cursor per statement, and nothing bulky in it.
+"""The stores' own connections keep one cursor per statement, and nothing bulky in it.
 
 A kept cursor saves psycopg a new cursor and transformer per call (their CPU is measured by
 ``backends/postgres/benchmarks/cpu_per_call.py``, not here). These tests count the cursors made
@@ -7,6 +7,7 @@ and check what a kept cursor holds after a call: no result, and no bulky content
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import uuid
 import weakref
@@ -16,9 +17,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from chronica_postgres import PostgresStore
+from chronica_postgres import AsyncPostgresStore, PostgresStore
+from chronica_postgres.kept_cursors import KEPT_CURSORS_MOST, PooledConnection
 from chronica_postgres.plans import BULKY_CONTENT_CHARS
-from chronica_postgres.store import KEPT_CURSORS_MOST, _PooledConnection
 
 from chronica_core import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, new_actum_id
 from chronica_core.history import RangeRead, Segment, WindowReads
@@ -68,7 +69,7 @@ def _kept(store: PostgresStore) -> Iterator[dict[bytes, psycopg.Cursor[Any]]]:
     """The kept cursors of the store's one pooled connection (borrowed while the caller looks)."""
     connection = store._pool.getconn()
     try:
-        assert isinstance(connection, _PooledConnection)
+        assert isinstance(connection, PooledConnection)
         yield connection.kept_cursors
     finally:
         store._pool.putconn(connection)
@@ -153,3 +154,50 @@ def test_windows_of_many_shapes_keep_a_bounded_number_of_cursors(
     for kept in _kept(store):
         assert 0 < len(kept) <= KEPT_CURSORS_MOST
         assert all(not cursor.closed for cursor in kept.values())
+
+
+def test_the_asyncio_store_keeps_its_cursors_too(
+    postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[weakref.ref[psycopg.AsyncCursor[Any]]] = []
+    real_cursor = psycopg.AsyncConnection.cursor
+
+    def cursor(connection: Any, *arguments: Any, **keywords: Any) -> Any:
+        new = real_cursor(connection, *arguments, **keywords)
+        made.append(weakref.ref(new))
+        return new
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "cursor", cursor)
+
+    async def run() -> tuple[int, int, int, list[str], list[str]]:
+        store = AsyncPostgresStore(postgres_url, schema=schema, min_size=1, max_size=1)
+        try:
+            chronicum_id = f"kept-{uuid.uuid4().hex}"
+            await store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+            await store.record(_message(chronicum_id, "warm-up"))
+            await store.acta(chronicum_id, WINDOW)
+            made_before = len(made)
+            window: list[Actum] = []
+            for number in range(20):
+                await store.record(_message(chronicum_id, f"message {number}"))
+                window = await store.acta(chronicum_id, WINDOW)
+            made_after = len(made)
+            bulky = "y" * (BULKY_CONTENT_CHARS + 1)
+            await store.record(_message(chronicum_id, bulky))  # on a cursor of its own
+            made_bulky = len(made)
+            last = await store.acta(chronicum_id, ActaQuery(last_n=1))
+            return (
+                made_before,
+                made_after,
+                made_bulky,
+                [actum.content for actum in window],
+                [actum.content for actum in last],
+            )
+        finally:
+            await store.close()
+
+    made_before, made_after, made_bulky, window, last = asyncio.run(run())
+    assert made_after == made_before
+    assert window == [f"message {number}" for number in range(20)]
+    assert last == ["y" * (BULKY_CONTENT_CHARS + 1)]
+    assert made_bulky == made_after + 1  # the bulky write's

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import redis.utils
 from chronica_redis import AsyncRedisStore, RedisStore
 from chronica_redis.keys import chronicum_keys
 from conftest import store_options
@@ -41,6 +42,15 @@ def _actum(chronicum_id: str, content: str, kind: ActumKind = ActumKind.MESSAGE)
 
 def _raw(store: RedisStore) -> Any:
     return store.client
+
+
+def test_replies_are_parsed_by_hiredis() -> None:
+    """chronica-redis depends on ``redis[hiredis]``: redis-py then reads replies with hiredis, in C.
+
+    Without it a last-20 window's reply (hundreds of fields) is parsed line by line in Python, by
+    an ``asyncio.StreamReader`` on the asyncio store: twice the blocking store's client CPU.
+    """
+    assert redis.utils.HIREDIS_AVAILABLE
 
 
 def test_every_key_of_a_chronicum_is_in_one_slot(store: RedisStore) -> None:
