@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -19,22 +18,19 @@ from chronica_core import (
     Chronicum,
     MemoryStore,
     StoreError,
+    clock,
     new_actum_id,
     new_chronicum_id,
 )
-from chronica_core import memory as memory_module
 
 
 def message(chronicum_id: str, content: str) -> Actum:
     return Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", content, new_actum_id())
 
 
-class _ClockAnHourBehind(datetime):
-    """``datetime`` whose ``now`` is an hour behind (the system clock stepped back)."""
-
-    @classmethod
-    def now(cls, tz: Any = None) -> Any:
-        return datetime.now(tz) - timedelta(hours=1)
+def _an_hour_behind() -> datetime:
+    """The host's clock an hour behind (the clock stepped back)."""
+    return datetime.now(UTC) - timedelta(hours=1)
 
 
 def test_a_clock_stepping_back_never_moves_at_backwards(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,7 +38,7 @@ def test_a_clock_stepping_back_never_moves_at_backwards(monkeypatch: pytest.Monk
     chronicum_id = new_chronicum_id()
     store.create(Chronicum(chronicum_id, "ardian", datetime.now().astimezone()))
     first = store.record(message(chronicum_id, "before the step"))
-    monkeypatch.setattr(memory_module, "datetime", _ClockAnHourBehind)
+    monkeypatch.setattr(clock, "now", _an_hour_behind)
     second = store.record(message(chronicum_id, "after the step"))
     assert second.at == first.at
     assert [actum.at for actum in store.acta(chronicum_id, ActaQuery())] == [first.at, first.at]

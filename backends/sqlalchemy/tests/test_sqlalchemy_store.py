@@ -27,7 +27,6 @@ from chronica_sqlalchemy import (
     SQLAlchemyStore,
     open_async_sqlalchemy_store,
 )
-from chronica_sqlalchemy import plans as plans_module
 from chronica_sqlalchemy.engines import async_url, runs_on_worker_threads, sync_url
 from chronica_sqlalchemy.follow import WATCHER_NAME
 from sqlalchemy import create_engine, event, text
@@ -48,6 +47,7 @@ from chronica_core import (
     ChronicumNotFound,
     InvalidOption,
     StoreError,
+    clock,
     open_async_store,
     open_store,
 )
@@ -1018,12 +1018,9 @@ def test_a_mariadb_url_without_a_database_says_so(database_url: str) -> None:
         open_store(url)
 
 
-class _ClockAnHourBehind(datetime):
-    """``datetime`` whose ``now`` is an hour behind: another app host's clock."""
-
-    @classmethod
-    def now(cls, tz: Any = None) -> Any:
-        return datetime.now(tz) - timedelta(hours=1)
+def _an_hour_behind() -> datetime:
+    """The host's clock an hour behind (another app host's clock)."""
+    return datetime.now(UTC) - timedelta(hours=1)
 
 
 def test_a_writer_whose_clock_is_behind_never_moves_at_backwards(
@@ -1033,7 +1030,7 @@ def test_a_writer_whose_clock_is_behind_never_moves_at_backwards(
     chronicum_id = new_id()
     store.create(started(chronicum_id))
     first = store.record(message(chronicum_id, "from the host on time"))
-    monkeypatch.setattr(plans_module, "datetime", _ClockAnHourBehind)
+    monkeypatch.setattr(clock, "now", _an_hour_behind)
     behind = SQLAlchemyStore.open(database_url, auto_migrate=False)
     try:
         second = behind.record(message(chronicum_id, "from the host behind"))
