@@ -269,7 +269,7 @@ class PostgreSQLStoreDialect(StoreDialect):
     def answered(
         self, picked: Any, lead: Sequence[Any], columns: Sequence[Any], segment: Sequence[ColumnElement[bool]]
     ) -> Select[Any]:
-        """The requests the picked responses answer: ``picked CROSS JOIN LATERAL`` one lookup each.
+        """The requests the picked responses answer: ``picked JOIN LATERAL (...) ON true``, one lookup each.
 
         Without statistics (a new or fast-growing table) PostgreSQL would run a join or an ``IN``
         from the ``acta`` side, reading the whole segment; the lateral subquery, kept whole by its
