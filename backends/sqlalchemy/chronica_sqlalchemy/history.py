@@ -9,7 +9,8 @@ history is its rows in ``lineages``; its own acta are its rows in ``acta``.
 - :meth:`HistoryPlans.window` is one statement: each read a derived table (a range of one
   chronicum's acta along its primary key, newest or oldest first, limited; or the summaries at
   given positions), the chronicum's row for its layout version and, for tool exchanges, the
-  requests the responses read name, found through ``acta_by_id`` in each segment of the lineage.
+  requests the responses read name, looked up from each response through ``acta_by_id`` in each
+  segment of the lineage (the form a database plans so: ``StoreDialect.answered``).
   One statement is one snapshot, and one round trip.
 - :meth:`HistoryPlans.fork` inserts the fork's row and lineage in one transaction, counting the
   fork in its source's ``forked`` meanwhile (see :mod:`chronica_sqlalchemy.erasure`).
@@ -260,17 +261,13 @@ class HistoryPlans:
         elif branches:
             picked: Any = union_all(*branches).cte("picked")
             parts.append(select(*picked.c))
-            answers = select(picked.c.answers).where(picked.c.answers.is_not(None))
+            columns = (acta.c.seq, acta.c.chronicum_id, *actum_columns(acta))
             for index in range(len(lookups)):
-                parts.append(
-                    select(
-                        _part(_ANSWERED), null(), acta.c.seq, acta.c.chronicum_id, *actum_columns(acta)
-                    ).where(
-                        acta.c.chronicum_id == bindparam(f"s{index}_c"),
-                        acta.c.id.in_(answers),
-                        *self._within(f"s{index}", by_id=True),
-                    )
-                )
+                segment = [
+                    acta.c.chronicum_id == bindparam(f"s{index}_c"),
+                    *self._within(f"s{index}", by_id=True),
+                ]
+                parts.append(self.rules.answered(picked, (_part(_ANSWERED), null()), columns, segment))
         empty = (null() for _ in range(len(ACTUM_COLUMNS)))
         itself = select(_part(_ITSELF), null(), chronica.c.layout_version, chronica.c.id, *empty).where(
             chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None)

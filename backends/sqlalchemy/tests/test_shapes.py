@@ -317,3 +317,73 @@ def analyze(connection: Any, engine: Engine, tables: Tables) -> None:
         connection.exec_driver_sql(
             f"ANALYZE {name}" if engine.dialect.name == "postgresql" else f"ANALYZE TABLE {name}"
         )
+
+
+def _long_exchanges(store: SQLAlchemyStore, count: int) -> None:
+    """``count`` acta of one chronicum ``long`` written straight into fresh tables, no statistics
+    gathered: tool requests each answered by the next actum, and a last response answering the first."""
+    tables = store.plans.tables
+    rows = []
+    for seq in range(1, count + 1):
+        kind = ("message", "tool_request", "tool_response")[seq % 3]
+        answers = f"long-{seq - 1}" if kind == "tool_response" else None
+        rows.append(
+            {
+                "chronicum_id": "long",
+                "seq": seq,
+                "id": f"long-{seq}",
+                "kind": kind,
+                "actor_kind": "agent",
+                "actor": "booking",
+                "content": "x",
+                "at": MOMENT,
+                "answers": answers,
+            }
+        )
+    rows[-1].update(kind="tool_response", answers="long-1")
+    with store.engine.begin() as connection:
+        connection.execute(
+            tables.chronica.insert(),
+            {"id": "long", "owner_id": "me", "started_at": MOMENT, "last_active": MOMENT, "last_seq": count},
+        )
+        for start in range(0, count, 1000):
+            connection.execute(tables.acta.insert(), rows[start : start + 1000])
+
+
+def test_a_window_looks_up_the_requests_from_the_responses_it_read(
+    fresh_target: tuple[str, str | None],
+) -> None:
+    """Without statistics, the requests are found by id from each response read, not by a scan of
+    the chronicum's acta compared with the responses."""
+    url, schema = fresh_target
+    with SQLAlchemyStore.open(url.replace("+aiosqlite", ""), schema=schema) as store:
+        _long_exchanges(store, 10_000)
+        sent: list[tuple[str, Any]] = []
+
+        def seen(connection: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+            sent.append((statement, parameters))
+
+        reading = store.read_engine or store.engine
+        layout = store.layout("long")
+        event.listen(reading, "before_cursor_execute", seen)
+        try:
+            rows = store.window("long", _plan(layout, last_n=20))
+        finally:
+            event.remove(reading, "before_cursor_execute", seen)
+        assert [actum.id for actum in rows.acta] == [f"long-{seq}" for seq in range(9981, 10_001)]
+        requests = {f"long-{seq - 1}" for seq in range(9981, 10_000) if seq % 3 == 2} | {"long-1"}
+        assert {located.actum.id for located in rows.answered} == requests
+        [(statement, parameters)] = sent
+        plan = explained(reading, statement, parameters)
+        assert _probed_by_answer(reading.dialect.name, plan), plan
+
+
+def _probed_by_answer(dialect: str, plan: str) -> bool:
+    """Whether ``plan`` finds the requests through ``acta_by_id`` on chronicum and answered id."""
+    lines = plan.splitlines()
+    if dialect == "sqlite":
+        return f"SEARCH acta USING INDEX {ACTA_BY_ID_INDEX} (chronicum_id=? AND id=?)" in lines
+    if dialect == "postgresql":  # the index's condition names the answer, no filter compares them
+        compared = [line for line in lines if ".answers" in line and " = " in line]
+        return bool(compared) and all("Index Cond:" in line for line in compared)
+    return any(f"'key': '{ACTA_BY_ID_INDEX}'" in line and ".answers" in line for line in lines)

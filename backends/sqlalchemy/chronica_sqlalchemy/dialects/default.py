@@ -21,6 +21,7 @@ from sqlalchemy import (
     Executable,
     Index,
     Integer,
+    Select,
     Update,
     and_,
     bindparam,
@@ -291,6 +292,19 @@ class StoreDialect:
     def in_order(self, rows: list[Any], limited: bool) -> list[Any]:
         """The rows of :meth:`window` oldest first."""
         return rows
+
+    def answered(
+        self, picked: Any, lead: Sequence[Any], columns: Sequence[Any], segment: Sequence[ColumnElement[bool]]
+    ) -> Select[Any]:
+        """The acta of one segment that the picked responses answer: rows ``(*lead, *columns)``.
+
+        ``picked``: the window's rows (a CTE with an ``answers`` column); ``columns``: of ``acta``;
+        ``segment``: the conditions on ``acta`` that keep the segment's. Here ``acta.id IN (SELECT
+        answers FROM picked)``, which SQLite runs as one probe of ``acta_by_id`` an answer.
+        """
+        acta = self.tables.acta
+        answers = select(picked.c.answers).where(picked.c.answers.is_not(None))
+        return select(*lead, *columns).where(*segment, acta.c.id.in_(answers))
 
     def actum_columns(self) -> tuple[Any, ...]:
         """An actum's columns as a window reads them (:data:`chronica_sqlalchemy.acta_rows.ACTUM_COLUMNS`)."""

@@ -8,6 +8,7 @@ each. DDL commits by itself, so migrations are serialised by ``GET_LOCK``, held 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -16,7 +17,9 @@ from sqlalchemy import (
     CursorResult,
     Executable,
     Integer,
+    Select,
     Update,
+    and_,
     bindparam,
     case,
     column,
@@ -36,6 +39,7 @@ from chronica_core.errors import ChronicumNotFound, StoreError
 from chronica_core.model import Actum
 from chronica_core.plans import Plan
 from chronica_sqlalchemy.dialects.default import EPOCH, MICROSECOND, StoreDialect, batch_row, shaping
+from chronica_sqlalchemy.schema import ACTA_BY_ID_INDEX
 from chronica_sqlalchemy.steps import Step, execute
 
 __all__ = ["STATEMENT_RESERVE", "MySQLStoreDialect"]
@@ -170,6 +174,26 @@ class MySQLStoreDialect(StoreDialect):
             chronica.c.id == bindparam("chronicum_id"), chronica.c.owner_digest.is_(None)
         )
         return union_all(recent, itself)
+
+    def answered(
+        self, picked: Any, lead: Sequence[Any], columns: Sequence[Any], segment: Sequence[ColumnElement[bool]]
+    ) -> Select[Any]:
+        """The requests the picked responses answer: ``picked`` joined to ``acta`` by ``acta_by_id``.
+
+        MariaDB has no ``LATERAL``. Until InnoDB's statistics count a new or fast-growing table's
+        rows, it runs an ``IN`` or a plain join from the ``acta`` side through the primary key,
+        reading the whole segment; ``STRAIGHT_JOIN`` keeps ``picked`` outside and ``FORCE INDEX``
+        makes each picked row one probe of ``acta_by_id`` (a request two responses answer comes
+        twice).
+        """
+        acta = self.tables.acta
+        joined = picked.join(acta, and_(acta.c.id == picked.c.answers, *segment))
+        return (
+            select(*lead, *columns)
+            .select_from(joined)
+            .prefix_with("STRAIGHT_JOIN")
+            .with_hint(acta, f"FORCE INDEX ({ACTA_BY_ID_INDEX})")
+        )
 
     def in_order(self, rows: list[Any], limited: bool) -> list[Any]:
         """The acta's rows by ``seq``."""

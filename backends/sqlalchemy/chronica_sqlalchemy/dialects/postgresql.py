@@ -20,6 +20,7 @@ from sqlalchemy import (
     Executable,
     Integer,
     LargeBinary,
+    Select,
     String,
     Table,
     bindparam,
@@ -264,6 +265,23 @@ class PostgreSQLStoreDialect(StoreDialect):
                 None if actum.summarizes is None else actum.summarizes.last for actum in acta
             ],
         }
+
+    def answered(
+        self, picked: Any, lead: Sequence[Any], columns: Sequence[Any], segment: Sequence[ColumnElement[bool]]
+    ) -> Select[Any]:
+        """The requests the picked responses answer: ``picked JOIN LATERAL (...) ON true``, one lookup each.
+
+        Without statistics (a new or fast-growing table) PostgreSQL would run a join or an ``IN``
+        from the ``acta`` side, reading the whole segment; the lateral subquery, kept whole by its
+        ``LIMIT 1``, is one probe of ``acta_by_id`` a picked row, whatever the estimates.
+        """
+        acta = self.tables.acta
+        lookup = select(*columns).where(*segment, acta.c.id == picked.c.answers).limit(1).lateral("found")
+        return (
+            select(*lead, *lookup.c)
+            .select_from(picked.join(lookup, true()))
+            .where(picked.c.answers.is_not(None))
+        )
 
     def listed_id(self) -> Any:
         """``id COLLATE "C"``: code point order, whatever the database's collation."""
