@@ -62,20 +62,20 @@ class AlwaysConflicting:
             self.statements += 1
             return errors.SerializationFailure("could not serialize access due to concurrent update")
 
-        sync_execute, async_execute = psycopg.Cursor.execute, psycopg.AsyncConnection.execute
+        sync_execute, async_execute = psycopg.Cursor.execute, psycopg.AsyncCursor.execute
 
         def execute(cursor: Any, *arguments: Any, **keywords: Any) -> Any:
             if self.active:
                 raise conflict()
             return sync_execute(cursor, *arguments, **keywords)
 
-        async def execute_async(connection: Any, *arguments: Any, **keywords: Any) -> Any:
+        async def execute_async(cursor: Any, *arguments: Any, **keywords: Any) -> Any:
             if self.active:
                 raise conflict()
-            return await async_execute(connection, *arguments, **keywords)
+            return await async_execute(cursor, *arguments, **keywords)
 
         patch.setattr(psycopg.Cursor, "execute", execute)
-        patch.setattr(psycopg.AsyncConnection, "execute", execute_async)
+        patch.setattr(psycopg.AsyncCursor, "execute", execute_async)  # kept cursors and new ones alike
 
 
 @pytest.fixture
