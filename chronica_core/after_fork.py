@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["renew_after_fork"]
+__all__ = ["keep_inherited", "renew_after_fork"]
 
 Owner = TypeVar("Owner")
 
@@ -50,6 +50,23 @@ def renew_after_fork(owner: Owner, renew: Callable[[Owner], None]) -> None:
             hook still runs.
     """
     _RENEWALS.setdefault(owner, []).append(renew)
+
+
+_INHERITED: list[object] = []
+"""What children of this process inherited and must never finalize (see :func:`keep_inherited`)."""
+
+
+def keep_inherited(inherited: object) -> None:
+    """Keep ``inherited`` alive for the rest of this (forked) process, so that nothing finalizes it.
+
+    A hook calls it with what it drops: the finalizer of a parent's client may close its sockets
+    through the parent's event loop, whose selector (an epoll instance) the child shares with the
+    parent, and so stop the parent's loop from hearing its own sockets.
+
+    Args:
+        inherited: any object the child inherited and stops using.
+    """
+    _INHERITED.append(inherited)
 
 
 def _renew_in_child() -> None:

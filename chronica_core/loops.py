@@ -31,7 +31,8 @@ running its own loop) keeps one such resource per loop in a :class:`PerLoop`:
   of a closed loop is dropped.
 
 In a child process made by ``os.fork()`` the parent's loops never run: their resources are
-forgotten there, unclosed (see :mod:`chronica_core.after_fork`), and the child's loops open their own.
+forgotten there, unclosed and kept alive (see :mod:`chronica_core.after_fork`), and the child's
+loops open their own.
 
 Loops are held weakly (a ``weakref.WeakKeyDictionary``): a loop whose resource is closed is not
 kept alive by the store.
@@ -48,7 +49,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from chronica_core.after_fork import renew_after_fork
+from chronica_core.after_fork import keep_inherited, renew_after_fork
 from chronica_core.errors import StoreError
 
 __all__ = ["DEFAULT_CLOSE_TIMEOUT", "PerLoop"]
@@ -121,6 +122,7 @@ class PerLoop(Generic[Resource]):
         closed nor dropped (that would end the parent's sessions), only forgotten. A loop of the
         child's opens a resource of its own.
         """
+        keep_inherited(dict(self._entries))  # a finalizer could close them through the parent's loop
         self._guard = threading.Lock()
         self._entries = weakref.WeakKeyDictionary()
 
