@@ -487,9 +487,16 @@ class ChronicaConversationStore(ConversationStore):
 
     @staticmethod
     def _check_won(written: Actum, record: ConversationRecord) -> None:
-        """Raise ``ConversationConflict`` when the keyed write returned another writer's record."""
-        assert written.native is not None
-        if json.loads(written.native.data)["record"]["revision"] != record.revision:
+        """Raise ``ConversationConflict`` when the keyed write returned another writer's actum.
+
+        That is another writer's record, or, when a racing writer saved the same revision with its
+        messages and record in one batch under the same key, that batch's first message.
+        """
+        native = written.native
+        if native is None or native.format != RECORD_FORMAT:
+            raise ConversationConflict(record.conversation_id)
+        saved = json.loads(native.data).get("record")
+        if not isinstance(saved, dict) or saved.get("revision") != record.revision:
             raise ConversationConflict(record.conversation_id)
 
 
