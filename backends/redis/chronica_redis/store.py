@@ -15,7 +15,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from typing import Any, Final, TypeVar
 
 from redis.exceptions import RedisClusterException, RedisError
@@ -223,7 +222,6 @@ class AsyncRedisStore(
         self._start_following()
         self._checked = False
         self._clients: PerLoop[AsyncClient] = PerLoop(self._where, self._open_client, _close, _drop)
-        _STORES.add(self)
 
     async def _open_client(self) -> AsyncClient:
         return open_async_client(self._settings)
@@ -293,10 +291,6 @@ class AsyncRedisStore(
         await self._clients.close()
         _log.debug("closed the async store on %s", masked_url(self._secrets_of))
 
-    def _forked(self) -> None:
-        """In a child process: forget the parent's clients (their sockets are the parent's)."""
-        self._clients = PerLoop(self._where, self._open_client, _close, _drop)
-
 
 async def _perform(client: AsyncClient, operation: Operation) -> Any:
     """Perform ``operation``, then honour a cancellation the driver swallowed.
@@ -319,14 +313,3 @@ async def _close(client: AsyncClient) -> None:
 
 def _drop(client: AsyncClient) -> None:
     """Its loop is not running: nothing can be awaited; the sockets close when they are freed."""
-
-
-_STORES: Final[weakref.WeakSet[AsyncRedisStore]] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for store in list(_STORES):
-        store._forked()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
