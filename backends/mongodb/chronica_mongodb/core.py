@@ -450,6 +450,33 @@ _WHOLE_BATCHES: Final = {
 writer then deletes that first actum (see ``MongoCore._still_live``); no reader sees it meanwhile."""
 
 
+def _with_batch_members(newest_first: bool) -> list[dict[str, Any]]:
+    """The stages that put each batch's other acta beside its first, in order, one document each.
+
+    They follow a ``$sort`` of first acta (newest first when ``newest_first``): each batch's
+    members are looked up, a batch with any missing is left out (:data:`_WHOLE_BATCHES`), and
+    the first actum and its members are unwound into one stream, in the same order.
+    """
+    order = -1 if newest_first else 1
+    members = "$members"
+    items = [members, ["$$ROOT"]] if newest_first else [["$$ROOT"], members]
+    return [
+        {
+            "$lookup": {
+                "from": BATCH_ACTA,
+                "localField": "batch",
+                "foreignField": "batch",
+                "pipeline": [{"$sort": {"pos": order}}],
+                "as": "members",
+            }
+        },
+        _WHOLE_BATCHES,
+        {"$project": {"items": {"$concatArrays": items}}},
+        {"$unwind": "$items"},
+        {"$replaceRoot": {"newRoot": "$items"}},
+    ]
+
+
 class MongoCore:
     """The store operations as plans of :class:`Command`, shared by the sync and async stores.
 
@@ -704,24 +731,10 @@ class MongoCore:
             criteria["kind"] = {"$in": [str(kind) for kind in query.actum_kinds]}
         if query.actor_kinds is not None:
             criteria["actor_kind"] = {"$in": [str(kind) for kind in query.actor_kinds]}
-        members = "$members"
-        items = [members, ["$$ROOT"]] if newest_first else [["$$ROOT"], members]
         pipeline: list[dict[str, Any]] = [
             {"$match": {"chronicum_id": chronicum_id, ERASING: _UNCLAIMED, PENDING: _UNCLAIMED}},
             {"$sort": {"seq": order}},
-            {
-                "$lookup": {
-                    "from": BATCH_ACTA,
-                    "localField": "batch",
-                    "foreignField": "batch",
-                    "pipeline": [{"$sort": {"pos": order}}],
-                    "as": "members",
-                }
-            },
-            _WHOLE_BATCHES,
-            {"$project": {"items": {"$concatArrays": items}}},
-            {"$unwind": "$items"},
-            {"$replaceRoot": {"newRoot": "$items"}},
+            *_with_batch_members(newest_first),
         ]
         if criteria:
             pipeline.append({"$match": criteria})

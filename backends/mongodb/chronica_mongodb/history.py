@@ -59,7 +59,6 @@ from chronica_mongodb.core import (
     _LIVE,
     _NEWEST,
     _UNCLAIMED,
-    _WHOLE_BATCHES,
     ACTA,
     BATCH_ACTA,
     CHRONICA,
@@ -70,6 +69,7 @@ from chronica_mongodb.core import (
     _chronicum,
     _chronicum_document,
     _violated_index,
+    _with_batch_members,
 )
 from chronica_mongodb.documents import ACTUM_FIELDS, actum_of
 
@@ -167,8 +167,6 @@ def _range_pipeline(read: RangeRead, tag: int) -> list[dict[str, Any]]:
     within: dict[str, Any] = {"$gt": Int64(segment.after)}
     if segment.upto is not None:
         positions["$lte"] = within["$lte"] = Int64(segment.upto)
-    members = "$members"
-    items = [members, ["$$ROOT"]] if read.newest else [["$$ROOT"], members]
     pipeline: list[dict[str, Any]] = [
         {
             "$match": {
@@ -180,19 +178,7 @@ def _range_pipeline(read: RangeRead, tag: int) -> list[dict[str, Any]]:
             }
         },
         {"$sort": {"position": order}},
-        {
-            "$lookup": {
-                "from": BATCH_ACTA,
-                "localField": "batch",
-                "foreignField": "batch",
-                "pipeline": [{"$sort": {"pos": order}}],
-                "as": "members",
-            }
-        },
-        _WHOLE_BATCHES,
-        {"$project": {"items": {"$concatArrays": items}}},
-        {"$unwind": "$items"},
-        {"$replaceRoot": {"newRoot": "$items"}},
+        *_with_batch_members(read.newest),
         {"$match": {"position": within, **_kinds(read)}},
     ]
     if read.limit > 0:
