@@ -125,7 +125,8 @@ class PlannedStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Clo
 
         The operations go through it; so should a subclass's own ``migrate`` plan.
         """
-        self._refuse_if_closed(plan, f"{self.backend_name}: store")
+        if self._closed:  # the message is only made for a closed store
+            self._refuse_if_closed(plan, f"{self.backend_name}: store")
         try:
             return self._run(plan)
         except BaseException as error:
@@ -223,7 +224,8 @@ class AsyncPlannedStore(
 
     async def _run_if_open(self, plan: Plan[Any, Result]) -> Result:
         """Run ``plan`` unless the store is closed (``StoreError``)."""
-        self._check_open(plan)
+        if self._closed:  # the message is only made for a closed store
+            self._check_open(plan)
         try:
             return await self._run(plan)
         except BaseException as error:

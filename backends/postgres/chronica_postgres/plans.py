@@ -144,7 +144,7 @@ BULKY_CONTENT_CHARS: Final = 8192
 ``bulky``: a store keeps nothing of it once it ran (at most four bytes a character)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: every operation makes one, and frozen fields cost more to set
 class Statement:
     """Run ``sql`` with ``params`` (``None``: no parameters, several statements allowed).
 
@@ -634,7 +634,8 @@ class Plans:
         rows = yield from self.read(Statement(sql, tuple(parameters)), "read acta", chronicum_id)
         if not rows:
             raise ChronicumNotFound(chronicum_id)
-        check_rows("postgres: read acta", "chronicum id", chronicum_id, rows)
+        # The first column is the one chronicum row's id, joined to every actum row: one row answers for all.
+        check_row("postgres: read acta", "chronicum id", chronicum_id, rows[0][0])
         if rows[0][1]:  # a summary or an answered request: the rules read it with `window`
             raise StaleLayout(chronicum_id)
         if rows[0][2] is None:  # the chronicum exists; no actum matched
