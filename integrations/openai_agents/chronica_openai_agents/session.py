@@ -34,10 +34,10 @@ from chronica_openai_agents.mapping import item_actum, item_of_actum, tombstone,
 
 __all__ = ["ChronicaSession"]
 
-WINDOW_SLACK = 16
-"""How many acta beyond ``limit`` a read asks for at first, room for popped items and tombstones.
-A read that still finds too few live items asks again for twice as many, until the chronicum is
-read whole."""
+WINDOW_SLACK = 4
+"""How many acta beyond ``limit`` a read asks for at first: room for two popped items and their
+tombstones (a turn taken back, its user message and its answer). A read that still finds too
+few live items asks again for twice as many, until the chronicum is read whole."""
 
 
 Live = tuple[Actum, TResponseInputItem]

@@ -363,6 +363,31 @@ def test_get_items_with_a_limit_reads_a_window_not_the_whole_history() -> None:
     asyncio.run(body())
 
 
+def test_a_window_after_a_turn_taken_back_is_read_once() -> None:
+    reads: list[int] = []
+
+    class CountingChronicarius(AsyncChronicarius):
+        async def get_acta(self, owner_id: str, chronicum_id: str, **query: Any) -> Any:
+            reads.append(query.get("last_n", 0))
+            return await super().get_acta(owner_id, chronicum_id, **query)
+
+    async def body() -> None:
+        session = session_on(CountingChronicarius(AsyncMemoryStore()))
+        items = numbered(30)
+        await session.add_items(items)
+        assert await session.pop_item() == items[-1]  # the answer
+        assert await session.pop_item() == items[-2]  # and the question it answered
+        reads.clear()
+        assert await session.get_items(10) == items[-12:-2]
+        assert reads == [10 + WINDOW_SLACK]  # two popped items and two tombstones fit the slack
+        reads.clear()
+        assert await session.pop_item() == items[-3]  # a third pop: the window is read again, larger
+        assert await session.get_items(10) == items[-13:-3]
+        assert reads == [1 + WINDOW_SLACK, 10 + WINDOW_SLACK, 2 * (10 + WINDOW_SLACK)]
+
+    asyncio.run(body())
+
+
 def test_a_session_opened_from_a_url_closes_its_store() -> None:
     async def body() -> None:
         async with ChronicaSession(new_chronicum_id(), "memory://", owner_id=OWNER, actor=AGENT) as session:
