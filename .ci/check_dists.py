@@ -3,16 +3,17 @@
 Usage: ``python .ci/check_dists.py WORK_FOLDER`` (``tox -e dists`` runs it). For each folder with a
 ``pyproject.toml`` (the core, ``conformance``, ``backends/*``, ``integrations/*``):
 
-1. ``python -m build``: the sdist, then the wheel built from the unpacked sdist (so the sdist alone
-   must be enough, ``VERSION`` included);
+1. ``python -m build`` (its build environments installed by uv): the sdist, then the wheel built
+   from the unpacked sdist (so the sdist alone must be enough, ``VERSION`` included);
 2. the sdist holds ``LICENSE``, ``README.md``, ``pyproject.toml`` and ``VERSION`` as a plain file,
    and no tests; the wheel holds the licence, ``py.typed`` in each package, and the one version;
 3. ``twine check --strict`` renders every long description as an index would.
 
-Then a fresh virtualenv installs them by name from the built files (``--find-links``, as from an
-index: the extras of ``chronica`` name the other distributions), imports every package, and runs
-``chronica --version``, ``python -m chronica_core``, ``chronica backends``, ``chronica demo`` and a
-few conformance cases on ``sqlite://``. Exits non-zero, naming the check, on the first failure.
+Then ``uv pip install`` puts them in a fresh virtualenv by name from the built files
+(``--find-links``, as from an index: the extras of ``chronica`` name the other distributions);
+every package is imported, and ``chronica --version``, ``python -m chronica_core``,
+``chronica backends``, ``chronica demo`` and a few conformance cases on ``sqlite://`` run. Exits
+non-zero, naming the check, on the first failure.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def main(work: Path) -> None:
         name = project["project"]["name"]
         print(f"building {name} from {folder.relative_to(ROOT) if folder != ROOT else '.'}", flush=True)
         before = set(dist.iterdir())
-        run([sys.executable, "-m", "build", "--outdir", str(dist), str(folder)])
+        run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(dist), str(folder)])
         built = set(dist.iterdir()) - before
         sdists = [path for path in built if path.name.endswith(".tar.gz")]
         wheels = [path for path in built if path.suffix == ".whl"]
@@ -120,8 +121,8 @@ def main(work: Path) -> None:
         "postgres,sqlalchemy,mongodb,redis,conformance,openai-agents,adk,pydantic-ai,agent-framework,strands"
     )
     print(f"installing chronica[{extras}] by name from the built files", flush=True)
-    run([python, "-m", "pip", "install", "--quiet", "--find-links", str(dist), f"chronica[{extras}]",
-         "chronica-sqlalchemy[aiosqlite]"])  # fmt: skip
+    installer = [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python", python]
+    run([*installer, "--find-links", str(dist), f"chronica[{extras}]", "chronica-sqlalchemy[aiosqlite]"])
     run([python, "-c", "; ".join(f"import {package}" for package in packages)])
     run(
         [
