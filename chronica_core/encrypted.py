@@ -98,6 +98,24 @@ class EncryptionPlans:
     def _open(self, owner: str, actum: Actum) -> Actum:
         return _with_texts(actum, self.sealer.open, owner)
 
+    def _stored(self, owner: str, stored: Actum, sealed: Actum, plain: Actum) -> Actum:
+        """``stored`` opened, where the store answers ``sealed`` (which seals ``plain``) as stored.
+
+        A text the store answers unchanged, under the same actum id, is ``plain``'s again rather
+        than opened; any other (an earlier write's, answered for its key) is opened.
+        """
+        if stored.id != sealed.id:
+            return self._open(owner, stored)
+        known = {sealed.content: plain.content}
+        if sealed.native is not None and plain.native is not None:
+            known[sealed.native.data] = plain.native.data
+
+        def reopen(owner_id: str, text: str, aad: str) -> str:
+            found = known.get(text)
+            return self.sealer.open(owner_id, text, aad) if found is None else found
+
+        return _with_texts(stored, reopen, owner)
+
     def create(self, chronicum: Chronicum) -> Plan[Call, None]:
         """Plan ``create``; the owner is remembered."""
         yield ("create", (chronicum,))
@@ -113,22 +131,27 @@ class EncryptionPlans:
         """Plan ``record`` of the sealed actum; returns it opened."""
         yield from self.content_limit()
         owner = yield from self._owner(actum.chronicum_id)
-        stored: Actum = yield ("record", (self._seal(owner, actum),))
-        return self._open(owner, stored)
+        sealed = self._seal(owner, actum)
+        stored: Actum = yield ("record", (sealed,))
+        return self._stored(owner, stored, sealed, actum)
 
     def record_idempotent(self, actum: Actum, key: str) -> Plan[Call, Actum]:
         """Plan ``record_idempotent`` of the sealed actum; returns what it stored, opened."""
         yield from self.content_limit()
         owner = yield from self._owner(actum.chronicum_id)
-        stored: Actum = yield ("record_idempotent", (self._seal(owner, actum), key))
-        return self._open(owner, stored)
+        sealed = self._seal(owner, actum)
+        stored: Actum = yield ("record_idempotent", (sealed, key))
+        return self._stored(owner, stored, sealed, actum)
 
     def record_many(self, acta: Sequence[Actum], key: str | None) -> Plan[Call, list[Actum]]:
         """Plan ``record_many`` of the sealed acta; returns what it stored, opened."""
         yield from self.content_limit()
         owner = yield from self._owner(acta[0].chronicum_id)
-        stored: list[Actum] = yield ("record_many", ([self._seal(owner, actum) for actum in acta], key))
-        return [self._open(owner, actum) for actum in stored]
+        sealed = [self._seal(owner, actum) for actum in acta]
+        stored: list[Actum] = yield ("record_many", (sealed, key))
+        if len(stored) != len(sealed):  # an earlier batch's, answered for its key
+            return [self._open(owner, actum) for actum in stored]
+        return [self._stored(owner, *written) for written in zip(stored, sealed, acta, strict=True)]
 
     def record_summary(
         self, actum: Actum, first: int, last: int, version: Hashable, key: str | None
@@ -136,8 +159,9 @@ class EncryptionPlans:
         """Plan ``record_summary`` of the sealed summary; returns it opened."""
         yield from self.content_limit()
         owner = yield from self._owner(actum.chronicum_id)
-        stored: Actum = yield ("record_summary", (self._seal(owner, actum), first, last, version, key))
-        return self._open(owner, stored)
+        sealed = self._seal(owner, actum)
+        stored: Actum = yield ("record_summary", (sealed, first, last, version, key))
+        return self._stored(owner, stored, sealed, actum)
 
     def acta(self, chronicum_id: str, query: ActaQuery) -> Plan[Call, list[Actum]]:
         """Plan ``acta``; returns the window opened."""
@@ -180,6 +204,7 @@ class EncryptionPlans:
         """Plan ``erase_owner``, then destroy the owner's keys where the provider can (crypto-shredding)."""
         erased: int = yield ("erase_owner", (owner_id, owner_digest))
         self.sealer.keys.destroy(owner_id)
+        self.sealer.forget(owner_id)
         return erased
 
     def passed(self, method: str, *arguments: Any) -> Plan[Call, Any]:

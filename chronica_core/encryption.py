@@ -14,8 +14,10 @@ Keys:
   key) leaves every earlier actum readable.
 - Erasing an owner (``erase_owner``) also destroys their keys where the provider can
   (:meth:`KeyProvider.destroy`): backups and replicas then hold only texts nobody can open
-  (crypto-shredding). :class:`DerivedKeys` cannot (its keys are derived again from the app's
-  master key); :class:`MemoryKeys` can, and so can a provider of your own in front of a KMS.
+  (crypto-shredding), and the encrypted store forgets the ciphers it built from them (it asks the
+  provider for the key on every call all the same). :class:`DerivedKeys` cannot (its keys are
+  derived again from the app's master key); :class:`MemoryKeys` can, and so can a provider of your
+  own in front of a KMS.
 
 A sealed text is ``chronica:sealed:1:<key id>:<base64url of nonce, ciphertext and tag>``; the
 actum's id and which field it is are its associated data, so a sealed text moved to another
@@ -24,11 +26,11 @@ actum or field does not open.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import os
 import threading
 from collections.abc import Mapping
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Protocol, TypeVar, runtime_checkable
 
 from chronica_core.errors import InvalidOption, StoreError
 
@@ -61,6 +63,11 @@ SEALED_PREFIX: Final = "chronica:sealed:1:"
 
 _NONCE_BYTES: Final = 12
 _TAG_BYTES: Final = 16
+_REMEMBERED: Final = 1024
+"""The most keys (derived) or ciphers (of a sealer) kept in memory; the oldest go first."""
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 @runtime_checkable
@@ -99,7 +106,8 @@ def _checked_key_id(key_id: str) -> str:
 class DerivedKeys:
     """Keys derived from the app's master keys: one per owner and master key, with HKDF-SHA256.
 
-    Nothing is stored: the same master key and owner always give the same key. Rotate by adding
+    Nothing is stored: the same master key and owner always give the same key (each derived once,
+    then kept in this process's memory, the 1,024 newest). Rotate by adding
     a new master key and making it ``current``; keep the old ones so earlier acta stay readable.
     :meth:`destroy` cannot work (the keys can be derived again): use a provider that stores
     random keys for crypto-shredding.
@@ -122,6 +130,8 @@ class DerivedKeys:
             raise InvalidOption("encryption", "current", f"{current!r} is not among the master keys")
         self._masters = dict(master_keys)
         self._current = current
+        self._derived: dict[tuple[str, str], bytes] = {}  # (key id, owner id) -> key, bounded
+        self._lock = threading.Lock()
 
     def current(self, owner_id: str) -> tuple[str, bytes]:
         """See :meth:`KeyProvider.current`."""
@@ -136,10 +146,16 @@ class DerivedKeys:
         return False
 
     def _derive(self, key_id: str, owner_id: str) -> bytes:
-        info = b"chronica owner key\x00" + owner_id.encode()
-        return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(
-            self._masters[key_id]
-        )
+        """The key of ``owner_id`` under master key ``key_id``: derived once, then remembered."""
+        key = self._derived.get((key_id, owner_id))
+        if key is None:
+            info = b"chronica owner key\x00" + owner_id.encode()
+            key = HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(
+                self._masters[key_id]
+            )
+            with self._lock:
+                _bounded_put(self._derived, (key_id, owner_id), key)
+        return key
 
 
 class MemoryKeys:
@@ -205,13 +221,23 @@ class Sealer:
             raise InvalidOption("encryption", "encryption_keys", "must be a KeyProvider")
         self.keys = keys
         self._where = where
+        # (owner id, key id) -> (key, its AESGCM), bounded: the provider is still asked for the
+        # key on every call, and decides; only the cipher built from the key it answers is kept.
+        self._ciphers: dict[tuple[str, str], tuple[bytes, AESGCM]] = {}
+        self._lock = threading.Lock()
+
+    def forget(self, owner_id: str) -> None:
+        """Drop what this sealer keeps of ``owner_id``'s keys (after the provider destroyed them)."""
+        with self._lock:
+            for known in [known for known in self._ciphers if known[0] == owner_id]:
+                del self._ciphers[known]
 
     def seal(self, owner_id: str, text: str, aad: str) -> str:
         """Return ``text`` sealed with ``owner_id``'s current key, bound to ``aad``."""
         key_id, key = self.keys.current(owner_id)
         nonce = os.urandom(_NONCE_BYTES)
-        body = nonce + AESGCM(key).encrypt(nonce, text.encode(), aad.encode())
-        return f"{SEALED_PREFIX}{_checked_key_id(key_id)}:{base64.urlsafe_b64encode(body).decode()}"
+        body = nonce + self._cipher(owner_id, key_id, key).encrypt(nonce, text.encode(), aad.encode())
+        return f"{SEALED_PREFIX}{_checked_key_id(key_id)}:{_base64url(body)}"
 
     def open(self, owner_id: str, text: str, aad: str) -> str:
         """Return the text ``text`` seals; a text that is not sealed is returned as it is.
@@ -227,7 +253,41 @@ class Sealer:
         if key is None:
             raise StoreError(f"{self._where}: open", f"no key {key_id!r} for the chronicum's owner")
         try:
-            raw = base64.urlsafe_b64decode(body)
-            return AESGCM(key).decrypt(raw[:_NONCE_BYTES], raw[_NONCE_BYTES:], aad.encode()).decode()
+            raw = _from_base64url(body)
+            cipher = self._cipher(owner_id, key_id, key)
+            return cipher.decrypt(raw[:_NONCE_BYTES], raw[_NONCE_BYTES:], aad.encode()).decode()
         except (InvalidTag, ValueError) as error:
             raise StoreError(f"{self._where}: open", "a sealed text does not open with its key") from error
+
+    def _cipher(self, owner_id: str, key_id: str, key: bytes) -> AESGCM:
+        """The AES-GCM cipher of ``key`` (the provider's answer for ``owner_id``'s ``key_id``).
+
+        Raises ``ValueError`` for a key of the wrong length.
+        """
+        known = self._ciphers.get((owner_id, key_id))
+        if known is not None and known[0] == key:
+            return known[1]
+        cipher = AESGCM(key)
+        with self._lock:
+            _bounded_put(self._ciphers, (owner_id, key_id), (key, cipher))
+        return cipher
+
+
+def _base64url(raw: bytes) -> str:
+    """``base64.urlsafe_b64encode(raw).decode()``: ``bytes.replace`` costs less than its ``translate``."""
+    return binascii.b2a_base64(raw, newline=False).replace(b"+", b"-").replace(b"/", b"_").decode()
+
+
+def _from_base64url(body: str) -> bytes:
+    """``base64.urlsafe_b64decode(body)`` (``ValueError`` for what it refuses), as :func:`_base64url`."""
+    return binascii.a2b_base64(body.encode("ascii").replace(b"-", b"+").replace(b"_", b"/"))
+
+
+def _bounded_put(cache: dict[_K, _V], name: _K, value: _V) -> None:
+    """Put ``value`` in ``cache`` under ``name``, dropping the oldest entries beyond :data:`_REMEMBERED`.
+
+    Call it holding the cache's lock.
+    """
+    cache[name] = value
+    while len(cache) > _REMEMBERED:
+        del cache[next(iter(cache))]

@@ -130,6 +130,53 @@ def test_erasing_an_owner_destroys_their_keys_and_what_a_backup_kept_no_longer_o
     assert [actum.content for actum in chronicarius.get_acta("rafa", "r")] == ["kept"]  # others untouched
 
 
+class CountingKeys(MemoryKeys):
+    """Memory keys that count the keys asked for to open a text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened = 0
+
+    def key(self, owner_id: str, key_id: str) -> bytes | None:
+        self.opened += 1
+        return super().key(owner_id, key_id)
+
+
+def test_a_write_answers_its_own_texts_without_opening_them_and_a_replay_opens_the_first() -> None:
+    keys = CountingKeys()
+    chronicarius = Chronicarius(encrypted_store(MemoryStore(), keys))
+    native = Native("f", '{"n": 1}')
+    first = chronicarius.record_actum(
+        "ardian", message("dinner", "first", native=native), idempotency_key="k"
+    )
+    [batch_one, batch_two] = chronicarius.record_acta(
+        "ardian", [message("dinner", "b1"), message("dinner", "b2")]
+    )
+    assert (first.content, first.native, batch_one.content, batch_two.content) == (
+        "first",
+        native,
+        "b1",
+        "b2",
+    )
+    assert keys.opened == 0
+    replay = chronicarius.record_actum("ardian", message("dinner", "second"), idempotency_key="k")
+    assert (replay.id, replay.content, replay.native) == (first.id, "first", native)  # opened: 2 texts
+    assert keys.opened == 2
+    assert [actum.content for actum in chronicarius.get_acta("ardian", "dinner")] == ["first", "b1", "b2"]
+
+
+def test_keys_rotated_and_destroyed_behind_the_store_s_back_are_seen_at_once() -> None:
+    keys = MemoryKeys()
+    chronicarius = Chronicarius(encrypted_store(MemoryStore(), keys))
+    chronicarius.record_actum("ardian", message("dinner", "before"))
+    keys.rotate("ardian")
+    chronicarius.record_actum("ardian", message("dinner", "after"))
+    assert [actum.content for actum in chronicarius.get_acta("ardian", "dinner")] == ["before", "after"]
+    keys.destroy("ardian")  # by the provider alone: the store's ciphers of those keys open nothing more
+    with pytest.raises(StoreError, match="no key"):
+        chronicarius.get_acta("ardian", "dinner")
+
+
 def test_acta_written_before_encryption_read_back_as_they_are() -> None:
     inner = MemoryStore()
     Chronicarius(inner).record_actum("ardian", message("dinner", "written in clear"))
