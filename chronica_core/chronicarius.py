@@ -84,6 +84,7 @@ class _Keeper(Generic[StoreFlavour]):
             id_factory=id_factory,
             owner_cache_size=owner_cache_size,
             limited=callable(getattr(store, "max_content_bytes", None)),
+            withdraws=callable(getattr(store, "withdraw", None)),
         )
         self._follow_reads = follow_reads(store)
         self._telemetry = telemetry_for(store, tracer_provider, meter_provider)
