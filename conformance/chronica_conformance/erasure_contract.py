@@ -300,6 +300,7 @@ class ErasureContract(SuiteBase):
             assert not landed, f"withdraw removed a chronicum while {len(landed)} writes landed in it"
             _assert_gone(harness, chronicum.owner_id, chronicum.id)
         else:
+            assert landed, "withdraw kept a chronicum no write landed in"
             assert sorted(ids(harness.acta(chronicum.id))) == sorted(landed), (
                 "the kept chronicum does not hold exactly the writes that landed"
             )
