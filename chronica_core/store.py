@@ -165,9 +165,10 @@ class ErasableStore(Store, Protocol):
     before it (and keeps the chronicum) or answers ``ChronicumNotFound`` with nothing written.
     Forks made of it while empty share none of its acta and stay. The id stays its owner's, like
     an erased one: the owner's next first write reopens it, fresh, and any other owner is
-    refused, so ownership never changes. ``Chronicarius`` withdraws the chronicum a first write created when that write
-    then failed with ``StoreError``, so a failed first write leaves no empty chronicum behind.
-    Every Chronica store has it; without it the empty chronicum stays (and a warning is logged).
+    refused, so ownership never changes. ``Chronicarius`` withdraws the chronicum a first write
+    created when that write then failed with ``StoreError``, so a failed first write leaves no
+    empty chronicum behind. Every Chronica store has it; without it the empty chronicum stays
+    (and a warning is logged).
     """
 
     def erase(self, chronicum_id: str, owner_digest: str) -> int:
