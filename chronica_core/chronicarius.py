@@ -84,6 +84,7 @@ class _Keeper(Generic[StoreFlavour]):
             id_factory=id_factory,
             owner_cache_size=owner_cache_size,
             limited=callable(getattr(store, "max_content_bytes", None)),
+            withdraws=callable(getattr(store, "withdraw", None)),
         )
         self._follow_reads = follow_reads(store)
         self._telemetry = telemetry_for(store, tracer_provider, meter_provider)
@@ -149,7 +150,8 @@ class Chronicarius(_Keeper[Store]):
                 With ``create=False``, also: the chronicum does not exist or was erased.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
-            StoreError: the store failed; chained to the driver's exception.
+            StoreError: the store failed; chained to the driver's exception. A first write that
+                fails so leaves no empty chronicum behind (see ``ErasableStore``'s ``withdraw``).
         """
         plan = self._rules.record_actum(owner_id, actum, idempotency_key, create)
         return self._run("record_actum", plan, _one)
@@ -314,7 +316,8 @@ class Chronicarius(_Keeper[Store]):
                 ``create=False``, also: the chronicum does not exist or was erased.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
-            StoreError: the store failed; chained to the driver's exception. Nothing was written.
+            StoreError: the store failed; chained to the driver's exception. Nothing was written,
+                not even the chronicum of a first write (see ``ErasableStore``'s ``withdraw``).
         """
         plan = self._rules.record_acta(owner_id, acta, idempotency_key, create)
         return self._run("record_acta", plan, len)

@@ -311,15 +311,21 @@ def _async_method(name: str, seals: bool) -> Callable[..., Any]:
     return method
 
 
-_CLASSES: dict[tuple[bool, frozenset[str]], type[_Face]] = {}
+_CLASSES: dict[tuple[bool, frozenset[str], bool], type[_Face]] = {}
 
 
-def _face_class(asynchronous: bool, capabilities: frozenset[str]) -> type[_Face]:
-    """The face class with the operations of exactly ``capabilities`` (made once per combination)."""
-    key = (asynchronous, capabilities)
+def _face_class(asynchronous: bool, capabilities: frozenset[str], withdraws: bool) -> type[_Face]:
+    """The face class with the operations of exactly ``capabilities`` (made once per combination).
+
+    With ``withdraws`` (the wrapped store has the erasure capability and ``withdraw``) it has
+    ``withdraw`` too.
+    """
+    key = (asynchronous, capabilities, withdraws)
     made = _CLASSES.get(key)
     if made is None:
         sealing, passed = _operations(capabilities)
+        if withdraws:
+            passed.append("withdraw")
         build = _async_method if asynchronous else _blocking_method
         namespace: dict[str, Any] = {name: build(name, True) for name in sealing}
         namespace.update({name: build(name, False) for name in passed})
@@ -354,4 +360,6 @@ def encrypted_store(store: Store | AsyncStore, keys: KeyProvider) -> Any:
     plans = EncryptionPlans(
         Sealer(keys, f"encrypted {name}"), callable(getattr(store, "max_content_bytes", None))
     )
-    return _face_class(asynchronous, store_capabilities(store))(store, plans)
+    capabilities = store_capabilities(store)
+    withdraws = "erasure" in capabilities and callable(getattr(store, "withdraw", None))
+    return _face_class(asynchronous, capabilities, withdraws)(store, plans)

@@ -286,6 +286,22 @@ class MemoryStore(
             self._add(chronicum)
             return True
 
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> bool:
+        """Leave the chronicum's marker if it holds no acta; return whether it did (see ``ErasableStore``)."""
+        self._refuse_if_closed(None, _WHERE)
+        with self._create_lock:
+            entry = self._entries.get(chronicum_id)
+            if entry is None:
+                return False
+            with entry.lock:  # writers append under it: none is halfway
+                if entry.acta:
+                    return False
+                entry.erased = True
+                entry.wake()
+            del self._entries[chronicum_id]
+            self._mark(entry.chronicum, owner_digest)
+            return True
+
     def _add(self, chronicum: Chronicum, lineage: tuple[Segment, ...] = ()) -> None:
         """Under ``_create_lock``: save a fresh chronicum and index it under its owner."""
         self._entries[chronicum.id] = _Entry(chronicum, lineage)
@@ -305,13 +321,16 @@ class MemoryStore(
             entry.of_kind = {}
             entry.kind_indexes = {}
             entry.wake()
-        owner_id = entry.chronicum.owner_id
-        owned = self._owned[owner_id]
-        del owned[chronicum_id]
-        if not owned:
-            del self._owned[owner_id]
-        self._erased[chronicum_id] = owner_digest
+        self._mark(entry.chronicum, owner_digest)
         return erased
+
+    def _mark(self, chronicum: Chronicum, owner_digest: str) -> None:
+        """Under ``_create_lock``: unlist a chronicum dropped from the entries and keep its marker."""
+        owned = self._owned[chronicum.owner_id]
+        del owned[chronicum.id]
+        if not owned:
+            del self._owned[chronicum.owner_id]
+        self._erased[chronicum.id] = owner_digest
 
     def get(self, chronicum_id: str) -> Chronicum:
         """Return the chronicum. Raises ``ChronicumNotFound``."""

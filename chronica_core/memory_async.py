@@ -122,6 +122,11 @@ class AsyncMemoryStore(
         self._refuse_if_closed(None, _ASYNC_WHERE)
         return self.sync_store.reopen(chronicum, owner_digest)
 
+    async def withdraw(self, chronicum_id: str, owner_digest: str) -> bool:
+        """See :meth:`MemoryStore.withdraw`."""
+        self._refuse_if_closed(None, _ASYNC_WHERE)
+        return self.sync_store.withdraw(chronicum_id, owner_digest)
+
     async def idle_chronica(
         self, idle_before: datetime, owner_id: str | None, after: ListingPosition | None, limit: int
     ) -> list[Chronicum]:

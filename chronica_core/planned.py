@@ -4,8 +4,8 @@ A backend that writes each store operation as a plan (see :mod:`chronica_core.pl
 plans object to :class:`PlannedStore` or :class:`AsyncPlannedStore` and implements one method,
 ``_run(plan)``: how to perform the plan's operations (borrow a connection, open a pool on first
 use, await the driver). ``create``, ``get``, ``record``, ``record_idempotent``, ``acta``,
-``record_many``, ``list_chronica``, ``erase``, ``erase_owner`` and ``reopen`` are then those of
-the base class, the same for every backend and both flavours: a planned store has every
+``record_many``, ``list_chronica``, ``erase``, ``erase_owner``, ``reopen`` and ``withdraw`` are then
+those of the base class, the same for every backend and both flavours: a planned store has every
 capability (see :mod:`chronica_core.capabilities`), so its plans must implement them all.
 """
 
@@ -93,6 +93,13 @@ class StorePlans(Protocol):
         """Plan :meth:`chronica_core.ErasableStore.reopen` (same contract)."""
         ...
 
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> Plan[Any, bool]:
+        """Plan ``withdraw`` (see :class:`chronica_core.ErasableStore`): the marker of an empty chronicum.
+
+        Returns ``False``, changing nothing, when the chronicum holds an actum, is missing or is a marker.
+        """
+        ...
+
     def content_limit(self) -> Plan[Any, int | None]:
         """Plan returning the largest content ``record`` accepts, in bytes of UTF-8 (``None``: no limit).
 
@@ -176,6 +183,10 @@ class PlannedStore(IdempotentStore, BatchStore, ListingStore, ErasableStore, Clo
     def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
         """See :meth:`chronica_core.ErasableStore.reopen`."""
         return self._run_if_open(self.plans.reopen(chronicum, owner_digest))
+
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> bool:
+        """Leave the chronicum's marker if it holds no acta (see :class:`chronica_core.ErasableStore`)."""
+        return self._run_if_open(self.plans.withdraw(chronicum_id, owner_digest))
 
     def max_content_bytes(self) -> int | None:
         """Return the largest content ``record`` accepts, in bytes of UTF-8 (``None``: no limit).
@@ -273,6 +284,10 @@ class AsyncPlannedStore(
     async def reopen(self, chronicum: Chronicum, owner_digest: str) -> bool:
         """See :meth:`chronica_core.ErasableStore.reopen`."""
         return await self._run_if_open(self.plans.reopen(chronicum, owner_digest))
+
+    async def withdraw(self, chronicum_id: str, owner_digest: str) -> bool:
+        """See :meth:`PlannedStore.withdraw`."""
+        return await self._run_if_open(self.plans.withdraw(chronicum_id, owner_digest))
 
     async def max_content_bytes(self) -> int | None:
         """See :meth:`PlannedStore.max_content_bytes`."""

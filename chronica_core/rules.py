@@ -11,6 +11,7 @@ against a sync or an async store; neither holds a rule of its own.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -70,6 +71,8 @@ MAX_BATCH_SIZE = 1000
 
 _NEWEST = ActaQuery(last_n=1)
 
+_log = logging.getLogger("chronica.chronicarius")
+
 _DEFAULT_SHAPE: Final = (None, False, View.SUMMARIZED, ToolExchanges.WHOLE)
 
 _KINDS_NEEDING_CONTENT = frozenset({ActumKind.MESSAGE, ActumKind.THOUGHT})
@@ -108,6 +111,9 @@ class Rules:
         limited: whether the store tells its content limit (``max_content_bytes()``, see
             :class:`chronica_core.PlannedStore`); the first write into a new chronicum then checks
             the content against it before the chronicum is created.
+        withdraws: whether the store can withdraw an empty chronicum (``withdraw``, see
+            :class:`chronica_core.ErasableStore`); a first write that created its chronicum and
+            then failed with ``StoreError`` then withdraws it.
     """
 
     def __init__(
@@ -118,9 +124,11 @@ class Rules:
         id_factory: Callable[[], str],
         owner_cache_size: int = DEFAULT_OWNER_CACHE_SIZE,
         limited: bool = False,
+        withdraws: bool = False,
     ) -> None:
         self._store_name = store_name
         self._limited = limited
+        self._withdraws = withdraws and ERASURE in capabilities
         self._capabilities = capabilities
         self._id_factory = id_factory
         self._owner_cache_size = owner_cache_size
@@ -277,22 +285,62 @@ class Rules:
         """
         owner = self._owners.get(chronicum_id)
         remembered = owner is not None
+        created = False
         if owner is None:
             if create:
-                owner = yield from self._claim(owner_id, chronicum_id, acta)
+                owner, created = yield from self._claim(owner_id, chronicum_id, acta)
             else:
                 owner = yield from self._read_owner(chronicum_id)
         if owner != owner_id:
             raise refused("a write", owner_id, chronicum_id)
         try:
-            return (yield call)
+            return (yield from self._first_write(owner_id, chronicum_id, call, created))
         except ChronicumNotFound:
             if not create or not remembered or ERASURE not in self._capabilities:
                 raise
-        owner = yield from self._claim(owner_id, chronicum_id, acta)
+        owner, created = yield from self._claim(owner_id, chronicum_id, acta)
         if owner != owner_id:
             raise refused("a write", owner_id, chronicum_id)
-        return (yield call)
+        return (yield from self._first_write(owner_id, chronicum_id, call, created))
+
+    def _first_write(
+        self, owner_id: str, chronicum_id: str, call: StoreCall, created: bool
+    ) -> Plan[StoreCall, Any]:
+        """The write ``call``; if it fails (``StoreError``) into a chronicum it ``created``, withdraw it.
+
+        A first write that fails for good (``StoreConflict`` after every try, a lost connection)
+        leaves no empty chronicum behind: the chronicum becomes the marker of its owner, as an
+        erasure leaves, unless another writer's actum landed in it meanwhile (then it stays). The
+        write's own error is raised either way; a withdrawal that fails is logged.
+        """
+        try:
+            return (yield call)
+        except StoreError:
+            if created:
+                yield from self._withdraw(owner_id, chronicum_id)
+            raise
+
+    def _withdraw(self, owner_id: str, chronicum_id: str) -> Plan[StoreCall, None]:
+        """Withdraw the empty chronicum a failed first write created; log what keeps it (never raises)."""
+        if not self._withdraws:
+            _log.warning(
+                "%s cannot withdraw a chronicum: a failed first write left it empty", self._store_name
+            )
+            return
+        try:
+            withdrawn: bool = yield ("withdraw", (chronicum_id, owner_digest(owner_id)))
+        except StoreError as error:
+            _log.warning(
+                "a failed first write left its chronicum empty: withdrawing it failed (%s)", error.where
+            )
+            _log.debug("withdrawing chronicum %r failed: %s", chronicum_id, error)
+            return
+        self._history.forget(chronicum_id)
+        _log.debug(
+            "chronicum %r %s after its first write failed",
+            chronicum_id,
+            "withdrawn" if withdrawn else "kept, written meanwhile",
+        )
 
     def get_acta(
         self,
@@ -513,12 +561,15 @@ class Rules:
         if (answers or summarizes is not None) and HISTORY not in self._capabilities:
             raise CapabilityUnsupported(self._store_name, HISTORY)
 
-    def _claim(self, owner_id: str, chronicum_id: str, acta: tuple[Actum, ...]) -> Plan[StoreCall, str]:
+    def _claim(
+        self, owner_id: str, chronicum_id: str, acta: tuple[Actum, ...]
+    ) -> Plan[StoreCall, tuple[str, bool]]:
         """Rule R4: return the chronicum's owner, creating it for ``owner_id`` on the first write.
 
-        Content the store cannot take is refused (``ActumTooLarge``) before the chronicum is
-        created, so a refused first write leaves nothing behind. An id whose chronicum was erased
-        is reopened, fresh, for the owner it belonged to, and for no one else.
+        Returns ``(owner, created)``: ``created`` when this call created (or reopened) the
+        chronicum, empty. Content the store cannot take is refused (``ActumTooLarge``) before the
+        chronicum is created, so a refused first write leaves nothing behind. An id whose chronicum
+        was erased (or withdrawn) is reopened, fresh, for the owner it belonged to, and for no one else.
         """
         try:
             chronicum: Chronicum = yield ("get", (chronicum_id,))
@@ -526,7 +577,7 @@ class Rules:
             pass
         else:
             self._remember(chronicum_id, chronicum.owner_id)
-            return chronicum.owner_id
+            return chronicum.owner_id, False
         if self._limited:
             limit: int | None = yield ("max_content_bytes", ())
             for actum in acta:
@@ -534,25 +585,28 @@ class Rules:
         started = Chronicum(chronicum_id, owner_id, started_at=clock.now())
         try:
             yield ("create", (started,))
-            owner = owner_id
+            owner, created = owner_id, True
         except ChronicumExists:  # lost a race with another first write, or the id was erased
-            owner = yield from self._owner_after_lost_create(started)
+            owner, created = yield from self._owner_after_lost_create(started)
         self._remember(chronicum_id, owner)
-        return owner
+        return owner, created
 
-    def _owner_after_lost_create(self, started: Chronicum) -> Plan[StoreCall, str]:
-        """The owner of an id ``create`` found taken: a racing first write's, or an erased chronicum's."""
+    def _owner_after_lost_create(self, started: Chronicum) -> Plan[StoreCall, tuple[str, bool]]:
+        """The owner of an id ``create`` found taken: a racing first write's, or an erased chronicum's.
+
+        Returns ``(owner, reopened)``: ``reopened`` when this call reopened the erased id.
+        """
         try:
             chronicum: Chronicum = yield ("get", (started.id,))
-            return chronicum.owner_id
+            return chronicum.owner_id, False
         except ChronicumNotFound:
             if ERASURE not in self._capabilities:
                 raise
         reopened: bool = yield ("reopen", (started, owner_digest(started.owner_id)))
         if reopened:
-            return started.owner_id
+            return started.owner_id, True
         chronicum = yield ("get", (started.id,))  # reopened meanwhile by the owner, or not theirs
-        return chronicum.owner_id
+        return chronicum.owner_id, False
 
     def _read_owner(self, chronicum_id: str) -> Plan[StoreCall, str]:
         """Return the owner of an existing chronicum; an id that cannot exist is not found."""

@@ -157,6 +157,18 @@ class ErasableStore(Store, Protocol):
     be claimed by another owner. A marker is not a chronicum: ``get``, ``acta``, ``record``,
     ``record_idempotent``, ``record_many`` and ``erase`` answer ``ChronicumNotFound`` for its id,
     ``list_chronica`` never returns it and ``create`` answers ``ChronicumExists``.
+
+    Optionally, ``withdraw(chronicum_id, owner_digest) -> bool`` turns a chronicum that holds no
+    acta into its marker, as ``erase`` would, decided atomically with writers: a chronicum that
+    holds an actum (recorded by any writer, before or meanwhile) is kept as it is and ``False``
+    returned, as it is for a missing id, a marker or a fork. A write racing with it lands wholly
+    before it (and keeps the chronicum) or answers ``ChronicumNotFound`` with nothing written.
+    Forks made of it while empty share none of its acta and stay. The id stays its owner's, like
+    an erased one: the owner's next first write reopens it, fresh, and any other owner is
+    refused, so ownership never changes. ``Chronicarius`` withdraws the chronicum a first write
+    created when that write then failed with ``StoreError``, so a failed first write leaves no
+    empty chronicum behind. Every Chronica store has it; without it the empty chronicum stays
+    (and a warning is logged).
     """
 
     def erase(self, chronicum_id: str, owner_digest: str) -> int:

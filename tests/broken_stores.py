@@ -351,6 +351,24 @@ class ReopensForAnyDigest(CapableStore):
         return super().reopen(chronicum, self.digests.get(chronicum.id, owner_digest))
 
 
+class WithdrawsWrittenChronica(CapableStore):
+    """Withdraws a chronicum whatever it holds: the acta another writer recorded go with it."""
+
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> bool:
+        try:
+            self.erase(chronicum_id, owner_digest)
+        except ChronicumNotFound:
+            return False
+        return True
+
+
+class WithdrawsNothing(CapableStore):
+    """Has ``withdraw`` but never withdraws: a failed first write leaves its chronicum, empty."""
+
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> bool:
+        return False
+
+
 class RepeatsTheAfter(CapableStore):
     """Reads "after" an actum starting with that actum itself (``>=`` for ``>``): a duplicate each read."""
 

@@ -119,6 +119,9 @@ class _QuotingPlans:
     def reopen(self, chronicum: Any, owner_digest: str) -> Plan[Any, bool]:
         return self._fail()
 
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> Plan[Any, bool]:
+        return self._fail()
+
     def content_limit(self) -> Plan[Any, int | None]:
         return self._fail()
 

@@ -138,6 +138,17 @@ CAPABILITY_FAILURES: dict[str, set[str]] = {
         "test_erasure_seen_by_a_second_chronicarius_with_the_owner_cached",
     },
     "ReopensForAnyDigest": {"test_erasure_another_owner_cannot_claim_the_id"},
+    "WithdrawsWrittenChronica": {
+        "test_erasure_withdraw_on_the_store",
+        "test_erasure_a_failed_first_write_keeps_what_another_writer_recorded",
+    },
+    "WithdrawsNothing": {
+        "test_erasure_withdraw_on_the_store",
+        "test_erasure_a_failed_first_write_leaves_no_chronicum[{flavour}-record]",
+        "test_erasure_a_failed_first_write_leaves_no_chronicum[{flavour}-record_idempotent]",
+        "test_erasure_a_failed_first_write_leaves_no_chronicum[{flavour}-record_many]",
+        "test_erasure_a_fork_of_a_withdrawn_chronicum_stays",
+    },
     # The follow cases run as the store is ("as-is") and polled through acta (which is correct).
     "RepeatsTheAfter": {
         "test_follow_yields_in_order_after_the_given_actum[{flavour}-as-is]",

@@ -53,10 +53,11 @@ OPERATIONS = (
     "erase",
     "erase_owner",
     "reopen",
+    "withdraw",
     "migrate",
 )
 """The store operations driven through failures (``record_idempotent``, those of the batch,
-listing and erasure capabilities, and ``migrate`` where the store has them)."""
+listing and erasure capabilities, and ``withdraw`` and ``migrate`` where the store has them)."""
 
 _CAPABILITY_OF = {
     "record_idempotent": IDEMPOTENCY,
@@ -65,6 +66,7 @@ _CAPABILITY_OF = {
     "erase": ERASURE,
     "erase_owner": ERASURE,
     "reopen": ERASURE,
+    "withdraw": ERASURE,
 }
 
 MAX_DRIVER_CALLS = 16
@@ -237,13 +239,13 @@ class DriverFailureContract(SuiteBase):
         capability = _CAPABILITY_OF.get(operation)
         if capability is not None and capability not in harness.capabilities:
             pytest.skip(f"{harness.store_name} has no {operation} (the {capability} capability)")
-        if operation == "migrate" and not hasattr(harness.store, "migrate"):
-            pytest.skip(f"{harness.store_name} has no migrate")
+        if operation in ("migrate", "withdraw") and not hasattr(harness.store, operation):
+            pytest.skip(f"{harness.store_name} has no {operation}")
         if operation == "create":
             return lambda: store_call("create", new_chronicum())
         if operation == "migrate":
             return lambda: store_call("migrate")
-        if operation in ("erase", "erase_owner", "reopen"):
+        if operation in ("erase", "erase_owner", "reopen", "withdraw"):
             return lambda: _erasure_call(harness, operation)
         chronicum = new_chronicum()
         harness.create(chronicum)
@@ -264,10 +266,12 @@ class DriverFailureContract(SuiteBase):
 
 
 def _erasure_call(harness: Harness, operation: str) -> Call:
-    """A fresh call of ``erase``, ``erase_owner`` or ``reopen`` that succeeds (prepared without failures)."""
+    """A fresh call of an erasure operation (or ``withdraw``) that succeeds (prepared without failures)."""
     chronicum = new_chronicum(owner_id=new_owner())
     digest = owner_digest(chronicum.owner_id)
     harness.create(chronicum)
+    if operation == "withdraw":  # of an empty chronicum
+        return store_call("withdraw", chronicum.id, digest)
     harness.record(make_actum(chronicum.id, "to be erased"))
     if operation == "erase":
         return store_call("erase", chronicum.id, digest)

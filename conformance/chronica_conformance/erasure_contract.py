@@ -17,7 +17,7 @@ from chronica_conformance.base import (
     require_capability,
 )
 from chronica_conformance.batch_contract import BATCH_SIZE, assert_whole_batches
-from chronica_conformance.harness import Harness, rules_call, store_call
+from chronica_conformance.harness import INJECTED_FAILURE, Harness, rules_call, store_call
 from chronica_conformance.store_contract import CLOCK_SKEW
 from chronica_core import (
     ActaQuery,
@@ -25,8 +25,9 @@ from chronica_core import (
     Chronicum,
     ChronicumExists,
     ChronicumNotFound,
+    StoreError,
 )
-from chronica_core.capabilities import BATCH, ERASURE
+from chronica_core.capabilities import BATCH, ERASURE, HISTORY, IDEMPOTENCY, LISTING
 from chronica_core.erasure import owner_digest
 
 __all__ = ["ErasureContract"]
@@ -253,3 +254,132 @@ class ErasureContract(SuiteBase):
         assert (erased - len(opening)) // BATCH_SIZE + len(present) == stored_batches, (
             "the batches stored before the erasure and those after it do not add up to the successful calls"
         )
+
+    # -- withdraw: a failed first write leaves no empty chronicum ----------------------------
+
+    def test_erasure_withdraw_on_the_store(self, erasure_harness: Harness) -> None:
+        """withdraw: True and the marker for an empty chronicum; False, nothing changed, otherwise."""
+        harness = _withdrawing(erasure_harness)
+        empty, written = new_chronicum(), new_chronicum()
+        harness.create(empty)
+        harness.create(written)
+        kept = harness.record(make_actum(written.id, "kept"))
+        digest = owner_digest(empty.owner_id)
+        assert harness.perform(store_call("withdraw", written.id, owner_digest(written.owner_id))) is False
+        assert_same_acta(harness.acta(written.id), [kept])
+        assert harness.get(written.id).owner_id == written.owner_id
+        assert harness.perform(store_call("withdraw", new_id("missing"), digest)) is False
+        assert harness.perform(store_call("withdraw", empty.id, digest)) is True
+        _assert_gone(harness, empty.owner_id, empty.id)
+        assert harness.perform(store_call("withdraw", empty.id, digest)) is False, "withdrew a marker"
+        assert not harness.perform(
+            store_call("reopen", Chronicum(empty.id, "bunga", datetime.now(UTC)), owner_digest("bunga"))
+        ), "the withdrawn id reopened for another owner"
+        assert harness.perform(
+            store_call("reopen", Chronicum(empty.id, empty.owner_id, datetime.now(UTC)), digest)
+        )
+        assert harness.acta(empty.id) == []
+
+    def test_erasure_withdraw_racing_writers_keeps_every_landed_actum(self, erasure_harness: Harness) -> None:
+        """A withdraw racing writes: withdrawn with none of them landed, or kept with every one that did."""
+        harness = _withdrawing(erasure_harness)
+        chronicum = new_chronicum()
+        harness.create(chronicum)
+        writes = [make_actum(chronicum.id, f"racing {index}") for index in range(8)]
+        calls = [store_call("record", actum) for actum in writes]
+        calls.insert(len(calls) // 2, store_call("withdraw", chronicum.id, owner_digest(chronicum.owner_id)))
+        outcomes = harness.concurrently(calls)
+        withdrawn = outcomes.pop(len(calls) // 2)
+        assert isinstance(withdrawn, bool), f"withdraw raised {withdrawn!r}"
+        for outcome in outcomes:
+            assert isinstance(outcome, (Actum, ChronicumNotFound)), (
+                f"a write racing withdraw raised {outcome!r}"
+            )
+        landed = [outcome.id for outcome in outcomes if isinstance(outcome, Actum)]
+        if withdrawn:
+            assert not landed, f"withdraw removed a chronicum while {len(landed)} writes landed in it"
+            _assert_gone(harness, chronicum.owner_id, chronicum.id)
+        else:
+            assert landed, "withdraw kept a chronicum no write landed in"
+            assert sorted(ids(harness.acta(chronicum.id))) == sorted(landed), (
+                "the kept chronicum does not hold exactly the writes that landed"
+            )
+
+    @pytest.mark.parametrize("write", ["record", "record_idempotent", "record_many"])
+    def test_erasure_a_failed_first_write_leaves_no_chronicum(
+        self, erasure_harness: Harness, write: str
+    ) -> None:
+        """A first write that fails after creating its chronicum withdraws it; the id stays the owner's."""
+        harness = _withdrawing(erasure_harness)
+        needs = {"record_idempotent": IDEMPOTENCY, "record_many": BATCH}.get(write)
+        if needs is not None:
+            require_capability(harness, needs, f"a failed first write by {write}")
+        owner, chronicum_id = new_owner(), new_id("failed")
+        failing = harness.with_chronicarius(failing_writes="alone", owner_cache_size=100)
+        with pytest.raises(StoreError) as raised:
+            _first_write(failing, write, owner, chronicum_id, "lost")
+        assert raised.value.where == INJECTED_FAILURE, f"the write raised {raised.value!r}, not its own error"
+        assert failing.store_calls[-2:] == [write, "withdraw"]
+        with pytest.raises(ChronicumNotFound):
+            harness.get(chronicum_id)
+        if LISTING in harness.capabilities:
+            assert chronicum_id not in [chronicum.id for chronicum in harness.list_chronica(owner).chronica]
+        with pytest.raises(ChronicumNotFound):  # ownership never changes: the id stays the owner's
+            harness.with_chronicarius().record_actum(new_owner("bunga"), make_actum(chronicum_id, "mine?"))
+        fresh = harness.with_chronicarius().record_actum(owner, make_actum(chronicum_id, "again"))
+        assert_same_acta(harness.get_acta(owner, chronicum_id), [fresh])
+
+    def test_erasure_a_failed_first_write_keeps_what_another_writer_recorded(
+        self, erasure_harness: Harness
+    ) -> None:
+        """An actum that landed in the new chronicum before its first write failed keeps the chronicum."""
+        harness = _withdrawing(erasure_harness)
+        owner, chronicum_id = new_owner(), new_id("failed")
+        failing = harness.with_chronicarius(failing_writes="after_landing")
+        with pytest.raises(StoreError) as raised:
+            failing.record_actum(owner, make_actum(chronicum_id, "landed"))
+        assert raised.value.where == INJECTED_FAILURE
+        assert "withdraw" in failing.store_calls
+        assert harness.get(chronicum_id).owner_id == owner
+        assert [actum.content for actum in harness.get_acta(owner, chronicum_id)] == ["landed"]
+
+    def test_erasure_a_failed_write_into_an_existing_chronicum_withdraws_nothing(
+        self, erasure_harness: Harness
+    ) -> None:
+        """Only the write that created the chronicum withdraws it: an empty one created before stays."""
+        harness = _withdrawing(erasure_harness)
+        created = new_chronicum()
+        harness.create(created)
+        failing = harness.with_chronicarius(failing_writes="alone")
+        with pytest.raises(StoreError):
+            failing.record_actum(created.owner_id, make_actum(created.id, "lost"))
+        assert "withdraw" not in failing.store_calls
+        assert harness.get(created.id).owner_id == created.owner_id
+        assert harness.acta(created.id) == []
+
+    def test_erasure_a_fork_of_a_withdrawn_chronicum_stays(self, erasure_harness: Harness) -> None:
+        """A fork made of the empty chronicum before it was withdrawn stays, as for an erasure."""
+        harness = require_capability(_withdrawing(erasure_harness), HISTORY, "forks of a withdrawn chronicum")
+        created = new_chronicum()
+        harness.create(created)
+        fork = harness.fork_chronicum(created.owner_id, created.id)
+        assert harness.perform(store_call("withdraw", created.id, owner_digest(created.owner_id))) is True
+        written = harness.record_actum(created.owner_id, make_actum(fork.id, "in the fork"))
+        assert_same_acta(harness.get_acta(created.owner_id, fork.id), [written])
+
+
+def _withdrawing(harness: Harness) -> Harness:
+    """``harness`` when its store can withdraw an empty chronicum (``withdraw``); else skip."""
+    if not callable(getattr(harness.store, "withdraw", None)):
+        pytest.skip(f"{harness.store_name} cannot withdraw an empty chronicum (no withdraw)")
+    return harness
+
+
+def _first_write(harness: Harness, write: str, owner_id: str, chronicum_id: str, content: str) -> None:
+    """A first write into ``chronicum_id`` by the Chronicarius call that makes the store call ``write``."""
+    if write == "record":
+        harness.record_actum(owner_id, make_actum(chronicum_id, content))
+    elif write == "record_idempotent":
+        harness.record_actum(owner_id, make_actum(chronicum_id, content), idempotency_key="key-1")
+    else:
+        harness.record_acta(owner_id, [make_actum(chronicum_id, f"{content} {index}") for index in range(3)])

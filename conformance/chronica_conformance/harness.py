@@ -35,6 +35,7 @@ from chronica_core import (
     ChronicumNotFound,
     IdempotentStore,
     Store,
+    StoreError,
     ToolExchanges,
     View,
 )
@@ -51,8 +52,10 @@ from chronica_core.capabilities import (
 )
 
 __all__ = [
+    "INJECTED_FAILURE",
     "AsyncHarness",
     "Call",
+    "FailingWrites",
     "Flavour",
     "FollowRun",
     "Harness",
@@ -64,6 +67,20 @@ __all__ = [
 
 Flavour = Literal["sync", "async"]
 """Which face of the store a harness drives: blocking calls or coroutines."""
+
+FailingWrites = Literal["alone", "after_landing"]
+"""How the writes of :meth:`Harness.with_chronicarius` fail: writing nothing, or after landing."""
+
+INJECTED_FAILURE = "chronica-conformance: injected write failure"
+"""The ``where`` of the ``StoreError`` every write raises through a view with failing writes."""
+
+
+def _injected_failure() -> StoreError:
+    """A ``StoreError`` as a store raises it for a lost connection, chained to the driver's error."""
+    failure = StoreError(INJECTED_FAILURE, "connection reset by peer")
+    failure.__cause__ = ConnectionResetError("connection reset by peer")
+    return failure
+
 
 CONCURRENT_TIMEOUT_SECONDS = 120.0
 """How long concurrent calls may take before the case fails as hung (a guard, not a measurement)."""
@@ -342,6 +359,7 @@ class Harness(ABC):
         gate_summaries: int = 0,
         tracer_provider: Any = None,
         meter_provider: Any = None,
+        failing_writes: FailingWrites | None = None,
     ) -> Harness:
         """Return a harness over the same store (and loop) with a new Chronicarius.
 
@@ -364,6 +382,10 @@ class Harness(ABC):
             tracer_provider: an OpenTelemetry tracer provider the new Chronicarius traces its
                 operations with; ``None``: the app's global one.
             meter_provider: the meter provider for their durations; ``None``: the app's global one.
+            failing_writes: when given, every ``record``, ``record_idempotent`` and ``record_many``
+                the new Chronicarius makes fails with :data:`INJECTED_FAILURE`'s ``StoreError``:
+                ``"alone"`` writing nothing, ``"after_landing"`` after the store wrote it (as
+                another writer's write landing just before a failed one).
         """
 
     @abstractmethod
@@ -413,9 +435,38 @@ class _StoreView:
             if capability not in hidden and all(hasattr(store, name) for name in names)
             for name in names
         ]
-        for name in ("max_content_bytes", *kept):
+        withdraw = ("withdraw",) if "erase" in kept else ()  # optional, with the erasure capability
+        for name in ("max_content_bytes", *kept, *withdraw):
             if hasattr(store, name):
                 setattr(self, name, self._watched(name))
+
+    def fail_writes(self, how: FailingWrites | None) -> None:
+        """Make every write fail with the injected ``StoreError`` (see :meth:`Harness.with_chronicarius`)."""
+        if how is None:
+            return
+        for name in ("record", "record_idempotent", "record_many"):
+            if hasattr(self, name):
+                setattr(self, name, self._failing(name, landing=how == "after_landing"))
+
+    def _failing(self, name: str, *, landing: bool) -> Callable[..., Any]:
+        method = getattr(self._store, name)
+
+        def call(*arguments: Any) -> Any:
+            self.calls.append(name)
+            if landing:
+                method(*arguments)
+            raise _injected_failure()
+
+        if inspect.iscoroutinefunction(method):
+
+            async def call_async(*arguments: Any) -> Any:
+                self.calls.append(name)
+                if landing:
+                    await method(*arguments)
+                raise _injected_failure()
+
+            return call_async
+        return call
 
     def _watched(self, name: str) -> Callable[..., Any]:
         method = getattr(self._store, name)
@@ -600,6 +651,7 @@ class SyncHarness(Harness):
         gate_summaries: int = 0,
         tracer_provider: Any = None,
         meter_provider: Any = None,
+        failing_writes: FailingWrites | None = None,
     ) -> SyncHarness:
         """See :meth:`Harness.with_chronicarius`."""
         gate = (
@@ -608,6 +660,7 @@ class SyncHarness(Harness):
             else None
         )
         view = _GatedStoreView(self.store, idempotent=idempotent, gate=gate, hidden=hidden)
+        view.fail_writes(failing_writes)
         if gate_summaries and hasattr(view, "record_summary"):
             view.gate_summaries(threading.Barrier(gate_summaries, timeout=CONCURRENT_TIMEOUT_SECONDS))
         harness = SyncHarness(
@@ -852,10 +905,12 @@ class AsyncHarness(Harness):
         gate_summaries: int = 0,
         tracer_provider: Any = None,
         meter_provider: Any = None,
+        failing_writes: FailingWrites | None = None,
     ) -> AsyncHarness:
         """See :meth:`Harness.with_chronicarius`."""
         gate = asyncio.Barrier(gate_first_reads) if gate_first_reads else None
         view = _AsyncGatedStoreView(self.store, idempotent=idempotent, gate=gate, hidden=hidden)
+        view.fail_writes(failing_writes)
         if gate_summaries and hasattr(view, "record_summary"):
             view.gate_summaries(asyncio.Barrier(gate_summaries))
         chronicarius = AsyncChronicarius(

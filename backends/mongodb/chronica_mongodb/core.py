@@ -1110,6 +1110,67 @@ class MongoCore:
         self._forget(chronicum.id)
         return bool(result.matched_count == 1)
 
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> Plan[Command, bool]:
+        """Turn the chronicum into its marker if it holds no acta; return whether it did.
+
+        A chronicum holding an actum is left as it is. Otherwise its document (a plain chronicum's,
+        not a fork's) becomes the unfinished marker, as :meth:`erase` makes it, and the acta
+        written meanwhile are claimed as an erase claims them. None claimed: no write landed
+        before the marker (a write that lands after it finds the marker and deletes what it wrote,
+        see :meth:`_still_live`), so the marker is finished. Some claimed: those writes landed
+        first and stand; they are given back and the chronicum document put back as it was (a
+        write or a read meanwhile may have answered ``ChronicumNotFound``). Cut short (a lost
+        connection), the marker stays unfinished, as an erase's does. Raises
+        ``StoreError("mongodb: withdraw chronicum: ...")``.
+        """
+        where = "withdraw chronicum"
+        held = yield from self._run(
+            Command(ACTA, "find_one", ({"chronicum_id": chronicum_id},), {"projection": {"_id": 1}}), where
+        )
+        if held is not None:
+            return False
+        before: dict[str, Any] | None = yield from self._run(
+            Command(
+                CHRONICA,
+                "find_one_and_replace",
+                (
+                    {"_id": chronicum_id, "owner_id": _LIVE, "lineage": {"$exists": False}},
+                    {"owner_digest": owner_digest, UNFINISHED: True},
+                ),
+            ),
+            where,
+        )
+        if before is None:
+            return False
+        check_row(f"mongodb: {where}", "chronicum id", chronicum_id, before.get("_id"))
+        self._forget(chronicum_id)
+        token = ObjectId()
+        claimed = yield from self._run(
+            Command(
+                ACTA,
+                "update_many",
+                ({"chronicum_id": chronicum_id, ERASING: _UNCLAIMED}, {"$set": {ERASING: token}}),
+            ),
+            where,
+        )
+        marker = {"_id": chronicum_id, "owner_digest": owner_digest, UNFINISHED: True}
+        if claimed.modified_count == 0:
+            yield from self._run(
+                Command(CHRONICA, "update_one", (marker, {"$unset": {UNFINISHED: ""}})), where
+            )
+            return True
+        yield from self._run(
+            Command(
+                ACTA,
+                "update_many",
+                ({"chronicum_id": chronicum_id, ERASING: token}, {"$unset": {ERASING: ""}}),
+            ),
+            where,
+        )
+        yield from self._run(Command(CHRONICA, "replace_one", (marker, before)), where)
+        self._forget(chronicum_id)
+        return False
+
     def _batch_of(
         self, chronicum_id: str, first: Mapping[str, Any], where: str
     ) -> Plan[Command, list[Actum]]:

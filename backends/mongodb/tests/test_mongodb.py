@@ -33,7 +33,9 @@ from chronica_core import (
     open_async_store,
     open_store,
 )
+from chronica_core.erasure import owner_digest
 from chronica_core.model import MAX_ID_LENGTH
+from chronica_core.plans import run_plan
 from chronica_core.redaction import linked_exceptions
 from chronica_core.registry import registry
 
@@ -706,3 +708,54 @@ def test_a_writer_whose_clock_is_behind_never_moves_at_backwards(
     assert second.at == third.at == first.at
     assert [actum.at for actum in store.acta(chronicum_id, ActaQuery())] == [first.at] * 3
     assert store.get(chronicum_id).last_actum_at == first.at
+
+
+# Withdraw: a writer landing between its steps
+
+
+def _withdraw_with_a_writer(store: MongoStore, chronicum_id: str, after: tuple[str, str]) -> tuple[bool, Any]:
+    """Run ``withdraw`` with another writer's ``record`` right after its command ``(collection, method)``.
+
+    Returns what withdraw returned and what the writer's record returned (or raised).
+    """
+    writer: list[Any] = []
+
+    def perform(command: core.Command) -> Any:
+        outcome = getattr(store.database[command.collection], command.method)(*command.args, **command.kwargs)
+        outcome = outcome.to_list() if command.cursor else outcome
+        if (command.collection, command.method) == after and not writer:
+            try:
+                writer.append(store.record(message(chronicum_id, "landed meanwhile")))
+            except ChronicumNotFound as refused:
+                writer.append(refused)
+        return outcome
+
+    withdrawn = run_plan(store.plans.withdraw(chronicum_id, owner_digest("ardian")), perform)
+    return withdrawn, writer[0]
+
+
+def test_withdraw_gives_back_a_chronicum_written_between_its_look_and_its_marker(store: MongoStore) -> None:
+    chronicum_id = fresh_id()
+    store.create(started(chronicum_id))
+    withdrawn, written = _withdraw_with_a_writer(store, chronicum_id, ("acta", "find_one"))
+    assert withdrawn is False
+    assert isinstance(written, Actum)
+    assert store.get(chronicum_id).owner_id == "ardian"
+    assert [actum.id for actum in store.acta(chronicum_id, ActaQuery())] == [written.id]
+    assert store.record(message(chronicum_id, "and after")).content == "and after"
+    assert sequence_numbers(store, chronicum_id) == [1, 2]
+
+
+def test_withdraw_refuses_a_write_that_lands_after_its_marker(store: MongoStore) -> None:
+    chronicum_id = fresh_id()
+    store.create(started(chronicum_id))
+    withdrawn, written = _withdraw_with_a_writer(store, chronicum_id, ("chronica", "find_one_and_replace"))
+    assert withdrawn is True
+    assert isinstance(written, ChronicumNotFound)
+    with pytest.raises(ChronicumNotFound):
+        store.get(chronicum_id)
+    assert sequence_numbers(store, chronicum_id) == []
+    assert store.database["chronica"].find_one({"_id": chronicum_id}) == {
+        "_id": chronicum_id,
+        "owner_digest": owner_digest("ardian"),
+    }

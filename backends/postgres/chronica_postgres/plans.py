@@ -802,6 +802,21 @@ class Plans:
         check_row("postgres: reopen chronicum", "chronicum id", chronicum.id, rows[0][0])
         return True
 
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> Plan[Operation, bool]:
+        """Turn the chronicum into its marker holding ``owner_digest`` if it holds no acta; one UPDATE.
+
+        Returns whether it did (``False``: it holds acta, is missing or a marker; nothing
+        changed). Raises ``StoreError``.
+        """
+        if "\x00" in chronicum_id:
+            return False
+        statement = Statement(self.statements.withdraw, (owner_digest, chronicum_id))
+        rows = yield from self.write(statement, "withdraw chronicum", chronicum_id)
+        if not rows:
+            return False
+        check_row("postgres: withdraw chronicum", "chronicum id", chronicum_id, rows[0][0])
+        return True
+
     def erasure(
         self, chronicum_id: str, owner_digest: str, idle_before: datetime | None = None
     ) -> Transaction:

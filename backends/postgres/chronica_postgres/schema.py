@@ -339,6 +339,13 @@ _EXTRA_VALUES = "%s::text, %s::text, %s::bytea, %s::text"
 _LIVE = "erased_owner_digest IS NULL"
 """The predicate of a live chronicum's row (not an erased chronicum's marker)."""
 
+_MARKER = (
+    f"owner_id = NULL, started_at = '{EPOCH}', last_actum_at = NULL, last_seq = 0, "
+    "erased_owner_digest = %s, forked_from_id = NULL, forked_from_actum = NULL, "
+    "lineage_ids = NULL, lineage_after = NULL, lineage_upto = NULL, summaries = 0, shaped = false"
+)
+"""The ``SET`` list turning a chronicum's row into its marker; parameter: the owner digest."""
+
 _STORED_COLUMNS = ", ".join(f"stored.{column}" for column in ACTUM_COLUMNS.split(", "))
 """:data:`ACTUM_COLUMNS` of the ``acta`` row named ``stored``."""
 
@@ -615,17 +622,26 @@ class Statements:
                 DELETE FROM {{schema}}.acta WHERE chronicum_id IN (SELECT doomed_id FROM doomed)
                 RETURNING seq
             ), marked AS (
-                UPDATE {{schema}}.chronica
-                SET owner_id = NULL, started_at = '{EPOCH}', last_actum_at = NULL, last_seq = 0,
-                    erased_owner_digest = %s, forked_from_id = NULL, forked_from_actum = NULL,
-                    lineage_ids = NULL, lineage_after = NULL, lineage_upto = NULL, summaries = 0,
-                    shaped = false
+                UPDATE {{schema}}.chronica SET {_MARKER}
                 FROM doomed
                 WHERE id = doomed.doomed_id AND {_LIVE}
                 RETURNING id{{channel}}
             )
             SELECT id, (SELECT count(*) FROM erased), (SELECT count(*) FROM marked) FROM marked
             WHERE id = %s
+            """,
+            channel=erasure_channel,
+        )
+        # Parameters: owner digest, chronicum id. Turns the live chronicum into its marker if it
+        # holds no acta (`last_seq` 0; a plain one, not a fork). A writer moves `last_seq` under
+        # the row's lock, and read committed re-evaluates a row updated meanwhile, so an actum
+        # that landed first keeps it. One row (the chronicum id) when it did; none otherwise.
+        self.withdraw = self._compose(
+            quoted,
+            f"""
+            UPDATE {{schema}}.chronica SET {_MARKER}
+            WHERE id = %s AND {_LIVE} AND last_seq = 0 AND forked_from_id IS NULL
+            RETURNING id{{channel}}
             """,
             channel=erasure_channel,
         )

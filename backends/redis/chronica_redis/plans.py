@@ -598,6 +598,22 @@ class RedisPlans:
         )
         return bool(reopened == 1)
 
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> Plan[Operation, bool]:
+        """Turn the chronicum into its marker if it holds no acta (one script), then drop its index entries.
+
+        An append moves ``seq`` in its own script on the chronicum's slot, so the script sees every
+        actum that landed. Returns whether it withdrew the chronicum (``False``: it holds acta, is
+        missing, a marker or a fork; nothing changed).
+        """
+        where = "withdraw chronicum"
+        keys = self.keys_of(chronicum_id)
+        arguments = (owner_digest, chronicum_id, self.channel)
+        started = yield from self.run(Run(scripts.WITHDRAW, keys.every_key(), arguments, writes=True), where)
+        if started is None:
+            return False
+        yield from self._unindex(chronicum_id, owner_digest, started, where)
+        return True
+
     def chronica_of(
         self, chronicum_ids: Sequence[str], where: str
     ) -> Plan[Operation, list[Chronicum | None]]:

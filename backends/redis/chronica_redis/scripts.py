@@ -27,6 +27,7 @@ __all__ = [
     "RECORD",
     "REOPEN",
     "WINDOW",
+    "WITHDRAW",
     "Script",
 ]
 
@@ -320,5 +321,21 @@ redis.call('DEL', KEYS[1])
 local time = redis.call('TIME')
 redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'started', ARGV[3], 'seq', 0, 'v', time[1] .. time[2])
 return 1
+""",
+)
+
+WITHDRAW: Final = Script(
+    "withdraw",
+    """
+-- KEYS: the chronicum's 19 keys (hash first; see ChronicumKeys.every_key). ARGV: owner digest,
+-- chronicum id, channel. Turns a live chronicum that holds no acta (and is no fork) into its
+-- marker, as ERASE does. Returns its 'started' when it did; false (nil) otherwise, nothing done.
+local chronicum = redis.call('HMGET', KEYS[1], 'owner', 'started', 'seq', 'base')
+if not chronicum[1] or chronicum[3] ~= '0' or chronicum[4] then return false end
+local followed = redis.call('EXISTS', KEYS[4])
+redis.call('DEL', unpack(KEYS))
+redis.call('HSET', KEYS[1], 'erased', ARGV[1])
+if followed == 1 then redis.call('PUBLISH', ARGV[3], ARGV[2]) end
+return chronicum[2]
 """,
 )

@@ -40,7 +40,7 @@ from chronica_core.store import ListingPosition
 from chronica_sqlalchemy.acta_rows import ACTOR_KINDS, KINDS, actum_of, chronicum_columns, chronicum_of
 from chronica_sqlalchemy.dialects import StoreDialect, store_dialect_class
 from chronica_sqlalchemy.dialects.postgresql import follow_channel
-from chronica_sqlalchemy.erasure import Erasure
+from chronica_sqlalchemy.erasure import EMPTIED, Erasure
 from chronica_sqlalchemy.history import HistoryPlans
 from chronica_sqlalchemy.migrations import Migrations
 from chronica_sqlalchemy.schema import SCHEMA_VERSION, Identifier, Tables, UTCDateTime
@@ -162,6 +162,13 @@ class Plans:
             ).where(acta.c.chronicum_id == bindparam("chronicum_id"), acta.c.id == bindparam("actum_id")),
         )
         self._reopen = self.rules.returning(reopen, chronica.c.id)
+        empty = (chronica.c.last_seq == 0, chronica.c.forked_from_id.is_(None))  # a plain one, no acta
+        withdraw = (
+            update(chronica)
+            .where(by_id, live, *empty)
+            .values(**EMPTIED, owner_digest=bindparam("digest", type_=Identifier()))
+        )
+        self._withdraw = self.rules.returning(withdraw, *self.rules.notify((chronica.c.id,)))
         listing = select(*self._chronicum_columns).where(chronica.c.owner_id == bindparam("owner"), live)
         after = self.rules.after(
             bindparam("after_at", type_=UTCDateTime()), bindparam("after_id", type_=Identifier())
@@ -267,6 +274,15 @@ class Plans:
         return translated(
             "record summary", again_if_disconnected(lambda: self._summary(actum, first, last, version, key))
         )
+
+    def withdraw(self, chronicum_id: str, owner_digest: str) -> Plan[Step, bool]:
+        """Turn the chronicum into its marker if it holds no acta; one ``UPDATE``.
+
+        A writer moves ``last_seq`` under the row's lock in the transaction that appends, so the
+        ``UPDATE``, which waits for that lock, sees every actum that landed. Returns whether it
+        withdrew the chronicum (``False``: it holds acta, is missing or a marker; nothing changed).
+        """
+        return translated("withdraw chronicum", self._withdraw_empty(chronicum_id, owner_digest))
 
     def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Step, bool]:
         """Turn the marker of ``chronicum.id`` holding ``owner_digest`` into ``chronicum``; one ``UPDATE``.
@@ -462,16 +478,27 @@ class Plans:
             "last": chronicum.last_actum_at,
             "active": chronicum.last_actum_at or chronicum.started_at,
         }
-        reopened: CursorResult[Any] = yield execute(
-            self._reopen, parameters, write=True, autocommit=self.autocommit
+        return (yield from self._update_one(self._reopen, parameters, "reopen chronicum"))
+
+    def _withdraw_empty(self, chronicum_id: str, owner_digest: str) -> Plan[Step, bool]:
+        parameters = {"chronicum_id": chronicum_id, "digest": owner_digest}
+        return (yield from self._update_one(self._withdraw, parameters, "withdraw chronicum"))
+
+    def _update_one(self, statement: Executable, parameters: dict[str, Any], what: str) -> Plan[Step, bool]:
+        """Run an ``UPDATE`` of the row of ``parameters["chronicum_id"]``; commit it if it changed the row.
+
+        Returns whether it did (``False``: no row matched; rolled back).
+        """
+        updated: CursorResult[Any] = yield execute(
+            statement, parameters, write=True, autocommit=self.autocommit
         )
         if self.dialect.update_returning:
-            row: Any = reopened.first()
+            row: Any = updated.first()
             if row is not None:
-                check_row("sqlalchemy: reopen chronicum", "chronicum id", chronicum.id, row[0])
+                check_row(f"sqlalchemy: {what}", "chronicum id", parameters["chronicum_id"], row[0])
             done = row is not None
         else:
-            done = reopened.rowcount == 1
+            done = updated.rowcount == 1
         yield COMMIT if done else ROLLBACK
         return done
 
