@@ -644,7 +644,10 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 
 def _duration(text: str) -> timedelta:
-    """Parse ``--idle-for``: a whole number over 0 and a unit (``90d``, ``12h``, ``30m``, ``45s``, ``2w``)."""
+    """Parse ``--idle-for``: a whole number over 0 and a unit (``90d``, ``12h``, ``30m``, ``45s``, ``2w``).
+
+    A duration reaching back before year 1 is "too long": it names no moment to erase before.
+    """
     match = _DURATION.fullmatch(text.strip())
     if match is None:
         raise argparse.ArgumentTypeError(f"expected a duration such as 90d, 12h, 30m or 2w, got {text!r}")
@@ -652,9 +655,12 @@ def _duration(text: str) -> timedelta:
     if count == 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {text!r}")
     try:
-        return timedelta(**{_UNITS[match["unit"]]: count})
+        duration = timedelta(**{_UNITS[match["unit"]]: count})
     except OverflowError:
-        raise argparse.ArgumentTypeError(f"too long, got {text!r}") from None
+        duration = timedelta.max
+    if duration >= datetime.now(UTC) - datetime.min.replace(tzinfo=UTC):
+        raise argparse.ArgumentTypeError(f"too long, got {text!r}")
+    return duration
 
 
 def _newest_count(text: str) -> int:

@@ -999,6 +999,9 @@ def test_erase_idle_on_a_terminal_asks_for_erase_idle(
         (["lunch", "--yes"], "chronica erase: the following argument is required: --owner"),
         (["--idle-for", "90", "--yes"], "argument --idle-for: expected a duration such as 90d"),
         (["--idle-for", "0d", "--yes"], "argument --idle-for: must be more than 0"),
+        (["--idle-for", "99999999999d", "--yes"], "argument --idle-for: too long, got '99999999999d'"),
+        (["--idle-for", "999999d", "--yes"], "argument --idle-for: too long, got '999999d'"),
+        (["--idle-for", "999999d", "--dry-run"], "argument --idle-for: too long, got '999999d'"),
         (["--idle-for", "3d"], "chronica erase: refusing to erase without confirmation"),
     ],
 )
