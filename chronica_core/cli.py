@@ -1044,8 +1044,30 @@ def _interrupt_once() -> None:
     signal.signal(signal.SIGINT, interrupted)
 
 
+_COMMAND_OPTIONS = ("--store", "--option", "--owner", "--json")
+"""Options of the commands that a person may put before the command's name by mistake."""
+
+
+def _misplaced_option(words: list[str]) -> str | None:
+    """Say where a command's option goes when it comes before the command's name, else ``None``.
+
+    argparse would take the option's value, a store URL with its password, for the command's
+    name and print it.
+    """
+    option = words[0].partition("=")[0] if words else ""
+    if option not in _COMMAND_OPTIONS:
+        return None
+    named = [word for word in words if word in _WITH_CHRONICARIUS or word in _WITHOUT_CHRONICARIUS]
+    command = named[0] if named else "COMMAND"
+    return f"{option} goes after the command: chronica {command} {option} ... (see chronica {command} --help)"
+
+
 def _main(words: list[str], out: TextIO | None) -> int:
     """:func:`main`, given the words after ``chronica``."""
+    misplaced = _misplaced_option(words)
+    if misplaced is not None:
+        print(f"chronica: {misplaced}", file=sys.stderr)
+        return EXIT_USAGE
     if words and words[0] not in _WITH_CHRONICARIUS and words[0] not in _WITHOUT_CHRONICARIUS:
         points = plugin_commands()
         if words[0] in points or words[0] in _OWN_PLUGIN_COMMANDS:

@@ -52,6 +52,28 @@ def test_a_password_in_the_store_url_is_never_printed() -> None:
     assert "s3cret" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["--store", "memory://ardian:s3cret@localhost", "list", "--owner", "ardian"], "--store"),
+        (["--store=memory://ardian:s3cret@localhost", "list", "--owner", "ardian"], "--store"),
+        (["--owner", "ardian", "list"], "--owner"),
+    ],
+)
+def test_a_command_option_before_the_command_names_where_it_goes(words: list[str], message: str) -> None:
+    """``chronica --store URL list`` is refused, saying where the option goes, without the URL.
+
+    argparse took the URL for the command's name and printed it, password and all."""
+    result = chronica(*words, store=None)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"chronica: {message} goes after the command: chronica list {message} ... "
+        "(see chronica list --help)\n"
+    )
+    assert result.stdout == ""
+    assert "s3cret" not in result.stderr
+
+
 def test_demo_tells_the_dinner_story() -> None:
     result = chronica("demo")
     assert result.returncode == 0, result.stderr
