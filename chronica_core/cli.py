@@ -644,7 +644,10 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 
 def _duration(text: str) -> timedelta:
-    """Parse ``--idle-for``: a whole number over 0 and a unit (``90d``, ``12h``, ``30m``, ``45s``, ``2w``)."""
+    """Parse ``--idle-for``: a whole number over 0 and a unit (``90d``, ``12h``, ``30m``, ``45s``, ``2w``).
+
+    A duration reaching back before year 1 is "too long": it names no moment to erase before.
+    """
     match = _DURATION.fullmatch(text.strip())
     if match is None:
         raise argparse.ArgumentTypeError(f"expected a duration such as 90d, 12h, 30m or 2w, got {text!r}")
@@ -652,9 +655,12 @@ def _duration(text: str) -> timedelta:
     if count == 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {text!r}")
     try:
-        return timedelta(**{_UNITS[match["unit"]]: count})
+        duration = timedelta(**{_UNITS[match["unit"]]: count})
     except OverflowError:
-        raise argparse.ArgumentTypeError(f"too long, got {text!r}") from None
+        duration = timedelta.max
+    if duration >= datetime.now(UTC) - datetime.min.replace(tzinfo=UTC):
+        raise argparse.ArgumentTypeError(f"too long, got {text!r}")
+    return duration
 
 
 def _newest_count(text: str) -> int:
@@ -1038,8 +1044,30 @@ def _interrupt_once() -> None:
     signal.signal(signal.SIGINT, interrupted)
 
 
+_COMMAND_OPTIONS = ("--store", "--option", "--owner", "--json")
+"""Options of the commands that a person may put before the command's name by mistake."""
+
+
+def _misplaced_option(words: list[str]) -> str | None:
+    """Say where a command's option goes when it comes before the command's name, else ``None``.
+
+    argparse would take the option's value, a store URL with its password, for the command's
+    name and print it.
+    """
+    option = words[0].partition("=")[0] if words else ""
+    if option not in _COMMAND_OPTIONS:
+        return None
+    named = [word for word in words if word in _WITH_CHRONICARIUS or word in _WITHOUT_CHRONICARIUS]
+    command = named[0] if named else "COMMAND"
+    return f"{option} goes after the command: chronica {command} {option} ... (see chronica {command} --help)"
+
+
 def _main(words: list[str], out: TextIO | None) -> int:
     """:func:`main`, given the words after ``chronica``."""
+    misplaced = _misplaced_option(words)
+    if misplaced is not None:
+        print(f"chronica: {misplaced}", file=sys.stderr)
+        return EXIT_USAGE
     if words and words[0] not in _WITH_CHRONICARIUS and words[0] not in _WITHOUT_CHRONICARIUS:
         points = plugin_commands()
         if words[0] in points or words[0] in _OWN_PLUGIN_COMMANDS:

@@ -118,13 +118,20 @@ class DerivedKeys:
 
     Raises:
         InvalidOption: a key id that is not 1 to 64 characters of ``[A-Za-z0-9._-]``, a master
-            key shorter than 32 bytes, or a ``current`` not among ``master_keys``.
+            key that is not ``bytes`` or is shorter than 32 bytes, or a ``current`` not among
+            ``master_keys``.
     """
 
     def __init__(self, master_keys: Mapping[str, bytes], current: str) -> None:
         for key_id, master in master_keys.items():
             _checked_key_id(key_id)
-            if not isinstance(master, bytes) or len(master) < KEY_BYTES:
+            if not isinstance(master, bytes):
+                raise InvalidOption(
+                    "encryption",
+                    "master_keys",
+                    f"key {key_id!r} must be bytes, not {type(master).__name__} (decode a text key first)",
+                )
+            if len(master) < KEY_BYTES:
                 raise InvalidOption("encryption", "master_keys", f"key {key_id!r} must be at least 32 bytes")
         if current not in master_keys:
             raise InvalidOption("encryption", "current", f"{current!r} is not among the master keys")

@@ -11,7 +11,7 @@ and an erased id is never reused by another owner (the same rules as ``erase_chr
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from chronica_core.erasure import owner_digest
@@ -35,12 +35,21 @@ def last_activity(chronicum: Chronicum) -> datetime:
 def idle_before(before: object) -> datetime:
     """Check the moment retention erases before: a timezone-aware ``datetime``.
 
+    Returns:
+        The same moment in UTC.
+
     Raises:
-        InvalidQuery: (``field="before"``) anything else: a naive datetime, a str, ``None``.
+        InvalidQuery: (``field="before"``) anything else: a naive datetime, a str, ``None``, or
+            a moment with no UTC ``datetime`` (before year 1 or after year 9999 once in UTC).
     """
     if not isinstance(before, datetime) or before.tzinfo is None or before.utcoffset() is None:
         raise InvalidQuery("before", f"a timezone-aware datetime, not {before!r}")
-    return before
+    try:
+        return before.astimezone(UTC)
+    except OverflowError:
+        raise InvalidQuery(
+            "before", f"{before.isoformat()} is out of range in UTC (years 1 to 9999)"
+        ) from None
 
 
 def erase_idle(

@@ -52,6 +52,28 @@ def test_a_password_in_the_store_url_is_never_printed() -> None:
     assert "s3cret" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["--store", "memory://ardian:s3cret@localhost", "list", "--owner", "ardian"], "--store"),
+        (["--store=memory://ardian:s3cret@localhost", "list", "--owner", "ardian"], "--store"),
+        (["--owner", "ardian", "list"], "--owner"),
+    ],
+)
+def test_a_command_option_before_the_command_names_where_it_goes(words: list[str], message: str) -> None:
+    """``chronica --store URL list`` is refused, saying where the option goes, without the URL.
+
+    argparse took the URL for the command's name and printed it, password and all."""
+    result = chronica(*words, store=None)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"chronica: {message} goes after the command: chronica list {message} ... "
+        "(see chronica list --help)\n"
+    )
+    assert result.stdout == ""
+    assert "s3cret" not in result.stderr
+
+
 def test_demo_tells_the_dinner_story() -> None:
     result = chronica("demo")
     assert result.returncode == 0, result.stderr
@@ -999,6 +1021,9 @@ def test_erase_idle_on_a_terminal_asks_for_erase_idle(
         (["lunch", "--yes"], "chronica erase: the following argument is required: --owner"),
         (["--idle-for", "90", "--yes"], "argument --idle-for: expected a duration such as 90d"),
         (["--idle-for", "0d", "--yes"], "argument --idle-for: must be more than 0"),
+        (["--idle-for", "99999999999d", "--yes"], "argument --idle-for: too long, got '99999999999d'"),
+        (["--idle-for", "999999d", "--yes"], "argument --idle-for: too long, got '999999d'"),
+        (["--idle-for", "999999d", "--dry-run"], "argument --idle-for: too long, got '999999d'"),
         (["--idle-for", "3d"], "chronica erase: refusing to erase without confirmation"),
     ],
 )

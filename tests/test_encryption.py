@@ -111,6 +111,15 @@ def test_derived_keys_rotate_by_master_key_and_cannot_be_destroyed() -> None:
         DerivedKeys({"no spaces": b"a" * 32}, current="no spaces")
 
 
+@pytest.mark.parametrize("master", ["k" * 44, bytearray(32), None])
+def test_a_master_key_that_is_not_bytes_is_refused_by_its_type(master: object) -> None:
+    """A base64 text from a secret manager is 44 characters: "at least 32 bytes" would mislead."""
+    with pytest.raises(InvalidOption) as refused:
+        DerivedKeys({"2026a": master}, current="2026a")  # type: ignore[dict-item]
+    assert refused.value.option == "master_keys"
+    assert f"key '2026a' must be bytes, not {type(master).__name__}" in str(refused.value)
+
+
 def test_erasing_an_owner_destroys_their_keys_and_what_a_backup_kept_no_longer_opens() -> None:
     keys = MemoryKeys()
     inner = MemoryStore()

@@ -6,7 +6,7 @@ whatever else shares the database.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -185,3 +185,24 @@ class RetentionContract(SuiteBase):
             harness.perform(rules_call("erase_idle", before=naive, owner_id=owner))
         assert refused.value.field == "before"
         assert ids(harness.get_acta(owner, chronicum_id)) != []
+
+    @pytest.mark.parametrize(
+        "before",
+        [
+            datetime.min.replace(tzinfo=timezone(timedelta(hours=5))),
+            datetime.max.replace(tzinfo=timezone(timedelta(hours=-5))),
+        ],
+        ids=["before-year-1-in-utc", "after-year-9999-in-utc"],
+    )
+    def test_retention_refuses_a_moment_outside_the_utc_range(
+        self, retention_harness: Harness, before: datetime
+    ) -> None:
+        """A ``before`` with no UTC ``datetime`` is InvalidQuery(field="before"), nothing erased."""
+        harness = retention_harness
+        owner, chronicum_id = new_owner(), new_id("out-of-range")
+        harness.record_actum(owner, make_actum(chronicum_id, "kept"))
+        for dry_run in (True, False):
+            with pytest.raises(InvalidQuery) as refused:
+                harness.perform(rules_call("erase_idle", before=before, owner_id=owner, dry_run=dry_run))
+            assert refused.value.field == "before"
+        assert [actum.content for actum in harness.get_acta(owner, chronicum_id)] == ["kept"]

@@ -1,6 +1,7 @@
 """The store's URLs and options: which server or cluster, and how the store treats it.
 
-- ``redis://[user:password@]host[:port][/db]`` and ``rediss://`` (TLS): one server.
+- ``redis://[user:password@]host[:port][/db]`` and ``rediss://`` (TLS): one server; ``db`` is a
+  number (redis-py would read ``/abc`` as database 0, so the store refuses it).
 - ``redis+cluster://[user:password@]host[:port][,host[:port]...]`` and ``rediss+cluster://``: a
   Redis Cluster, found from any of the hosts named (the others are found from it). A cluster has
   only database 0.
@@ -135,6 +136,12 @@ def _target(url: str) -> tuple[Target, dict[str, str]]:
     ours = {name: value for name, value in query if name in STORE_OPTIONS}
     rest = urlencode([(name, value) for name, value in query if name not in STORE_OPTIONS])
     if scheme not in CLUSTER_SCHEMES:
+        database = parts.path.removeprefix("/")
+        if database and not (database.isascii() and database.isdecimal()):
+            raise StoreError(
+                "redis: open",
+                f"the database in a redis:// URL is a number (redis://host:6379/0), not {database!r}",
+            )
         return Target(False, parts._replace(query=rest).geturl()), ours
     credentials, _, hosts = parts.netloc.rpartition("@")
     named = [host for host in hosts.split(",") if host]

@@ -151,6 +151,18 @@ def test_urls() -> None:
         RedisStore("memcached://127.0.0.1:1")
 
 
+@pytest.mark.parametrize(
+    "url", ["redis://127.0.0.1:1/abc", "rediss://127.0.0.1:1/1/2", "redis://127.0.0.1:1/-1"]
+)
+def test_a_database_that_is_not_a_number_is_refused_at_open(url: str) -> None:
+    """redis-py reads ``/abc`` as database 0 and ``/1/2`` as 12: the store refuses both, naming the path."""
+    for opener in (open_store, open_async_store):
+        with pytest.raises(StoreError) as refused:
+            opener(url, socket_connect_timeout=1)
+        assert refused.value.where == "redis: open"
+        assert "the database in a redis:// URL is a number" in str(refused.value)
+
+
 def test_an_unreachable_server_is_a_store_error_at_open_with_the_password_hidden() -> None:
     with pytest.raises(StoreError) as refused:
         open_store("redis://:s3cret-pw@127.0.0.1:1/0", socket_connect_timeout=1)
