@@ -210,10 +210,7 @@ class Chronicarius(_Keeper[Store]):
         """
         shape = (
             None  # the usual window
-            if before is None
-            and newest_first is False
-            and view is _SUMMARIZED
-            and tool_exchanges is _WHOLE
+            if before is None and newest_first is False and view is _SUMMARIZED and tool_exchanges is _WHOLE
             else (before, newest_first, view, tool_exchanges)
         )
         plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n, shape)
@@ -548,10 +545,7 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         """See :meth:`Chronicarius.get_acta`."""
         shape = (
             None  # the usual window
-            if before is None
-            and newest_first is False
-            and view is _SUMMARIZED
-            and tool_exchanges is _WHOLE
+            if before is None and newest_first is False and view is _SUMMARIZED and tool_exchanges is _WHOLE
             else (before, newest_first, view, tool_exchanges)
         )
         plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n, shape)
