@@ -40,6 +40,10 @@ StoreFlavour = TypeVar("StoreFlavour", Store, AsyncStore)
 
 _OPERATIONS = ("create", "get", "record", "acta")
 
+_SUMMARIZED, _WHOLE = View.SUMMARIZED, ToolExchanges.WHOLE
+"""The default view and tool exchanges, looked up once: every ``get_acta`` compares with them, and
+an enum member read off its class goes through the enum's metaclass each time."""
+
 Result = TypeVar("Result")
 
 
@@ -208,10 +212,7 @@ class Chronicarius(_Keeper[Store]):
         """
         shape = (
             None  # the usual window
-            if before is None
-            and newest_first is False
-            and view is View.SUMMARIZED
-            and tool_exchanges is ToolExchanges.WHOLE
+            if before is None and newest_first is False and view is _SUMMARIZED and tool_exchanges is _WHOLE
             else (before, newest_first, view, tool_exchanges)
         )
         plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n, shape)
@@ -547,10 +548,7 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         """See :meth:`Chronicarius.get_acta`."""
         shape = (
             None  # the usual window
-            if before is None
-            and newest_first is False
-            and view is View.SUMMARIZED
-            and tool_exchanges is ToolExchanges.WHOLE
+            if before is None and newest_first is False and view is _SUMMARIZED and tool_exchanges is _WHOLE
             else (before, newest_first, view, tool_exchanges)
         )
         plan = self._rules.get_acta(owner_id, chronicum_id, actum_kinds, actor_kinds, last_n, shape)
