@@ -339,16 +339,23 @@ def test_another_owners_session_answers_like_a_missing_one(store_target: StoreTa
     run_on(store_target, body)
 
 
+class CountingChronicarius(AsyncChronicarius):
+    """Notes the ``last_n`` of every window it reads in ``reads``."""
+
+    def __init__(self, store: AsyncMemoryStore, reads: list[int]) -> None:
+        super().__init__(store)
+        self.reads = reads
+
+    async def get_acta(self, owner_id: str, chronicum_id: str, **query: Any) -> Any:
+        self.reads.append(query.get("last_n", 0))
+        return await super().get_acta(owner_id, chronicum_id, **query)
+
+
 def test_get_items_with_a_limit_reads_a_window_not_the_whole_history() -> None:
     reads: list[int] = []
 
-    class CountingChronicarius(AsyncChronicarius):
-        async def get_acta(self, owner_id: str, chronicum_id: str, **query: Any) -> Any:
-            reads.append(query.get("last_n", 0))
-            return await super().get_acta(owner_id, chronicum_id, **query)
-
     async def body() -> None:
-        session = session_on(CountingChronicarius(AsyncMemoryStore()))
+        session = session_on(CountingChronicarius(AsyncMemoryStore(), reads))
         items = numbered(500)
         await session.add_items(items)
         assert await session.get_items(10) == items[-10:]
@@ -366,13 +373,8 @@ def test_get_items_with_a_limit_reads_a_window_not_the_whole_history() -> None:
 def test_a_window_after_a_turn_taken_back_is_read_once() -> None:
     reads: list[int] = []
 
-    class CountingChronicarius(AsyncChronicarius):
-        async def get_acta(self, owner_id: str, chronicum_id: str, **query: Any) -> Any:
-            reads.append(query.get("last_n", 0))
-            return await super().get_acta(owner_id, chronicum_id, **query)
-
     async def body() -> None:
-        session = session_on(CountingChronicarius(AsyncMemoryStore()))
+        session = session_on(CountingChronicarius(AsyncMemoryStore(), reads))
         items = numbered(30)
         await session.add_items(items)
         assert await session.pop_item() == items[-1]  # the answer
