@@ -293,6 +293,8 @@ class MemoryStore(
             entry = self._entries.get(chronicum_id)
             if entry is None:
                 return False
+            if len(entry.lineage) > 1:  # a fork (its ancestors' segments, then its own) is never withdrawn
+                return False
             with entry.lock:  # writers append under it: none is halfway
                 if entry.acta:
                     return False

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from conflicting import DriverConflict, driver_conflict
 
 from chronica_core import (
     ActorKind,
@@ -23,19 +24,6 @@ from chronica_core import (
 from chronica_core.conflicts import CONFLICT_TRIES, FIRST_PAUSE, LONGEST_PAUSE, conflict_pauses
 
 
-class DriverConflict(Exception):
-    """Stands in for a driver's serialization failure."""
-
-
-def _conflict() -> StoreConflict:
-    try:
-        raise DriverConflict("could not serialize access due to concurrent update")
-    except DriverConflict as error:
-        conflict = StoreConflict("test: record actum", str(error))
-        conflict.__cause__ = error
-        return conflict
-
-
 class ConflictingStore(MemoryStore):
     """A memory store whose ``record`` conflicts its first ``conflicts`` times (``None``: always)."""
 
@@ -47,7 +35,7 @@ class ConflictingStore(MemoryStore):
         self.tries += 1
         if self.conflicts is None or self.tries <= self.conflicts:
             if self.failure is StoreConflict:
-                raise _conflict()
+                raise driver_conflict()
             raise self.failure("test: record actum", "connection lost")
         return super().record(actum)
 
@@ -62,7 +50,7 @@ class AsyncConflictingStore(AsyncMemoryStore):
     async def record(self, actum: Actum) -> Actum:
         self.tries += 1
         if self.conflicts is None or self.tries <= self.conflicts:
-            raise _conflict()
+            raise driver_conflict()
         return await super().record(actum)
 
 
@@ -139,7 +127,7 @@ def test_a_conflicting_read_is_tried_again() -> None:
         def get(self, chronicum_id: str) -> Any:
             self.tries += 1
             if self.tries <= 2:
-                raise _conflict()
+                raise driver_conflict()
             return super().get(chronicum_id)
 
     store = ConflictingReads()

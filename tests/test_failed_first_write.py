@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from conflicting import DriverConflict, driver_conflict
 
 from chronica_core import (
     ActorKind,
@@ -28,16 +29,6 @@ from chronica_core import (
 from chronica_core.conflicts import CONFLICT_TRIES
 
 
-class DriverConflict(Exception):
-    """Stands in for a driver's serialization failure."""
-
-
-def _conflict() -> StoreConflict:
-    conflict = StoreConflict("test: record actum", "could not serialize access")
-    conflict.__cause__ = DriverConflict("could not serialize access")
-    return conflict
-
-
 class ConflictingStore(MemoryStore):
     """A memory store whose writes always conflict; ``landing`` lets another writer's actum in first.
 
@@ -54,7 +45,7 @@ class ConflictingStore(MemoryStore):
         self.tries += 1
         if self.landing and self.tries == 1:  # another writer's actum lands meanwhile
             super().record(acta[0])
-        raise _conflict()
+        raise driver_conflict("could not serialize access")
 
     def record(self, actum: Actum) -> Actum:
         if self.failing:
@@ -87,7 +78,7 @@ class AsyncConflictingStore(AsyncMemoryStore):
 
     async def record(self, actum: Actum) -> Actum:
         self.tries += 1
-        raise _conflict()
+        raise driver_conflict("could not serialize access")
 
 
 @pytest.fixture(autouse=True)

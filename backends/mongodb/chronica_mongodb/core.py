@@ -967,7 +967,7 @@ class MongoCore:
         when no live chronicum of that id matches.
         """
         marked = yield from self._mark(chronicum_id, owner_digest, where, condition)
-        if not marked:
+        if marked is None:
             raise ChronicumNotFound(chronicum_id)
         forks: list[dict[str, Any]] = yield from self._run(
             Command(
@@ -981,7 +981,7 @@ class MongoCore:
         )
         chronica, acta = 1, 0
         for fork in forks:
-            if (yield from self._mark(fork["_id"], owner_digest, where)):
+            if (yield from self._mark(fork["_id"], owner_digest, where)) is not None:
                 chronica += 1
                 acta += yield from self._finish_erasure(fork["_id"], owner_digest, where)
         acta += yield from self._finish_erasure(chronicum_id, owner_digest, where)
@@ -989,9 +989,12 @@ class MongoCore:
 
     def _mark(
         self, chronicum_id: str, owner_digest: str, where: str, condition: Mapping[str, Any] | None = None
-    ) -> Plan[Command, bool]:
-        """Replace the live chronicum's document with its unfinished marker; return whether it was."""
-        before = yield from self._run(
+    ) -> Plan[Command, dict[str, Any] | None]:
+        """Replace the live chronicum's document with its unfinished marker; return the document it was.
+
+        ``None`` when no live chronicum of that id (matching ``condition``) was there.
+        """
+        before: dict[str, Any] | None = yield from self._run(
             Command(
                 CHRONICA,
                 "find_one_and_replace",
@@ -999,20 +1002,18 @@ class MongoCore:
                     {**(condition or {}), "_id": chronicum_id, "owner_id": _LIVE},
                     {"owner_digest": owner_digest, UNFINISHED: True},
                 ),
-                {"projection": {"_id": 1}},
             ),
             where,
         )
-        if before is None:
-            return False
-        check_row(f"mongodb: {where}", "chronicum id", chronicum_id, before.get("_id"))
-        self._forget(chronicum_id)
-        return True
+        if before is not None:
+            check_row(f"mongodb: {where}", "chronicum id", chronicum_id, before.get("_id"))
+            self._forget(chronicum_id)
+        return before
 
-    def _finish_erasure(self, chronicum_id: str, owner_digest: str, where: str) -> Plan[Command, int]:
-        """Claim, count and delete the acta of a marker's chronicum, then mark the marker finished."""
+    def _claim_acta(self, chronicum_id: str, where: str) -> Plan[Command, tuple[ObjectId, int]]:
+        """Claim the chronicum's acta no erasure claimed yet; return the claim's token and how many."""
         token = ObjectId()
-        yield from self._run(
+        claimed = yield from self._run(
             Command(
                 ACTA,
                 "update_many",
@@ -1020,6 +1021,11 @@ class MongoCore:
             ),
             where,
         )
+        return token, int(claimed.modified_count)
+
+    def _finish_erasure(self, chronicum_id: str, owner_digest: str, where: str) -> Plan[Command, int]:
+        """Claim, count and delete the acta of a marker's chronicum, then mark the marker finished."""
+        token, _ = yield from self._claim_acta(chronicum_id, where)
         counted: list[dict[str, Any]] = yield from self._run(
             Command(
                 ACTA,
@@ -1129,32 +1135,12 @@ class MongoCore:
         )
         if held is not None:
             return False
-        before: dict[str, Any] | None = yield from self._run(
-            Command(
-                CHRONICA,
-                "find_one_and_replace",
-                (
-                    {"_id": chronicum_id, "owner_id": _LIVE, "lineage": {"$exists": False}},
-                    {"owner_digest": owner_digest, UNFINISHED: True},
-                ),
-            ),
-            where,
-        )
+        before = yield from self._mark(chronicum_id, owner_digest, where, {"lineage": {"$exists": False}})
         if before is None:
             return False
-        check_row(f"mongodb: {where}", "chronicum id", chronicum_id, before.get("_id"))
-        self._forget(chronicum_id)
-        token = ObjectId()
-        claimed = yield from self._run(
-            Command(
-                ACTA,
-                "update_many",
-                ({"chronicum_id": chronicum_id, ERASING: _UNCLAIMED}, {"$set": {ERASING: token}}),
-            ),
-            where,
-        )
+        token, claimed = yield from self._claim_acta(chronicum_id, where)
         marker = {"_id": chronicum_id, "owner_digest": owner_digest, UNFINISHED: True}
-        if claimed.modified_count == 0:
+        if claimed == 0:
             yield from self._run(
                 Command(CHRONICA, "update_one", (marker, {"$unset": {UNFINISHED: ""}})), where
             )

@@ -282,7 +282,10 @@ class Plans:
         ``UPDATE``, which waits for that lock, sees every actum that landed. Returns whether it
         withdrew the chronicum (``False``: it holds acta, is missing or a marker; nothing changed).
         """
-        return translated("withdraw chronicum", self._withdraw_empty(chronicum_id, owner_digest))
+        parameters = {"chronicum_id": chronicum_id, "digest": owner_digest}
+        return translated(
+            "withdraw chronicum", self._update_one(self._withdraw, parameters, "withdraw chronicum")
+        )
 
     def reopen(self, chronicum: Chronicum, owner_digest: str) -> Plan[Step, bool]:
         """Turn the marker of ``chronicum.id`` holding ``owner_digest`` into ``chronicum``; one ``UPDATE``.
@@ -479,10 +482,6 @@ class Plans:
             "active": chronicum.last_actum_at or chronicum.started_at,
         }
         return (yield from self._update_one(self._reopen, parameters, "reopen chronicum"))
-
-    def _withdraw_empty(self, chronicum_id: str, owner_digest: str) -> Plan[Step, bool]:
-        parameters = {"chronicum_id": chronicum_id, "digest": owner_digest}
-        return (yield from self._update_one(self._withdraw, parameters, "withdraw chronicum"))
 
     def _update_one(self, statement: Executable, parameters: dict[str, Any], what: str) -> Plan[Step, bool]:
         """Run an ``UPDATE`` of the row of ``parameters["chronicum_id"]``; commit it if it changed the row.
