@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["tutorial.md", "index.md", "how-to/frameworks.md", "how-to/history.md"]
+PAGES = ["tutorial.md", "index.md", "how-to/frameworks.md", "how-to/history.md", "how-to/governance.md"]
 FENCE = re.compile(r"^```(?P<language>\w*)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
