@@ -4,7 +4,7 @@
 Without a reachable server the tests skip, saying what to set; with ``CI=true`` they fail instead.
 
 The test marked ``restart`` restarts the server, so it is collected only when asked for with
-``CHRONICA_TEST_RESTART_POSTGRES=1`` (``.ci/run`` sets it) and that server is surely this
+``CHRONICA_TEST_RESTART_POSTGRES=1`` (``.ci/run`` runs it so, on its own) and that server is surely this
 machine's own: the URL's host is local (``127.0.0.1``, ``localhost``, ``::1`` or a socket
 directory) and a ``pg_ctlcluster`` cluster that this user may control is online on its port.
 Otherwise it is deselected, and the header and the summary say why.
