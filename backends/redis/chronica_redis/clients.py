@@ -22,7 +22,7 @@ import redis
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import ClusterNode, RedisCluster
-from redis.exceptions import AskError, MovedError, NoScriptError, RedisError, TryAgainError
+from redis.exceptions import AskError, MovedError, NoScriptError, RedisError, ResponseError, TryAgainError
 
 from chronica_redis.operations import Batch, Call, NodesConfig, Operation, Run, Scan, Written
 from chronica_redis.urls import Settings
@@ -142,7 +142,11 @@ class BlockingClient:
         if not isinstance(self.client, RedisCluster):
             pool = self.client.connection_pool.connection_kwargs
             name = f"{pool.get('host', 'localhost')}:{pool.get('port', 6379)}"
-            return [(name, _config(lambda: self.client.execute_command("CONFIG", "GET", *operation.names)))]
+            self.client.ping()  # a server out of reach, a refused login or database: raised as such
+            try:
+                return [(name, _as_dict(self.client.execute_command("CONFIG", "GET", *operation.names)))]
+            except ResponseError as error:
+                return [(name, error)]
         cluster: Any = self.client
         return [
             (
@@ -162,7 +166,10 @@ class BlockingClient:
 
 
 def _config(read: Any) -> Any:
-    """``CONFIG GET``'s answer as a dict, or the error a node answered with."""
+    """A cluster node's ``CONFIG GET`` answer as a dict, or the error it failed with.
+
+    A node out of reach is returned as one that refused: its settings cannot be checked either.
+    """
     try:
         answer = read()
     except RedisError as error:
@@ -262,9 +269,10 @@ class AsyncClient:
             server: Any = self.client
             pool = server.connection_pool.connection_kwargs
             name = f"{pool.get('host', 'localhost')}:{pool.get('port', 6379)}"
+            await server.ping()  # a server out of reach, a refused login or database: raised as such
             try:
                 return [(name, _as_dict(await server.execute_command("CONFIG", "GET", *names)))]
-            except RedisError as error:
+            except ResponseError as error:
                 return [(name, error)]
         await self.client.initialize()
         answers: list[tuple[str, Any]] = []

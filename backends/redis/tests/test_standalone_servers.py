@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import redis
 from chronica_redis import RedisStore, WriteUnconfirmed
+from servers import free_ports
 
 from chronica_core import (
     ActaQuery,
@@ -83,6 +84,36 @@ def test_a_server_refusing_config_is_refused_unless_both_risks_are_accepted(own_
         RedisStore(server.url, accept_restart_loss=True)
     with RedisStore(server.url, accept_restart_loss=True, accept_eviction_loss=True) as store:
         assert store.max_content_bytes() == 512 * 1024 * 1024
+
+
+BOTH_RISKS_ACCEPTED: dict[str, bool] = {"accept_restart_loss": True, "accept_eviction_loss": True}
+
+
+@pytest.mark.parametrize("options", [{}, BOTH_RISKS_ACCEPTED], ids=["checked", "risks-accepted"])
+def test_a_database_the_server_lacks_is_refused_at_open_as_such(
+    own_server: Any, options: dict[str, bool]
+) -> None:
+    server = own_server("--appendonly", "yes", "--databases", "2")
+    url = server.url.removesuffix("/0") + "/5"
+    with pytest.raises(StoreError, match="redis: open") as refused:
+        RedisStore(url, **options)
+    assert "DB index is out of range" in str(refused.value) and "CONFIG" not in str(refused.value)
+    with pytest.raises(StoreError, match="redis: open") as refused_async:
+        _first_operation_of_async_store(url, **options)
+    assert "DB index is out of range" in str(refused_async.value) and "CONFIG" not in str(refused_async.value)
+
+
+@pytest.mark.parametrize("options", [{}, BOTH_RISKS_ACCEPTED], ids=["checked", "risks-accepted"])
+def test_a_server_out_of_reach_is_refused_at_open_as_such(options: dict[str, bool]) -> None:
+    port = free_ports(1)[0]  # nothing listens there
+    url = f"redis://127.0.0.1:{port}/0"
+    with pytest.raises(StoreError, match="redis: open") as refused:
+        RedisStore(url, **options)
+    assert f"connecting to 127.0.0.1:{port}" in str(refused.value) and "CONFIG" not in str(refused.value)
+    with pytest.raises(StoreError, match="redis: open") as refused_async:
+        _first_operation_of_async_store(url, **options)
+    assert f"connecting to 127.0.0.1:{port}" in str(refused_async.value)
+    assert "CONFIG" not in str(refused_async.value)
 
 
 def test_the_content_limit_is_the_servers(own_server: Any) -> None:
