@@ -374,7 +374,7 @@ class ChronicaConversationStore(ConversationStore):
 
     def _message(self, actum: Actum) -> ModelMessage | None:
         """The message ``actum`` is in a history (``None``: a record, or a hidden act of another writer)."""
-        return message_of_actum(actum, self.foreign)
+        return message_of_actum(actum, self.foreign, actor=self.actor)
 
     async def _stored(self, conversation_id: str) -> _Stored | None:
         """What ``conversation_id`` holds now; ``None`` when it is no chronicum of the owner."""

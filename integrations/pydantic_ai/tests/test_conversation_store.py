@@ -338,7 +338,8 @@ def test_the_conversation_is_the_shared_chronicum() -> None:
         result = await ToolLoop(calls=0, answer="Rumah Teduh.").agent().run(conversation=loaded)
         await store.save(result)
         history = ChronicaHistory(cid, memory, owner_id=OWNER, actor="booking")
-        assert texts(await history.load()) == ["Dinner for four tonight?", "Rumah Teduh."]
+        # another agent reads the concierge's answer as the concierge's, named
+        assert texts(await history.load()) == ["Dinner for four tonight?", "concierge said: Rumah Teduh."]
         acta = await AsyncChronicarius(memory).get_acta(OWNER, cid)
         records = [a for a in acta if a.actor == RECORD_ACTOR]
         assert [(a.kind, a.actor_kind) for a in records] == [(ActumKind.THOUGHT, ActorKind.SYSTEM)]
