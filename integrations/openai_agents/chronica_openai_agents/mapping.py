@@ -22,8 +22,9 @@ before there was a native form. Kind, actor kind and actor say who did what:
 
 **Reading** (:func:`item_of_actum`). An actum with this package's native form gives back its item
 exactly; so does one written before there was a native form (no native, its content a JSON
-object with a ``type`` or ``role``). Anyone else's actum (a person through the CLI, a plain agent,
-another framework) becomes a message from its readable content (:mod:`chronica_core.readable`):
+object with a ``type`` or ``role``), unless another agent (another actor) wrote it: its items
+are not the reading session's model's, so they are read as any other agent's. Anyone else's
+actum (a person through the CLI, a plain agent, another framework) becomes a message from its readable content (:mod:`chronica_core.readable`):
 a person's message ``{"role": "user", "content": text}``; another agent's message an assistant
 message whose text names it (``"booking said: ..."``); a system message a ``system`` message;
 other writers' thoughts and tool exchanges are left out unless :class:`ForeignActa` asks for
@@ -210,23 +211,30 @@ def _old_item(actum: Actum) -> TResponseInputItem | None:
     return cast(TResponseInputItem, item)
 
 
-def item_of_actum(actum: Actum, foreign: ForeignActa | None = None) -> TResponseInputItem | None:
+def item_of_actum(
+    actum: Actum, foreign: ForeignActa | None = None, *, actor: str | None = None
+) -> TResponseInputItem | None:
     """Return the item the model reads for ``actum``, or ``None`` when it is left out.
 
     This package's own acta give back their item exactly (from ``native``, or from the content
-    of one written before there was a native form); anyone else's are mapped from their readable
-    content as the module docstring says.
+    of one written before there was a native form), except another agent's: with ``actor`` (the
+    reading session's actor), an actum of actor kind ``agent`` by another actor is that agent's,
+    not the reader's model's, and is read as anyone else's. Anyone else's are mapped from their
+    readable content as the module docstring says.
 
     Args:
         actum: any actum of the chronicum.
         foreign: which other writers' thoughts and tool exchanges to show (default: none).
+        actor: the reading session's actor; ``None`` reads every agent's items of this package
+            back exactly, as the reader's own.
 
     Returns:
         The item, or ``None`` for another writer's thought or tool exchange ``foreign`` leaves out.
     """
-    if actum.native is not None and is_native(actum, NATIVE_FORMAT):
+    mine = actor is None or actum.actor_kind is not ActorKind.AGENT or actum.actor == actor
+    if mine and actum.native is not None and is_native(actum, NATIVE_FORMAT):
         return cast(TResponseInputItem, json.loads(actum.native.data))
-    own = _old_item(actum)
+    own = _old_item(actum) if mine else None
     if own is not None:
         return own
     if not shown(actum, foreign or ForeignActa()):

@@ -44,7 +44,7 @@ Live = tuple[Actum, TResponseInputItem]
 """An actum the session shows and the item it reads as."""
 
 
-def _live(acta: Sequence[Actum], foreign: ForeignActa) -> list[Live]:
+def _live(acta: Sequence[Actum], foreign: ForeignActa, actor: str) -> list[Live]:
     """Return the acta of ``acta`` the session shows as items and that were not popped, in order.
 
     Correct for any suffix of a chronicum: a tombstone is always written after the actum it names,
@@ -57,7 +57,7 @@ def _live(acta: Sequence[Actum], foreign: ForeignActa) -> list[Live]:
         if target is not None:
             popped.add(target[0])
             continue
-        item = item_of_actum(actum, foreign)
+        item = item_of_actum(actum, foreign, actor=actor)
         if item is not None:
             items.append((actum, item))
     return [(actum, item) for actum, item in items if actum.id not in popped]
@@ -172,7 +172,7 @@ class ChronicaSession:
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is None:
-            return [item for _, item in _live(await self._read(0), self.foreign)]
+            return [item for _, item in _live(await self._read(0), self.foreign, self.actor)]
         if limit <= 0:
             return []
         live = await self._newest_live(limit)
@@ -288,7 +288,7 @@ class ChronicaSession:
         window = wanted + WINDOW_SLACK
         while True:
             acta = await self._read(window)
-            live = _live(acta, self.foreign)
+            live = _live(acta, self.foreign, self.actor)
             if len(live) >= wanted or len(acta) < window:
                 return live
             window *= 2
