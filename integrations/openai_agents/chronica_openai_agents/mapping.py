@@ -38,7 +38,8 @@ kind, actor kind and actor, so a tombstone is never mistaken for an item.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final, cast
 
 from agents import TResponseInputItem
@@ -53,6 +54,7 @@ __all__ = [
     "item_actum",
     "item_of_actum",
     "item_text",
+    "linked",
     "tombstone",
     "tombstone_target",
 ]
@@ -194,6 +196,44 @@ def item_actum(
     if not text.isascii():  # a lone surrogate, which UTF-8 cannot encode, is written as its escape
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return Actum(chronicum_id, kind, actor_kind, writer, text, native=Native(NATIVE_FORMAT, data))
+
+
+def linked(items: Sequence[Mapping[str, Any]], acta: Sequence[Actum]) -> list[Actum]:
+    """Return ``acta`` (one per item of one batch) with each tool output naming its call.
+
+    A tool response whose item's ``call_id`` is that of a tool request earlier in the batch gets
+    ``answers`` set to that request's actum, which gets an id of the batch's own (``"call-<index>"``;
+    Chronicarius gives both their stored ids). Then a Chronica window or summary that holds an
+    output holds its call too (``get_acta(tool_exchanges="whole")``), so no model is handed an
+    output without its call. Outputs answering calls of an earlier batch are left as they are.
+    For stores with the ``history`` capability.
+
+    Args:
+        items: the batch's items, in order.
+        acta: their acta (:func:`item_actum`), in the same order.
+
+    Returns:
+        The acta, linked.
+    """
+    calls: dict[str, int] = {}  # call id -> index of the tool request that made it
+    answering: dict[int, int] = {}  # index of a tool response -> index of the request it answers
+    for index, (item, actum) in enumerate(zip(items, acta, strict=True)):
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        if actum.kind is ActumKind.TOOL_REQUEST:
+            calls.setdefault(call_id, index)
+        elif actum.kind is ActumKind.TOOL_RESPONSE and call_id in calls:
+            answering[index] = calls[call_id]
+    called = set(answering.values())
+    out: list[Actum] = []
+    for index, actum in enumerate(acta):
+        if index in called:
+            actum = replace(actum, id=f"call-{index}")
+        elif index in answering:
+            actum = replace(actum, answers=f"call-{answering[index]}")
+        out.append(actum)
+    return out
 
 
 def _old_item(actum: Actum) -> TResponseInputItem | None:

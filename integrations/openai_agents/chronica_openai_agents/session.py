@@ -27,10 +27,10 @@ from chronica_core import (
     ChronicumNotFound,
     open_async_store,
 )
-from chronica_core.capabilities import NATIVE, store_capabilities
+from chronica_core.capabilities import HISTORY, NATIVE, store_capabilities
 from chronica_core.readable import ForeignActa
 from chronica_core.rules import MAX_BATCH_SIZE
-from chronica_openai_agents.mapping import item_actum, item_of_actum, tombstone, tombstone_target
+from chronica_openai_agents.mapping import item_actum, item_of_actum, linked, tombstone, tombstone_target
 
 __all__ = ["ChronicaSession"]
 
@@ -151,7 +151,9 @@ class ChronicaSession:
             self.chronicarius = store
         else:
             self.chronicarius = AsyncChronicarius(store)
-        self._native = NATIVE in store_capabilities(self.chronicarius.store)
+        capabilities = store_capabilities(self.chronicarius.store)
+        self._native = NATIVE in capabilities
+        self._linking = HISTORY in capabilities
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Return the newest ``limit`` items, oldest first (the session's items when none was popped).
@@ -196,7 +198,10 @@ class ChronicaSession:
             for item in items
         ]
         for start in range(0, len(acta), MAX_BATCH_SIZE):
-            await self.chronicarius.record_acta(self.owner_id, acta[start : start + MAX_BATCH_SIZE])
+            batch = acta[start : start + MAX_BATCH_SIZE]
+            if self._linking:
+                batch = linked(items[start : start + MAX_BATCH_SIZE], batch)
+            await self.chronicarius.record_acta(self.owner_id, batch)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item for every later reader of this session and return it.
