@@ -171,10 +171,13 @@ class ChronicaConversationStore(ConversationStore):
             )
 
     async def close(self) -> None:
-        """Close the store opened from a URL (a store or keeper given is left open)."""
+        """Close the store opened from a URL (a store or keeper given is left open).
+
+        The conversation store's methods then raise the closed store's ``StoreError``.
+        """
         if self._opened is not None:
-            store, self._opened, self._keeper, self._capabilities = self._opened, None, None, None
-            await store.close()
+            store, self._opened = self._opened, None
+            await store.close()  # the keeper stays on it: later calls get its StoreError
 
     async def __aenter__(self) -> ChronicaConversationStore:
         return self
@@ -355,8 +358,7 @@ class ChronicaConversationStore(ConversationStore):
     async def _ready(self, *needs: str) -> AsyncChronicarius:
         """The keeper (opened from the URL on first use), checked for the capabilities it needs."""
         if self._keeper is None:
-            if self._url is None:
-                raise TypeError("this conversation store was closed")
+            assert self._url is not None  # the constructor took a store, a keeper or a URL
             self._opened = open_async_store(self._url, **self._options)
             self._keeper = AsyncChronicarius(self._opened)
         if self._capabilities is None:
