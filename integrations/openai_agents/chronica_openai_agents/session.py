@@ -69,19 +69,29 @@ class _ExitCloser:
     ``Runner.run_sync`` runs each turn in the thread's default event loop and leaves that loop
     open; the store's connections, and the driver's tasks (psycopg's pool workers), live in it.
     Left there, Python reports them at exit as "Task was destroyed but it is pending!". So at
-    exit the store is closed in the loop the session last ran in, when that loop is open and not
-    running (a fresh loop otherwise).
+    exit the store is closed in the loop the session last ran in that is still open and not
+    running (a fresh loop when there is none): a loop ``asyncio.run`` made and closed since (a
+    look at the session between ``run_sync`` turns) closed its connections when it closed.
     """
 
     def __init__(self, store: AsyncStore) -> None:
         self.store = store
-        self.loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self.loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []  # oldest first
+
+    def note(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Remember ``loop`` as the newest the session ran in."""
+        self.loops = [ref for ref in self.loops if ref() is not None and ref() is not loop]
+        self.loops.append(weakref.ref(loop))
 
     def __call__(self) -> None:
-        loop = self.loop() if self.loop is not None else None
+        open_loops = [
+            loop
+            for loop in (ref() for ref in reversed(self.loops))
+            if loop is not None and not loop.is_closed() and not loop.is_running()
+        ]
         with contextlib.suppress(Exception):  # the interpreter is exiting: nobody to report to
-            if loop is not None and not loop.is_closed() and not loop.is_running():
-                loop.run_until_complete(self.store.close())
+            if open_loops:
+                open_loops[0].run_until_complete(self.store.close())
             else:
                 asyncio.run(self.store.close())
 
@@ -274,7 +284,7 @@ class ChronicaSession:
     def _note_loop(self) -> None:
         """Remember the running loop: the one a store left open is closed in at exit."""
         if self._exit_closer is not None:
-            self._exit_closer.loop = weakref.ref(asyncio.get_running_loop())
+            self._exit_closer.note(asyncio.get_running_loop())
 
     async def _read(self, last_n: int) -> list[Actum]:
         """The newest ``last_n`` acta (``0``: all), or ``[]`` for a missing or foreign chronicum."""
