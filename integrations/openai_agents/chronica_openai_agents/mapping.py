@@ -21,14 +21,15 @@ before there was a native form. Kind, actor kind and actor say who did what:
   module): a message by the agent.
 
 **Reading** (:func:`item_of_actum`). An actum with this package's native form gives back its item
-exactly; so does one written before there was a native form (no native, its content a JSON
-object with a ``type`` or ``role``), unless another agent (another actor) wrote it: its items
-are not the reading session's model's, so they are read as any other agent's. Anyone else's
-actum (a person through the CLI, a plain agent, another framework) becomes a message from its readable content (:mod:`chronica_core.readable`):
-a person's message ``{"role": "user", "content": text}``; another agent's message an assistant
-message whose text names it (``"booking said: ..."``); a system message a ``system`` message;
-other writers' thoughts and tool exchanges are left out unless :class:`ForeignActa` asks for
-them, and then are assistant messages with attributed text (user messages for a person's).
+exactly; so does one written before there was a native form (no native, its content a JSON object
+with a ``type`` or ``role``), unless another agent (another actor) wrote it: its items are not the
+reading session's model's, so they are read as any other agent's. Anyone else's actum (a person
+through the CLI, a plain agent, another framework) becomes a message from its readable content
+(:mod:`chronica_core.readable`): a person's message ``{"role": "user", "content": text}``; another
+agent's message an assistant message whose text names it (``"booking said: ..."``); a system
+message a ``system`` message; other writers' thoughts and tool exchanges are left out unless
+:class:`ForeignActa` asks for them, and then are assistant messages with attributed text (user
+messages for a person's).
 
 A **tombstone** marks a popped item: a tool response by the system actor :data:`POP_ACTOR`
 whose content is ``{"popped": "<actum id>", "pop": "<random nonce>"}``. No item maps to that

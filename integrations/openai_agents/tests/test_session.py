@@ -598,10 +598,15 @@ def test_a_tool_output_names_its_call_so_no_summary_orphans_it(store_target: Sto
 
     async def body(store: AsyncStore) -> None:
         session = session_on(store)
-        call = {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": "{}", "id": "fc_1"}
-        output = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
-        answer = {"role": "assistant", "content": "Sunny."}
-        await session.add_items([{"role": "user", "content": "Weather?"}, call, output, answer])
+        call = cast(
+            TResponseInputItem,
+            {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": "{}"},
+        )
+        output = cast(
+            TResponseInputItem, {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
+        )
+        answer = item("assistant", "Sunny.")
+        await session.add_items([item("user", "Weather?"), call, output, answer])
         acta = await session.chronicarius.get_acta(OWNER, session.session_id)
         assert acta[2].answers == acta[1].id  # the output names its call
         summary = Actum(

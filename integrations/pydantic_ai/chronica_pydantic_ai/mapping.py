@@ -27,13 +27,14 @@ store without it, the content is the message's JSON, as before there was a nativ
 
 **Reading** (:func:`message_of_actum`). An actum with this package's native form, or written before
 there was one (no native form, its content a pydantic-ai message's JSON), gives back its message
-exactly, unless another agent (another actor) wrote it: its responses and tool traffic are not
-the reader's model's, so they are read as any other agent's. Anyone else's actum (a person through the CLI, a plain agent, another framework) becomes
-a request from its readable content (:mod:`chronica_core.readable`): a person's message a
-``UserPromptPart``; a system message a ``SystemPromptPart``; another agent's message a
-``UserPromptPart`` whose text names it (``"booking said: ..."``), since pydantic-ai has no author
-field; other writers' thoughts and tool exchanges are left out unless :class:`ForeignActa` asks
-for them, and then read as attributed user prompts too.
+exactly, unless another agent (another actor) wrote it: its responses and tool traffic are not the
+reader's model's, so they are read as any other agent's. Anyone else's actum (a person through the
+CLI, a plain agent, another framework) becomes a request from its readable content
+(:mod:`chronica_core.readable`): a person's message a ``UserPromptPart``; a system message a
+``SystemPromptPart``; another agent's message a ``UserPromptPart`` whose text names it
+(``"booking said: ..."``), since pydantic-ai has no author field; other writers' thoughts and tool
+exchanges are left out unless :class:`ForeignActa` asks for them, and then read as attributed user
+prompts too.
 """
 
 from __future__ import annotations
