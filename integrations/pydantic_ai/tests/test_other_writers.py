@@ -11,6 +11,7 @@ from chronica_pydantic_ai import NATIVE_FORMAT, ChronicaConversationStore, Chron
 from conftest import StoreTarget
 from helpers import AGENT, OWNER, ToolLoop, history_on, run_on
 from pydantic_ai import Agent
+from pydantic_ai.conversation import Conversation
 from pydantic_ai.messages import (
     BinaryContent,
     FilePart,
@@ -245,5 +246,32 @@ def test_another_pydantic_ai_agents_acta_are_its_own_not_the_readers() -> None:
         again = await search.load()  # search's own acta come back exactly; the planner's are named
         assert again[: len(found.new_messages())] == found.new_messages()
         assert prompts(again[len(found.new_messages()) :]) == ["planner said: Planned: Friday at 7."]
+
+    asyncio.run(body())
+
+
+def test_other_integrations_bookkeeping_never_reaches_the_model() -> None:
+    """With every foreign act asked for: a saved conversation's record, a pop's tombstone and a
+    state snapshot (system acta other integrations keep) are left out; agents' acta are shown."""
+
+    async def body() -> None:
+        keeper = AsyncChronicarius(AsyncMemoryStore())
+        cid = new_chronicum_id()
+        conversations = ChronicaConversationStore(keeper, owner_id=OWNER, actor="planner")
+        conversation = await conversations.load(cid) or Conversation(conversation_id=cid)
+        planned = await ToolLoop(calls=0, answer="Planned.").agent().run("Plan?", conversation=conversation)
+        await conversations.save(planned)
+        pop, state = "chronica-openai-agents:pop", "chronica-strands:state"
+        bookkeeping = [
+            Actum(cid, ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, pop, '{"popped":"x","pop":"y"}'),
+            Actum(cid, ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, state, "state of agent n"),
+            Actum(cid, ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", 'find({"area": "Kemang"})'),
+        ]
+        for actum in bookkeeping:
+            await keeper.record_actum(OWNER, actum)
+        every = ForeignActa(thoughts=True, tool_exchanges=True)
+        history = ChronicaHistory(cid, keeper, owner_id=OWNER, actor="booking", foreign=every)
+        shown = prompts(await history.load())
+        assert shown == ["Plan?", "planner said: Planned.", 'search called a tool: find({"area": "Kemang"})']
 
     asyncio.run(body())
