@@ -30,6 +30,9 @@ __all__ = ["ForeignActa", "attributed", "is_native", "readable", "shown"]
 class ForeignActa:
     """Which acta of other writers an integration hands its framework.
 
+    A system's thoughts and tool acta (actor kind ``system``) are never shown: integrations keep
+    their bookkeeping as such acta.
+
     Attributes:
         thoughts: other agents' thoughts too (default: left out).
         tool_exchanges: other writers' tool requests and responses too (default: left out).
@@ -50,11 +53,15 @@ def is_native(actum: Actum, native_format: str) -> bool:
 def shown(actum: Actum, foreign: ForeignActa) -> bool:
     """Whether an integration hands another writer's ``actum`` to its framework, by ``foreign``.
 
-    Messages always; thoughts and tool exchanges only when ``foreign`` asks for them. A summary
-    is a message.
+    Messages always; thoughts and tool exchanges only when ``foreign`` asks for them, and never
+    a system's: those are integrations' bookkeeping (a popped item's tombstone, a saved
+    conversation's record, an agent's state), not anything a model was told. A summary is a
+    message.
     """
     if actum.kind is ActumKind.MESSAGE:
         return True
+    if actum.actor_kind is ActorKind.SYSTEM:
+        return False
     if actum.kind is ActumKind.THOUGHT:
         return foreign.thoughts
     return actum.kind in _TOOLS and foreign.tool_exchanges

@@ -114,3 +114,12 @@ def test_content_beside_a_native_form_is_readable_already() -> None:
     assert readable(written) == '{"content":"as is"}'
     old = actum(ActumKind.MESSAGE, ActorKind.AGENT, "booking", '{"role":"assistant","content":"Booked."}')
     assert attributed(old) == "booking said: Booked."
+
+
+@pytest.mark.parametrize("kind", [ActumKind.THOUGHT, ActumKind.TOOL_REQUEST, ActumKind.TOOL_RESPONSE])
+def test_a_system_s_thoughts_and_tool_acta_are_bookkeeping_never_shown(kind: ActumKind) -> None:
+    """Integrations keep their records as such acta (a pop's tombstone, a saved conversation, state)."""
+    tombstone = actum(kind, ActorKind.SYSTEM, "chronica-openai-agents:pop", '{"popped": "a1", "pop": "n"}')
+    assert shown(tombstone, ForeignActa(thoughts=True, tool_exchanges=True)) is False
+    note = actum(ActumKind.MESSAGE, ActorKind.SYSTEM, "system", "The restaurant closes at 22:00.")
+    assert shown(note, ForeignActa()) is True  # a system's message is a message

@@ -21,13 +21,15 @@ before there was a native form. Kind, actor kind and actor say who did what:
   module): a message by the agent.
 
 **Reading** (:func:`item_of_actum`). An actum with this package's native form gives back its item
-exactly; so does one written before there was a native form (no native, its content a JSON
-object with a ``type`` or ``role``). Anyone else's actum (a person through the CLI, a plain agent,
-another framework) becomes a message from its readable content (:mod:`chronica_core.readable`):
-a person's message ``{"role": "user", "content": text}``; another agent's message an assistant
-message whose text names it (``"booking said: ..."``); a system message a ``system`` message;
-other writers' thoughts and tool exchanges are left out unless :class:`ForeignActa` asks for
-them, and then are assistant messages with attributed text (user messages for a person's).
+exactly; so does one written before there was a native form (no native, its content a JSON object
+with a ``type`` or ``role``), unless another agent (another actor) wrote it: its items are not the
+reading session's model's, so they are read as any other agent's. Anyone else's actum (a person
+through the CLI, a plain agent, another framework) becomes a message from its readable content
+(:mod:`chronica_core.readable`): a person's message ``{"role": "user", "content": text}``; another
+agent's message an assistant message whose text names it (``"booking said: ..."``); a system
+message a ``system`` message; other writers' thoughts and tool exchanges are left out unless
+:class:`ForeignActa` asks for them, and then are assistant messages with attributed text (user
+messages for a person's).
 
 A **tombstone** marks a popped item: a tool response by the system actor :data:`POP_ACTOR`
 whose content is ``{"popped": "<actum id>", "pop": "<random nonce>"}``. No item maps to that
@@ -37,7 +39,8 @@ kind, actor kind and actor, so a tombstone is never mistaken for an item.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final, cast
 
 from agents import TResponseInputItem
@@ -52,6 +55,7 @@ __all__ = [
     "item_actum",
     "item_of_actum",
     "item_text",
+    "linked",
     "tombstone",
     "tombstone_target",
 ]
@@ -195,6 +199,44 @@ def item_actum(
     return Actum(chronicum_id, kind, actor_kind, writer, text, native=Native(NATIVE_FORMAT, data))
 
 
+def linked(items: Sequence[Mapping[str, Any]], acta: Sequence[Actum]) -> list[Actum]:
+    """Return ``acta`` (one per item of one batch) with each tool output naming its call.
+
+    A tool response whose item's ``call_id`` is that of a tool request earlier in the batch gets
+    ``answers`` set to that request's actum, which gets an id of the batch's own (``"call-<index>"``;
+    Chronicarius gives both their stored ids). Then a Chronica window or summary that holds an
+    output holds its call too (``get_acta(tool_exchanges="whole")``), so no model is handed an
+    output without its call. Outputs answering calls of an earlier batch are left as they are.
+    For stores with the ``history`` capability.
+
+    Args:
+        items: the batch's items, in order.
+        acta: their acta (:func:`item_actum`), in the same order.
+
+    Returns:
+        The acta, linked.
+    """
+    calls: dict[str, int] = {}  # call id -> index of the tool request that made it
+    answering: dict[int, int] = {}  # index of a tool response -> index of the request it answers
+    for index, (item, actum) in enumerate(zip(items, acta, strict=True)):
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        if actum.kind is ActumKind.TOOL_REQUEST:
+            calls.setdefault(call_id, index)
+        elif actum.kind is ActumKind.TOOL_RESPONSE and call_id in calls:
+            answering[index] = calls[call_id]
+    called = set(answering.values())
+    out: list[Actum] = []
+    for index, actum in enumerate(acta):
+        if index in called:
+            actum = replace(actum, id=f"call-{index}")
+        elif index in answering:
+            actum = replace(actum, answers=f"call-{answering[index]}")
+        out.append(actum)
+    return out
+
+
 def _old_item(actum: Actum) -> TResponseInputItem | None:
     """The item an actum written without a native form holds as its content, if it holds one."""
     if actum.native is not None or not actum.content.startswith("{"):
@@ -210,23 +252,30 @@ def _old_item(actum: Actum) -> TResponseInputItem | None:
     return cast(TResponseInputItem, item)
 
 
-def item_of_actum(actum: Actum, foreign: ForeignActa | None = None) -> TResponseInputItem | None:
+def item_of_actum(
+    actum: Actum, foreign: ForeignActa | None = None, *, actor: str | None = None
+) -> TResponseInputItem | None:
     """Return the item the model reads for ``actum``, or ``None`` when it is left out.
 
     This package's own acta give back their item exactly (from ``native``, or from the content
-    of one written before there was a native form); anyone else's are mapped from their readable
-    content as the module docstring says.
+    of one written before there was a native form), except another agent's: with ``actor`` (the
+    reading session's actor), an actum of actor kind ``agent`` by another actor is that agent's,
+    not the reader's model's, and is read as anyone else's. Anyone else's are mapped from their
+    readable content as the module docstring says.
 
     Args:
         actum: any actum of the chronicum.
         foreign: which other writers' thoughts and tool exchanges to show (default: none).
+        actor: the reading session's actor; ``None`` reads every agent's items of this package
+            back exactly, as the reader's own.
 
     Returns:
         The item, or ``None`` for another writer's thought or tool exchange ``foreign`` leaves out.
     """
-    if actum.native is not None and is_native(actum, NATIVE_FORMAT):
+    mine = actor is None or actum.actor_kind is not ActorKind.AGENT or actum.actor == actor
+    if mine and actum.native is not None and is_native(actum, NATIVE_FORMAT):
         return cast(TResponseInputItem, json.loads(actum.native.data))
-    own = _old_item(actum)
+    own = _old_item(actum) if mine else None
     if own is not None:
         return own
     if not shown(actum, foreign or ForeignActa()):

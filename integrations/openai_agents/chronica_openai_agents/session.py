@@ -27,10 +27,10 @@ from chronica_core import (
     ChronicumNotFound,
     open_async_store,
 )
-from chronica_core.capabilities import NATIVE, store_capabilities
+from chronica_core.capabilities import HISTORY, NATIVE, store_capabilities
 from chronica_core.readable import ForeignActa
 from chronica_core.rules import MAX_BATCH_SIZE
-from chronica_openai_agents.mapping import item_actum, item_of_actum, tombstone, tombstone_target
+from chronica_openai_agents.mapping import item_actum, item_of_actum, linked, tombstone, tombstone_target
 
 __all__ = ["ChronicaSession"]
 
@@ -44,7 +44,7 @@ Live = tuple[Actum, TResponseInputItem]
 """An actum the session shows and the item it reads as."""
 
 
-def _live(acta: Sequence[Actum], foreign: ForeignActa) -> list[Live]:
+def _live(acta: Sequence[Actum], foreign: ForeignActa, actor: str) -> list[Live]:
     """Return the acta of ``acta`` the session shows as items and that were not popped, in order.
 
     Correct for any suffix of a chronicum: a tombstone is always written after the actum it names,
@@ -57,7 +57,7 @@ def _live(acta: Sequence[Actum], foreign: ForeignActa) -> list[Live]:
         if target is not None:
             popped.add(target[0])
             continue
-        item = item_of_actum(actum, foreign)
+        item = item_of_actum(actum, foreign, actor=actor)
         if item is not None:
             items.append((actum, item))
     return [(actum, item) for actum, item in items if actum.id not in popped]
@@ -69,19 +69,29 @@ class _ExitCloser:
     ``Runner.run_sync`` runs each turn in the thread's default event loop and leaves that loop
     open; the store's connections, and the driver's tasks (psycopg's pool workers), live in it.
     Left there, Python reports them at exit as "Task was destroyed but it is pending!". So at
-    exit the store is closed in the loop the session last ran in, when that loop is open and not
-    running (a fresh loop otherwise).
+    exit the store is closed in the loop the session last ran in that is still open and not
+    running (a fresh loop when there is none): a loop ``asyncio.run`` made and closed since (a
+    look at the session between ``run_sync`` turns) closed its connections when it closed.
     """
 
     def __init__(self, store: AsyncStore) -> None:
         self.store = store
-        self.loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self.loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []  # oldest first
+
+    def note(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Remember ``loop`` as the newest the session ran in."""
+        self.loops = [ref for ref in self.loops if ref() is not None and ref() is not loop]
+        self.loops.append(weakref.ref(loop))
 
     def __call__(self) -> None:
-        loop = self.loop() if self.loop is not None else None
+        open_loops = [
+            loop
+            for loop in (ref() for ref in reversed(self.loops))
+            if loop is not None and not loop.is_closed() and not loop.is_running()
+        ]
         with contextlib.suppress(Exception):  # the interpreter is exiting: nobody to report to
-            if loop is not None and not loop.is_closed() and not loop.is_running():
-                loop.run_until_complete(self.store.close())
+            if open_loops:
+                open_loops[0].run_until_complete(self.store.close())
             else:
                 asyncio.run(self.store.close())
 
@@ -151,7 +161,9 @@ class ChronicaSession:
             self.chronicarius = store
         else:
             self.chronicarius = AsyncChronicarius(store)
-        self._native = NATIVE in store_capabilities(self.chronicarius.store)
+        capabilities = store_capabilities(self.chronicarius.store)
+        self._native = NATIVE in capabilities
+        self._linking = HISTORY in capabilities
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Return the newest ``limit`` items, oldest first (the session's items when none was popped).
@@ -172,7 +184,7 @@ class ChronicaSession:
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is None:
-            return [item for _, item in _live(await self._read(0), self.foreign)]
+            return [item for _, item in _live(await self._read(0), self.foreign, self.actor)]
         if limit <= 0:
             return []
         live = await self._newest_live(limit)
@@ -196,7 +208,10 @@ class ChronicaSession:
             for item in items
         ]
         for start in range(0, len(acta), MAX_BATCH_SIZE):
-            await self.chronicarius.record_acta(self.owner_id, acta[start : start + MAX_BATCH_SIZE])
+            batch = acta[start : start + MAX_BATCH_SIZE]
+            if self._linking:
+                batch = linked(items[start : start + MAX_BATCH_SIZE], batch)
+            await self.chronicarius.record_acta(self.owner_id, batch)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item for every later reader of this session and return it.
@@ -269,7 +284,7 @@ class ChronicaSession:
     def _note_loop(self) -> None:
         """Remember the running loop: the one a store left open is closed in at exit."""
         if self._exit_closer is not None:
-            self._exit_closer.loop = weakref.ref(asyncio.get_running_loop())
+            self._exit_closer.note(asyncio.get_running_loop())
 
     async def _read(self, last_n: int) -> list[Actum]:
         """The newest ``last_n`` acta (``0``: all), or ``[]`` for a missing or foreign chronicum."""
@@ -288,7 +303,7 @@ class ChronicaSession:
         window = wanted + WINDOW_SLACK
         while True:
             acta = await self._read(window)
-            live = _live(acta, self.foreign)
+            live = _live(acta, self.foreign, self.actor)
             if len(live) >= wanted or len(acta) < window:
                 return live
             window *= 2

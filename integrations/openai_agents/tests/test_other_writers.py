@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agents import Runner
+from agents import Agent, Runner
 from chronica_openai_agents import ChronicaSession, item_of_actum
 from conftest import StoreTarget
 from helpers import AGENT, OWNER, run_on, session_on
 from scripted_model import ScriptedModel, say
-from test_runner import QUIET, weather_agent
+from test_runner import QUIET, first_turn_script, weather_agent
 
 from chronica_core import ActorKind, Actum, ActumKind, AsyncChronicarius, AsyncStore, Native, new_chronicum_id
 from chronica_core.capabilities import NATIVE, store_capabilities
@@ -191,5 +191,30 @@ def test_another_framework_s_json_written_without_a_native_form_reads_as_its_tex
         assert await session.get_items() == [
             {"role": "assistant", "content": "booking said: Booked for five."}
         ]
+
+    run_on(store_target, body)
+
+
+def test_another_agents_session_s_items_reach_the_model_as_that_agent_s(store_target: StoreTarget) -> None:
+    """Two agents of this SDK, two actors, one chronicum: each model reads the other's words named."""
+
+    async def body(store: AsyncStore) -> None:
+        concierge = session_on(store)
+        booking = ChronicaSession(concierge.session_id, store, owner_id=OWNER, actor="booking")
+        first = ScriptedModel(first_turn_script())
+        await Runner.run(weather_agent(first), "Weather in Tirana?", session=concierge, run_config=QUIET)
+        model = ScriptedModel([[say("Booked for Friday.", "msg_b")]])
+        booker = Agent(name="booking", instructions="Book.", model=model)
+        await Runner.run(booker, "Book it.", session=booking, run_config=QUIET)
+        # the concierge's thought and tool exchange are left out, its answer named
+        assert model.inputs[0] == [
+            {"role": "user", "content": "Weather in Tirana?"},
+            {"role": "assistant", "content": "concierge said: Sunny in Tirana."},
+            {"role": "user", "content": "Book it."},
+        ]
+        items = await concierge.get_items()  # its own items exactly, booking's named
+        assert len(items) == 7
+        assert items[5] == {"role": "user", "content": "Book it."}
+        assert items[6] == {"role": "assistant", "content": "booking said: Booked for Friday."}
 
     run_on(store_target, body)

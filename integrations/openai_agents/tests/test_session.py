@@ -19,6 +19,7 @@ from helpers import AGENT, OWNER, run_on, session_on
 from chronica_core import (
     ActaQuery,
     ActorKind,
+    Actum,
     ActumKind,
     ActumTooLarge,
     AsyncChronicarius,
@@ -26,6 +27,7 @@ from chronica_core import (
     AsyncStore,
     ChronicumNotFound,
     MemoryStore,
+    Span,
     new_chronicum_id,
 )
 from chronica_core.capabilities import NATIVE, store_capabilities
@@ -589,3 +591,38 @@ def test_session_settings_default_to_the_sdks_and_take_a_dict() -> None:
     )
     with pytest.raises(TypeError, match="limitt"):
         session_on(AsyncMemoryStore(), session_settings={"limitt": 3})
+
+
+def test_a_tool_output_names_its_call_so_no_summary_orphans_it(store_target: StoreTarget) -> None:
+    """A summary ending at a call, before its output: the model still gets the call with the output."""
+
+    async def body(store: AsyncStore) -> None:
+        session = session_on(store)
+        call = cast(
+            TResponseInputItem,
+            {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": "{}"},
+        )
+        output = cast(
+            TResponseInputItem, {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
+        )
+        answer = item("assistant", "Sunny.")
+        await session.add_items([item("user", "Weather?"), call, output, answer])
+        acta = await session.chronicarius.get_acta(OWNER, session.session_id)
+        assert acta[2].answers == acta[1].id  # the output names its call
+        summary = Actum(
+            session.session_id,
+            ActumKind.MESSAGE,
+            ActorKind.SYSTEM,
+            "summarizer",
+            "Ardian asked for the weather.",
+            summarizes=Span(acta[0].id, acta[1].id),
+        )
+        await session.chronicarius.record_actum(OWNER, summary)
+        assert await session.get_items() == [
+            {"role": "system", "content": "Ardian asked for the weather."},
+            call,
+            output,
+            answer,
+        ]
+
+    run_on(store_target, body)

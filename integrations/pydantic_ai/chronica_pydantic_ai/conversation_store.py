@@ -171,10 +171,13 @@ class ChronicaConversationStore(ConversationStore):
             )
 
     async def close(self) -> None:
-        """Close the store opened from a URL (a store or keeper given is left open)."""
+        """Close the store opened from a URL (a store or keeper given is left open).
+
+        The conversation store's methods then raise the closed store's ``StoreError``.
+        """
         if self._opened is not None:
-            store, self._opened, self._keeper, self._capabilities = self._opened, None, None, None
-            await store.close()
+            store, self._opened = self._opened, None
+            await store.close()  # the keeper stays on it: later calls get its StoreError
 
     async def __aenter__(self) -> ChronicaConversationStore:
         return self
@@ -355,8 +358,7 @@ class ChronicaConversationStore(ConversationStore):
     async def _ready(self, *needs: str) -> AsyncChronicarius:
         """The keeper (opened from the URL on first use), checked for the capabilities it needs."""
         if self._keeper is None:
-            if self._url is None:
-                raise TypeError("this conversation store was closed")
+            assert self._url is not None  # the constructor took a store, a keeper or a URL
             self._opened = open_async_store(self._url, **self._options)
             self._keeper = AsyncChronicarius(self._opened)
         if self._capabilities is None:
@@ -374,7 +376,7 @@ class ChronicaConversationStore(ConversationStore):
 
     def _message(self, actum: Actum) -> ModelMessage | None:
         """The message ``actum`` is in a history (``None``: a record, or a hidden act of another writer)."""
-        return message_of_actum(actum, self.foreign)
+        return message_of_actum(actum, self.foreign, actor=self.actor)
 
     async def _stored(self, conversation_id: str) -> _Stored | None:
         """What ``conversation_id`` holds now; ``None`` when it is no chronicum of the owner."""

@@ -37,7 +37,7 @@ _Read = Plan[int, list[ModelMessage]]
 """A read: yields how many of the newest acta to read (``0``: all), is sent them, returns messages."""
 
 
-def _read_window(last_n: int | None, foreign: ForeignActa) -> _Read:
+def _read_window(last_n: int | None, foreign: ForeignActa, actor: str) -> _Read:
     """The read behind :meth:`ChronicaHistory.load`, for either flavour of store.
 
     Reads the newest ``last_n`` acta (every actum when ``last_n`` is ``None`` or below 1), and
@@ -47,7 +47,7 @@ def _read_window(last_n: int | None, foreign: ForeignActa) -> _Read:
     """
 
     def read(actum: Actum) -> ModelMessage | None:
-        return message_of_actum(actum, foreign)
+        return message_of_actum(actum, foreign, actor=actor)
 
     if last_n is not None and (isinstance(last_n, bool) or not isinstance(last_n, int)):
         raise InvalidQuery("last_n", f"must be an int or None, not {type(last_n).__name__}")
@@ -175,7 +175,7 @@ class ChronicaHistory:
             except ChronicumNotFound:
                 return []
 
-        return await run_plan_async(_read_window(last_n, self.foreign), read)
+        return await run_plan_async(_read_window(last_n, self.foreign, self.actor), read)
 
     async def save(
         self, messages: Sequence[ModelMessage], *, idempotency_key: str | None = None
@@ -228,7 +228,7 @@ class ChronicaHistory:
             except ChronicumNotFound:
                 return []
 
-        return run_plan(_read_window(last_n, self.foreign), read)
+        return run_plan(_read_window(last_n, self.foreign, self.actor), read)
 
     def save_sync(
         self, messages: Sequence[ModelMessage], *, idempotency_key: str | None = None

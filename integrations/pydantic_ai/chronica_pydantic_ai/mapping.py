@@ -27,12 +27,14 @@ store without it, the content is the message's JSON, as before there was a nativ
 
 **Reading** (:func:`message_of_actum`). An actum with this package's native form, or written before
 there was one (no native form, its content a pydantic-ai message's JSON), gives back its message
-exactly. Anyone else's actum (a person through the CLI, a plain agent, another framework) becomes
-a request from its readable content (:mod:`chronica_core.readable`): a person's message a
-``UserPromptPart``; a system message a ``SystemPromptPart``; another agent's message a
-``UserPromptPart`` whose text names it (``"booking said: ..."``), since pydantic-ai has no author
-field; other writers' thoughts and tool exchanges are left out unless :class:`ForeignActa` asks
-for them, and then read as attributed user prompts too.
+exactly, unless another agent (another actor) wrote it: its responses and tool traffic are not the
+reader's model's, so they are read as any other agent's. Anyone else's actum (a person through the
+CLI, a plain agent, another framework) becomes a request from its readable content
+(:mod:`chronica_core.readable`): a person's message a ``UserPromptPart``; a system message a
+``SystemPromptPart``; another agent's message a ``UserPromptPart`` whose text names it
+(``"booking said: ..."``), since pydantic-ai has no author field; other writers' thoughts and tool
+exchanges are left out unless :class:`ForeignActa` asks for them, and then read as attributed user
+prompts too.
 """
 
 from __future__ import annotations
@@ -220,23 +222,34 @@ def message_of_content(content: str) -> ModelMessage | None:
     return messages[0] if len(messages) == 1 else None
 
 
-def message_of_actum(actum: Actum, foreign: ForeignActa | None = None) -> ModelMessage | None:
+def message_of_actum(
+    actum: Actum, foreign: ForeignActa | None = None, *, actor: str | None = None
+) -> ModelMessage | None:
     """Return the message ``actum`` stands for in a pydantic-ai history, or ``None`` to leave it out.
 
     This package's acta (its native form, or its JSON content from before there was one) give
-    back their message exactly; anyone else's is mapped from its readable content as the module
-    docstring says. ``None`` for another writer's thought or tool exchange that ``foreign``
-    (default: ``ForeignActa()``, messages only) does not ask for, and for the records a
-    ``ChronicaConversationStore`` keeps (:data:`RECORD_FORMAT`).
+    back their message exactly, except another agent's: with ``actor`` (the reading agent's
+    actor id), an actum of actor kind ``agent`` by another actor is that agent's, not the
+    reader's model's, and is read as anyone else's. Anyone else's is mapped from its readable
+    content as the module docstring says. ``None`` for another writer's thought or tool exchange
+    that ``foreign`` (default: ``ForeignActa()``, messages only) does not ask for, and for the
+    records a ``ChronicaConversationStore`` keeps (:data:`RECORD_FORMAT`).
+
+    Args:
+        actum: any actum of the chronicum.
+        foreign: which other writers' thoughts and tool exchanges to show (default: none).
+        actor: the reading agent's actor id; ``None`` reads every agent's acta of this package
+            back exactly, as the reader's own.
     """
     if is_native(actum, RECORD_FORMAT):
         return None
-    if is_native(actum, NATIVE_FORMAT):
+    mine = actor is None or actum.actor_kind is not ActorKind.AGENT or actum.actor == actor
+    if mine and is_native(actum, NATIVE_FORMAT):
         assert actum.native is not None  # is_native says so
         own = message_of_content(actum.native.data)
         if own is not None:
             return own
-    elif actum.native is None:
+    elif mine and actum.native is None:
         old = message_of_content(actum.content)
         if old is not None:
             return old

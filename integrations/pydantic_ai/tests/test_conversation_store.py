@@ -32,6 +32,7 @@ from chronica_core import (
     AsyncMemoryStore,
     CapabilityUnsupported,
     MemoryStore,
+    StoreError,
     new_chronicum_id,
     open_async_store,
 )
@@ -338,7 +339,8 @@ def test_the_conversation_is_the_shared_chronicum() -> None:
         result = await ToolLoop(calls=0, answer="Rumah Teduh.").agent().run(conversation=loaded)
         await store.save(result)
         history = ChronicaHistory(cid, memory, owner_id=OWNER, actor="booking")
-        assert texts(await history.load()) == ["Dinner for four tonight?", "Rumah Teduh."]
+        # another agent reads the concierge's answer as the concierge's, named
+        assert texts(await history.load()) == ["Dinner for four tonight?", "concierge said: Rumah Teduh."]
         acta = await AsyncChronicarius(memory).get_acta(OWNER, cid)
         records = [a for a in acta if a.actor == RECORD_ACTOR]
         assert [(a.kind, a.actor_kind) for a in records] == [(ActumKind.THOUGHT, ActorKind.SYSTEM)]
@@ -380,3 +382,22 @@ def test_a_store_without_the_history_capability_is_refused_clearly() -> None:
     asyncio.run(body())
     with pytest.raises(TypeError):
         ChronicaConversationStore(MemoryStore(), owner_id=OWNER, actor=AGENT)  # type: ignore[arg-type]
+
+
+def test_a_store_opened_from_a_url_stays_closed_after_close(tmp_path: Path) -> None:
+    """After ``close()`` every call raises the closed store's StoreError; nothing is opened again."""
+
+    async def body() -> None:
+        conversations = ChronicaConversationStore(
+            f"sqlite:///{tmp_path / 'closed.db'}", owner_id=OWNER, actor=AGENT
+        )
+        cid = new_chronicum_id()
+        await turn(conversations, cid, "Dinner for four?")
+        await conversations.close()
+        with pytest.raises(StoreError, match="closed"):
+            await conversations.load(cid)
+        with pytest.raises(StoreError, match="closed"):
+            await conversations.save(Conversation(conversation_id=new_chronicum_id()))
+        await conversations.close()  # closing again does nothing
+
+    asyncio.run(body())

@@ -453,7 +453,19 @@ def test_two_agents_share_one_conversation(store_target: StoreTarget) -> None:
             .run("Book it.", message_history=await booking.load())
         )
         await booking.save(second.new_messages())
-        assert await concierge.load() == second.all_messages()
+        # each reads its own messages and the person's exactly, the other agent's named
+        ask, booked = second.new_messages()
+        assert (await concierge.load())[:-1] == [*first.new_messages(), ask]
+        said = (await concierge.load())[-1]
+        assert isinstance(said, ModelRequest) and len(said.parts) == 1
+        assert [p.content for p in said.parts if isinstance(p, UserPromptPart)] == ["booking said: Booked."]
+        loaded = await booking.load()
+        assert loaded[2:] == [ask, booked]  # concierge's tool exchange left out
+        answer = loaded[1]
+        assert isinstance(answer, ModelRequest) and len(answer.parts) == 1
+        assert [p.content for p in answer.parts if isinstance(p, UserPromptPart)] == [
+            "concierge said: Rumah Teduh."
+        ]
         acta = await AsyncChronicarius(store).get_acta(OWNER, chronicum_id, actor_kinds=[ActorKind.AGENT])
         assert [actum.actor for actum in acta] == ["concierge"] * 3 + ["booking"]
 

@@ -7,9 +7,11 @@ import io
 import json
 from pathlib import Path
 
-from chronica_pydantic_ai import NATIVE_FORMAT, ChronicaHistory, message_text
+from chronica_pydantic_ai import NATIVE_FORMAT, ChronicaConversationStore, ChronicaHistory, message_text
 from conftest import StoreTarget
 from helpers import AGENT, OWNER, ToolLoop, history_on, run_on
+from pydantic_ai import Agent
+from pydantic_ai.conversation import Conversation
 from pydantic_ai.messages import (
     BinaryContent,
     FilePart,
@@ -25,6 +27,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from chronica_core import (
     ActorKind,
@@ -208,5 +211,67 @@ def test_a_tool_result_names_its_call_where_the_store_keeps_histories() -> None:
         )
         assert [actum.id for actum in window] == [stored[3].id, stored[4].id]  # the result with its call
         assert await history.load() == result.new_messages()
+
+    asyncio.run(body())
+
+
+def test_another_pydantic_ai_agents_acta_are_its_own_not_the_readers() -> None:
+    """Two pydantic-ai agents (two actors) in one chronicum: each model reads the other's words attributed."""
+
+    async def body() -> None:
+        keeper = AsyncChronicarius(AsyncMemoryStore())
+        cid = new_chronicum_id()
+        search = ChronicaHistory(cid, keeper, owner_id=OWNER, actor="search")
+        found = await ToolLoop(calls=1).agent().run("A quiet table in Kemang?")
+        await search.save(found.new_messages())
+        seen: list[list[ModelMessage]] = []
+
+        def planner_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            seen.append(messages)
+            return ModelResponse(parts=[TextPart("Planned: Friday at 7.")])
+
+        planner = ChronicaHistory(cid, keeper, owner_id=OWNER, actor="planner")
+        loaded = await planner.load()
+        # the person's prompt is the person's; search's tool exchange is left out, its answer named
+        assert [type(message) for message in loaded] == [ModelRequest, ModelRequest]
+        assert prompts(loaded) == ["A quiet table in Kemang?", f"search said: {found.output}"]
+        planned = await Agent(FunctionModel(planner_model)).run(message_history=loaded)
+        assert planned.output == "Planned: Friday at 7."  # the planner's model answered, not search's
+        assert len(seen) == 1
+        await planner.save(planned.new_messages())
+        conversations = ChronicaConversationStore(keeper, owner_id=OWNER, actor="planner")
+        conversation = await conversations.load(cid)
+        assert conversation is not None
+        assert prompts(conversation.messages)[:2] == prompts(loaded)
+        again = await search.load()  # search's own acta come back exactly; the planner's are named
+        assert again[: len(found.new_messages())] == found.new_messages()
+        assert prompts(again[len(found.new_messages()) :]) == ["planner said: Planned: Friday at 7."]
+
+    asyncio.run(body())
+
+
+def test_other_integrations_bookkeeping_never_reaches_the_model() -> None:
+    """With every foreign act asked for: a saved conversation's record, a pop's tombstone and a
+    state snapshot (system acta other integrations keep) are left out; agents' acta are shown."""
+
+    async def body() -> None:
+        keeper = AsyncChronicarius(AsyncMemoryStore())
+        cid = new_chronicum_id()
+        conversations = ChronicaConversationStore(keeper, owner_id=OWNER, actor="planner")
+        conversation = await conversations.load(cid) or Conversation(conversation_id=cid)
+        planned = await ToolLoop(calls=0, answer="Planned.").agent().run("Plan?", conversation=conversation)
+        await conversations.save(planned)
+        pop, state = "chronica-openai-agents:pop", "chronica-strands:state"
+        bookkeeping = [
+            Actum(cid, ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, pop, '{"popped":"x","pop":"y"}'),
+            Actum(cid, ActumKind.TOOL_RESPONSE, ActorKind.SYSTEM, state, "state of agent n"),
+            Actum(cid, ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", 'find({"area": "Kemang"})'),
+        ]
+        for actum in bookkeeping:
+            await keeper.record_actum(OWNER, actum)
+        every = ForeignActa(thoughts=True, tool_exchanges=True)
+        history = ChronicaHistory(cid, keeper, owner_id=OWNER, actor="booking", foreign=every)
+        shown = prompts(await history.load())
+        assert shown == ["Plan?", "planner said: Planned.", 'search called a tool: find({"area": "Kemang"})']
 
     asyncio.run(body())

@@ -337,12 +337,18 @@ class ChronicaSessionRepository(SessionRepository):
                 "needs to read its messages back exactly; use a store that does",
             )
 
-    def _window(self, session_id: str, last_n: int, **filters: Any) -> list[Actum]:
-        """The newest ``last_n`` acta as written (no request added); ``[]`` for no chronicum of the owner."""
+    def _window(
+        self,
+        session_id: str,
+        last_n: int,
+        tool_exchanges: ToolExchanges = ToolExchanges.AS_WRITTEN,
+        **filters: Any,
+    ) -> list[Actum]:
+        """The newest ``last_n`` acta (as written unless ``tool_exchanges`` says); ``[]`` for none."""
         self._require()
         try:
             return self.chronicarius.get_acta(
-                self.owner_id, session_id, last_n=last_n, tool_exchanges=ToolExchanges.AS_WRITTEN, **filters
+                self.owner_id, session_id, last_n=last_n, tool_exchanges=tool_exchanges, **filters
             )
         except ChronicumNotFound:
             return []
@@ -368,7 +374,8 @@ class ChronicaSessionRepository(SessionRepository):
         """The agent's conversation from the first message numbered ``offset`` or more on."""
         window = FIRST_WINDOW
         while True:
-            acta = self._window(session_id, window)
+            # a tool result's use comes along, also when a summary covers the use and not the result
+            acta = self._window(session_id, window, ToolExchanges.WHOLE)
             whole = len(acta) < window
             entries = self._entries(acta, agent_id, numbered=whole)
             anchor = next((index for index, entry in enumerate(entries) if entry.number is not None), None)

@@ -24,6 +24,7 @@ from chronica_core import (
     CapabilityUnsupported,
     Chronicarius,
     ChronicumNotFound,
+    Span,
     Store,
     new_chronicum_id,
 )
@@ -387,3 +388,30 @@ def test_a_manager_opened_from_a_url_closes_its_store() -> None:
         assert [entry.message["content"][0]["text"] for entry in manager.repository.list_messages(
             manager.session_id, agent.agent_id
         )] == ["hello", "hi"]  # fmt: skip
+
+
+def test_a_summary_ending_at_a_tool_use_leaves_its_result_with_the_use(store: Store) -> None:
+    """A summary that covers a tool use but not its result: the restored agent keeps both."""
+    keeper = Chronicarius(store)
+    session_id = new_chronicum_id()
+    agent_on(keeper, session_id, "booking", ScriptedModel(booking_script()))("A table in Kemang?")
+    acta = keeper.get_acta(OWNER, session_id, view="as_written")
+    use = next(actum for actum in acta if actum.kind is ActumKind.TOOL_REQUEST)
+    summary = Actum(
+        session_id,
+        ActumKind.MESSAGE,
+        ActorKind.SYSTEM,
+        "summarizer",
+        "Ardian asked for a table in Kemang.",
+        summarizes=Span(acta[0].id, use.id),
+    )
+    keeper.record_actum(OWNER, summary)
+    restored = agent_on(keeper, session_id, "booking", ScriptedModel([text("Booked.")]))
+    assert [[next(iter(block)) for block in message["content"]] for message in restored.messages] == [
+        ["text"],  # the summary
+        ["toolUse"],  # the part of the message the summary covers that the result needs
+        ["toolResult"],
+        ["text"],
+    ]
+    said = restored.messages[0]["content"][0].get("text")
+    assert said == "summarizer said: Ardian asked for a table in Kemang."
