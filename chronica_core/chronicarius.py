@@ -654,9 +654,12 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         """See :meth:`Chronicarius._run`."""
         telemetry = self._telemetry
         if telemetry is None or not telemetry.tracing():
-            return await run_plan_async(plan, self._perform)
+            return await run_plan_async(plan, self._perform, cancellation_to_plan=True)
         return await telemetry.run_async(
-            operation, lambda: run_plan_async(plan, self._perform), count, last_n
+            operation,
+            lambda: run_plan_async(plan, self._perform, cancellation_to_plan=True),
+            count,
+            last_n,
         )
 
 

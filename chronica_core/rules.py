@@ -11,6 +11,7 @@ against a sync or an async store; neither holds a rule of its own.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -311,11 +312,12 @@ class Rules:
         A first write that fails for good (``StoreConflict`` after every try, a lost connection)
         leaves no empty chronicum behind: the chronicum becomes the marker of its owner, as an
         erasure leaves, unless another writer's actum landed in it meanwhile (then it stays). The
-        write's own error is raised either way; a withdrawal that fails is logged.
+        write's own error is raised either way; a withdrawal that fails is logged. An asyncio
+        task cancelled during the write (``asyncio.CancelledError``) withdraws the same way.
         """
         try:
             return (yield call)
-        except StoreError:
+        except (StoreError, asyncio.CancelledError):
             if created:
                 yield from self._withdraw(owner_id, chronicum_id)
             raise
@@ -588,8 +590,24 @@ class Rules:
             owner, created = owner_id, True
         except ChronicumExists:  # lost a race with another first write, or the id was erased
             owner, created = yield from self._owner_after_lost_create(started)
+        except asyncio.CancelledError:  # the create may have landed: then withdraw it
+            yield from self._withdraw_if_created(started)
+            raise
         self._remember(chronicum_id, owner)
         return owner, created
+
+    def _withdraw_if_created(self, started: Chronicum) -> Plan[StoreCall, None]:
+        """After a cancelled ``create``: withdraw the chronicum if that create landed (never raises).
+
+        The chronicum is this create's when it has its owner and its ``started_at``, to the
+        microsecond: another first write of the same owner started at another moment.
+        """
+        try:
+            chronicum: Chronicum = yield ("get", (started.id,))
+        except (ChronicumNotFound, StoreError):
+            return
+        if (chronicum.owner_id, chronicum.started_at) == (started.owner_id, started.started_at):
+            yield from self._withdraw(started.owner_id, started.id)
 
     def _owner_after_lost_create(self, started: Chronicum) -> Plan[StoreCall, tuple[str, bool]]:
         """The owner of an id ``create`` found taken: a racing first write's, or an erased chronicum's.
