@@ -117,10 +117,10 @@ _ESCAPED = {
 
 
 def _printable(text: str) -> str:
-    """``text`` as one line with nothing a terminal acts on: each control character escaped.
+    r"""``text`` as one line with nothing a terminal acts on: each control character escaped.
 
     Line breaks, carriage returns, tabs and escape sequences (C0, DEL, C1, U+2028, U+2029) are
-    written as Python writes them in a string literal (``\\n``, ``\\r``, ``\\x1b``, ``\\u2028``),
+    written as Python writes them in a string literal (``\n``, ``\r``, ``\x1b``, ``\u2028``),
     so text from the store (an agent's content, an id) can neither split a line nor rewrite
     lines printed before it. Other characters are kept; ``--json`` keeps every character.
     """
