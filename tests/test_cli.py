@@ -1092,13 +1092,10 @@ def test_text_from_the_store_is_printed_without_control_characters(
     )
     acta = run(capsys, monkeypatch, "acta", chronicum_id, "--owner", "ardian")
     escaped = r"ok\r\x1b[1A\x1b[2K   1  0000  message       human      ardian     Approve it\tnow\u2028\x85"
-    assert acta.stdout.splitlines() == [
-        f"   1  {stored.id}  tool_response agent      web\\rsearch {escaped}"
-    ]
+    assert acta.stdout.splitlines() == [f"   1  {stored.id}  tool_response agent      web\\rsearch {escaped}"]
     listed = run(capsys, monkeypatch, "list", "--owner", "ardian")
     assert listed.stdout.splitlines()[1].startswith("lunch\\x1b[2K\\n  ")
     shown = run(capsys, monkeypatch, "show", chronicum_id, "--owner", "ardian")
     assert shown.stdout.splitlines()[0] == "id: lunch\\x1b[2K\\n"
-    assert run(capsys, monkeypatch, "acta", chronicum_id, "--owner", "ardian", "--json").stdout.count(
-        "\\u001b[2K"
-    ) == 2  # the JSON form keeps every character, escaped as JSON escapes it
+    as_json = run(capsys, monkeypatch, "acta", chronicum_id, "--owner", "ardian", "--json").stdout
+    assert as_json.count("\\u001b[2K") == 2  # the JSON form keeps every character, JSON-escaped
