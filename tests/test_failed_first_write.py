@@ -248,6 +248,7 @@ def test_asyncio_a_first_write_cancelled_after_creating_its_chronicum_withdraws_
     async def scenario() -> tuple[bool, AsyncHangingStore]:
         store = AsyncHangingStore()
         keeper = AsyncChronicarius(store)
+        writing: asyncio.Task[Any]
         if write == "record":
             writing = asyncio.create_task(keeper.record_actum("ana", _actum()))
         elif write == "record_idempotent":
