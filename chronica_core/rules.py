@@ -147,6 +147,7 @@ class Rules:
         With ``create=False`` rule R4 does not apply: the chronicum must exist (see :meth:`_write`).
         """
         check_owner(owner_id)
+        _check_create(create)
         actum = self.validated(actum)
         self._check_key(idempotency_key)
         if actum.summarizes is not None:
@@ -169,6 +170,7 @@ class Rules:
         With ``create=False`` rule R4 does not apply: the chronicum must exist (see :meth:`_write`).
         """
         check_owner(owner_id)
+        _check_create(create)
         if isinstance(acta, (str, bytes, Actum)) or not isinstance(acta, Sequence):
             raise InvalidActum("acta", f"must be a list of Actum, not {type(acta).__name__}")
         if len(acta) > MAX_BATCH_SIZE:
@@ -256,6 +258,8 @@ class Rules:
         if owner_id is not None:
             check_owner(owner_id)
         before = idle_before(before)
+        if not isinstance(dry_run, bool):  # "no" or None must not decide whether chronica are erased
+            raise InvalidQuery("dry_run", f"must be a bool, not {type(dry_run).__name__}")
         if RETENTION not in self._capabilities:
             raise CapabilityUnsupported(self._store_name, RETENTION)
         erased: int = yield from erase_idle(before, owner_id, dry_run, self._history.forget)
@@ -642,3 +646,9 @@ class Rules:
             self._owners[chronicum_id] = owner_id
             while len(self._owners) > self._owner_cache_size:  # forget the oldest
                 del self._owners[next(iter(self._owners))]
+
+
+def _check_create(create: object) -> None:
+    """``create`` of a write is a bool: a text such as ``"false"`` would create the chronicum."""
+    if not isinstance(create, bool):
+        raise InvalidActum("create", f"must be a bool, not {type(create).__name__}")
