@@ -19,6 +19,7 @@ from chronica_conformance.base import (
 )
 from chronica_conformance.batch_contract import BATCH_SIZE, assert_whole_batches
 from chronica_conformance.harness import INJECTED_FAILURE, Harness, rules_call, store_call
+from chronica_conformance.loop_contract import async_only
 from chronica_conformance.store_contract import CLOCK_SKEW
 from chronica_core import (
     ActaQuery,
@@ -330,14 +331,13 @@ class ErasureContract(SuiteBase):
         fresh = harness.with_chronicarius().record_actum(owner, make_actum(chronicum_id, "again"))
         assert_same_acta(harness.get_acta(owner, chronicum_id), [fresh])
 
+    @async_only
     @pytest.mark.parametrize("cancelled", ["create", "record", "record_idempotent", "record_many"])
     def test_erasure_a_cancelled_first_write_leaves_no_chronicum(
         self, erasure_harness: Harness, cancelled: str
     ) -> None:
         """An asyncio first write cancelled once its chronicum exists (create or write) withdraws it."""
         harness = _withdrawing(erasure_harness)
-        if harness.flavour != "async":
-            pytest.skip("only an asyncio task is cancelled mid-call")
         write = "record" if cancelled == "create" else cancelled
         needs = {"record_idempotent": IDEMPOTENCY, "record_many": BATCH}.get(write)
         if needs is not None:
