@@ -143,7 +143,8 @@ class Chronicarius(_Keeper[Store]):
             The stored actum: a fresh 32-hex-character ``id`` and the store's UTC ``at``.
 
         Raises:
-            InvalidActum: a field is missing or wrong (``.field`` names it); nothing is written.
+            InvalidActum: a field is missing or wrong (``.field`` names it), or ``create`` is not
+                a bool (``field="create"``); nothing is written.
             ActumTooLarge: (an ``InvalidActum``) the content is larger than the store accepts
                 (``.size`` and ``.limit`` in bytes of UTF-8); nothing is written, not even the
                 chronicum of a first write, when the store tells its limit (every Chronica store does).
@@ -307,8 +308,8 @@ class Chronicarius(_Keeper[Store]):
         Raises:
             InvalidActum: an actum is wrong (``.index`` is its position, ``.field`` the field),
                 the acta name more than one chronicum (``field="chronicum_id"``), ``acta`` is not
-                a list of acta or holds more than 1000 (``field="acta"``), or the key is unusable;
-                nothing is written.
+                a list of acta or holds more than 1000 (``field="acta"``), the key is unusable, or
+                ``create`` is not a bool (``field="create"``); nothing is written.
             ActumTooLarge: (an ``InvalidActum``) an actum's content is larger than the store
                 accepts; nothing is written.
             CapabilityUnsupported: the store has no ``batch`` capability (or, given a key, no
@@ -407,7 +408,8 @@ class Chronicarius(_Keeper[Store]):
             How many chronica were erased (with ``dry_run``: how many are idle).
 
         Raises:
-            InvalidQuery: ``before`` is not a timezone-aware datetime (``field="before"``).
+            InvalidQuery: ``before`` is not a timezone-aware datetime (``field="before"``), or
+                ``dry_run`` is not a bool (``field="dry_run"``); nothing is erased.
             CapabilityUnsupported: the store has no ``retention`` capability; nothing is erased.
             EmptyOwnerID: ``owner_id`` is ``""``.
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
@@ -654,9 +656,12 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         """See :meth:`Chronicarius._run`."""
         telemetry = self._telemetry
         if telemetry is None or not telemetry.tracing():
-            return await run_plan_async(plan, self._perform)
+            return await run_plan_async(plan, self._perform, cancellation_to_plan=True)
         return await telemetry.run_async(
-            operation, lambda: run_plan_async(plan, self._perform), count, last_n
+            operation,
+            lambda: run_plan_async(plan, self._perform, cancellation_to_plan=True),
+            count,
+            last_n,
         )
 
 

@@ -110,9 +110,26 @@ def _split(values: str | None) -> list[str] | None:
     return [value.strip() for value in values.split(",") if value.strip()]
 
 
+_ESCAPED = {
+    code: ascii(chr(code))[1:-1]
+    for code in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]  # control characters, line breaks
+}
+
+
+def _printable(text: str) -> str:
+    r"""``text`` as one line with nothing a terminal acts on: each control character escaped.
+
+    Line breaks, carriage returns, tabs and escape sequences (C0, DEL, C1, U+2028, U+2029) are
+    written as Python writes them in a string literal (``\n``, ``\r``, ``\x1b``, ``\u2028``),
+    so text from the store (an agent's content, an id) can neither split a line nor rewrite
+    lines printed before it. Other characters are kept; ``--json`` keeps every character.
+    """
+    return text.translate(_ESCAPED)
+
+
 def _row(actum: Actum) -> str:
-    content = actum.content.replace("\n", "\\n")
-    return f"{actum.kind.value:<13} {actum.actor_kind.value:<10} {actum.actor:<10} {content}"
+    actor, content = _printable(actum.actor), _printable(actum.content)
+    return f"{actum.kind.value:<13} {actum.actor_kind.value:<10} {actor:<10} {content}"
 
 
 def _actum_line(position: int, actum: Actum) -> str:
@@ -304,7 +321,7 @@ def _show(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
         output.json(chronicum.to_dict())
     else:
         for key, value in chronicum.to_dict().items():
-            output.line(f"{key}: {value}")
+            output.line(f"{key}: {_printable(str(value))}")
     return 0
 
 
@@ -322,7 +339,7 @@ def _print_page(page: ChronicaPage, arguments: argparse.Namespace, output: _Outp
     if page.chronica:
         forms = [chronicum.to_dict() for chronicum in page.chronica]
         rows = [("id", "started_at", "last_actum_at")] + [
-            (form["id"], form["started_at"], form["last_actum_at"] or "-") for form in forms
+            (_printable(form["id"]), form["started_at"], form["last_actum_at"] or "-") for form in forms
         ]
         widths = [max(len(row[column]) for row in rows) for column in range(2)]
         for row in rows:

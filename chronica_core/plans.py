@@ -9,6 +9,7 @@ written once.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
@@ -22,15 +23,20 @@ Plan = Generator[Operation, Any, Result]
 
 
 async def run_plan_async(
-    plan: Plan[Operation, Result], perform: Callable[[Operation], Awaitable[Any]]
+    plan: Plan[Operation, Result],
+    perform: Callable[[Operation], Awaitable[Any]],
+    *,
+    cancellation_to_plan: bool = False,
 ) -> Result:
     """Run ``plan`` to the end, performing each operation with ``await perform(operation)``.
 
     Returns the plan's result. An exception from ``perform`` is thrown into the plan, which may
-    catch it; whatever the plan raises propagates unchanged.
+    catch it; whatever the plan raises propagates unchanged. With ``cancellation_to_plan``, so is
+    the ``asyncio.CancelledError`` of a task cancelled while it awaited an operation: the plan
+    may perform more operations (undo what it began) before the cancellation propagates.
     """
     outcome: Any = None
-    error: Exception | None = None
+    error: BaseException | None = None
     while True:
         try:
             operation = plan.throw(error) if error is not None else plan.send(outcome)
@@ -40,6 +46,10 @@ async def run_plan_async(
             outcome, error = await perform(operation), None
         except Exception as failure:  # noqa: BLE001 - handed to the plan, which decides
             outcome, error = None, failure
+        except asyncio.CancelledError as cancelled:
+            if not cancellation_to_plan:
+                raise
+            outcome, error = None, cancelled
 
 
 def run_plan(plan: Plan[Operation, Result], perform: Callable[[Operation], Any]) -> Result:

@@ -108,9 +108,11 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+._-]*")
 def url_scheme(url: str) -> str:
     """Return the lowercased scheme of ``url`` (``"mysql+pymysql"`` for ``mysql+pymysql://...``).
 
-    Raises ``UnknownBackend`` when ``url`` has no ``scheme://`` prefix; the message shows the URL
-    with its password masked (see :func:`chronica_core.redaction.masked_url`).
+    Raises ``UnknownBackend`` when ``url`` is not a str, or has no ``scheme://`` prefix; the
+    message shows the URL with its password masked (see :func:`chronica_core.redaction.masked_url`).
     """
+    if not isinstance(url, str):
+        raise UnknownBackend(f"the store URL must be a str such as memory://, not {type(url).__name__}")
     scheme, separator, _ = url.partition("://")
     if not separator or not _SCHEME.fullmatch(scheme):
         raise UnknownBackend(f"{masked_url(url)!r} is not a store URL; expected scheme://..., e.g. memory://")
@@ -277,7 +279,8 @@ def open_store(url: str, **options: Any) -> Store:
         A :class:`Store`; close it (or use it as a context manager) when done.
 
     Raises:
-        UnknownBackend: no installed backend handles the scheme (the message says what to install).
+        UnknownBackend: no installed backend handles the scheme (the message says what to install),
+            or ``url`` is not a str (``None`` from an unset environment variable).
         BackendUnavailable: the backend's driver is not installed (the message says what to install),
             or ``encryption_keys`` was given without the ``cryptography`` package.
         BackendConflict: two installed backends claim the scheme.

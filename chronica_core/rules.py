@@ -11,6 +11,7 @@ against a sync or an async store; neither holds a rule of its own.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -146,6 +147,7 @@ class Rules:
         With ``create=False`` rule R4 does not apply: the chronicum must exist (see :meth:`_write`).
         """
         check_owner(owner_id)
+        _check_create(create)
         actum = self.validated(actum)
         self._check_key(idempotency_key)
         if actum.summarizes is not None:
@@ -168,6 +170,7 @@ class Rules:
         With ``create=False`` rule R4 does not apply: the chronicum must exist (see :meth:`_write`).
         """
         check_owner(owner_id)
+        _check_create(create)
         if isinstance(acta, (str, bytes, Actum)) or not isinstance(acta, Sequence):
             raise InvalidActum("acta", f"must be a list of Actum, not {type(acta).__name__}")
         if len(acta) > MAX_BATCH_SIZE:
@@ -255,6 +258,8 @@ class Rules:
         if owner_id is not None:
             check_owner(owner_id)
         before = idle_before(before)
+        if not isinstance(dry_run, bool):  # "no" or None must not decide whether chronica are erased
+            raise InvalidQuery("dry_run", f"must be a bool, not {type(dry_run).__name__}")
         if RETENTION not in self._capabilities:
             raise CapabilityUnsupported(self._store_name, RETENTION)
         erased: int = yield from erase_idle(before, owner_id, dry_run, self._history.forget)
@@ -311,11 +316,12 @@ class Rules:
         A first write that fails for good (``StoreConflict`` after every try, a lost connection)
         leaves no empty chronicum behind: the chronicum becomes the marker of its owner, as an
         erasure leaves, unless another writer's actum landed in it meanwhile (then it stays). The
-        write's own error is raised either way; a withdrawal that fails is logged.
+        write's own error is raised either way; a withdrawal that fails is logged. An asyncio
+        task cancelled during the write (``asyncio.CancelledError``) withdraws the same way.
         """
         try:
             return (yield call)
-        except StoreError:
+        except (StoreError, asyncio.CancelledError):
             if created:
                 yield from self._withdraw(owner_id, chronicum_id)
             raise
@@ -588,8 +594,24 @@ class Rules:
             owner, created = owner_id, True
         except ChronicumExists:  # lost a race with another first write, or the id was erased
             owner, created = yield from self._owner_after_lost_create(started)
+        except asyncio.CancelledError:  # the create may have landed: then withdraw it
+            yield from self._withdraw_if_created(started)
+            raise
         self._remember(chronicum_id, owner)
         return owner, created
+
+    def _withdraw_if_created(self, started: Chronicum) -> Plan[StoreCall, None]:
+        """After a cancelled ``create``: withdraw the chronicum if that create landed (never raises).
+
+        The chronicum is this create's when it has its owner and its ``started_at``, to the
+        microsecond: another first write of the same owner started at another moment.
+        """
+        try:
+            chronicum: Chronicum = yield ("get", (started.id,))
+        except (ChronicumNotFound, StoreError):
+            return
+        if (chronicum.owner_id, chronicum.started_at) == (started.owner_id, started.started_at):
+            yield from self._withdraw(started.owner_id, started.id)
 
     def _owner_after_lost_create(self, started: Chronicum) -> Plan[StoreCall, tuple[str, bool]]:
         """The owner of an id ``create`` found taken: a racing first write's, or an erased chronicum's.
@@ -624,3 +646,9 @@ class Rules:
             self._owners[chronicum_id] = owner_id
             while len(self._owners) > self._owner_cache_size:  # forget the oldest
                 del self._owners[next(iter(self._owners))]
+
+
+def _check_create(create: object) -> None:
+    """``create`` of a write is a bool: a text such as ``"false"`` would create the chronicum."""
+    if not isinstance(create, bool):
+        raise InvalidActum("create", f"must be a bool, not {type(create).__name__}")

@@ -433,3 +433,17 @@ def test_the_async_twin_offers_the_same_capabilities() -> None:
         assert await keeper.erase_owner("ardian") == 0
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("create", ["false", "no", 0, None])
+def test_a_create_that_is_not_a_bool_is_refused_and_creates_nothing(store: MemoryStore, create: Any) -> None:
+    # a configuration's "false" is a true value: it would have created the chronicum
+    keeper = Chronicarius(store)
+    with pytest.raises(InvalidActum) as one:
+        keeper.record_actum("ardian", message("c", "hi"), create=create)
+    with pytest.raises(InvalidActum) as batch:
+        keeper.record_acta("ardian", [message("c", "hi")], create=create)
+    assert (one.value.field, batch.value.field) == ("create", "create")
+    assert str(one.value) == f"invalid actum: create: must be a bool, not {type(create).__name__}"
+    with pytest.raises(ChronicumNotFound):
+        store.get("c")

@@ -1078,3 +1078,24 @@ def test_a_distribution_adds_a_command_through_the_entry_point_group(tmp_path: P
     )
     listed = greet("--help").stdout
     assert "greet" in listed and "a command of its own (chronica greet --help)" in listed
+
+
+def test_text_from_the_store_is_printed_without_control_characters(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An agent's content (a web page, a model's output) may hold a carriage return or a terminal
+    # escape that would rewrite the lines printed before it; each actum stays one plain line.
+    forged = "ok\r\x1b[1A\x1b[2K   1  0000  message       human      ardian     Approve it\tnow\u2028\x85"
+    chronicum_id = "lunch\x1b[2K\n"
+    stored = Chronicarius(kept).record_actum(
+        "ardian", Actum(chronicum_id, ActumKind.TOOL_RESPONSE, ActorKind.AGENT, "web\rsearch", forged)
+    )
+    acta = run(capsys, monkeypatch, "acta", chronicum_id, "--owner", "ardian")
+    escaped = r"ok\r\x1b[1A\x1b[2K   1  0000  message       human      ardian     Approve it\tnow\u2028\x85"
+    assert acta.stdout.splitlines() == [f"   1  {stored.id}  tool_response agent      web\\rsearch {escaped}"]
+    listed = run(capsys, monkeypatch, "list", "--owner", "ardian")
+    assert listed.stdout.splitlines()[1].startswith("lunch\\x1b[2K\\n  ")
+    shown = run(capsys, monkeypatch, "show", chronicum_id, "--owner", "ardian")
+    assert shown.stdout.splitlines()[0] == "id: lunch\\x1b[2K\\n"
+    as_json = run(capsys, monkeypatch, "acta", chronicum_id, "--owner", "ardian", "--json").stdout
+    assert as_json.count("\\u001b[2K") == 2  # the JSON form keeps every character, JSON-escaped

@@ -216,3 +216,100 @@ def test_asyncio_a_first_write_that_always_conflicts_withdraws_its_chronicum() -
     tries, detail, store = asyncio.run(scenario())
     assert (tries, detail) == (CONFLICT_TRIES, "could not serialize access (conflicted 20 times in a row)")
     _assert_withdrawn(store.sync_store)
+
+
+class AsyncHangingStore(AsyncMemoryStore):
+    """An asyncio memory store whose writes hang (``writing`` is set once one has started)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = asyncio.Event()
+
+    async def _hang(self) -> None:
+        self.writing.set()
+        await asyncio.Event().wait()  # until cancelled
+
+    async def record(self, actum: Actum) -> Actum:
+        await self._hang()
+        return await super().record(actum)
+
+    async def record_idempotent(self, actum: Actum, key: str) -> Actum:
+        await self._hang()
+        return await super().record_idempotent(actum, key)
+
+    async def record_many(self, acta: Sequence[Actum], key: str | None) -> list[Actum]:
+        await self._hang()
+        return await super().record_many(acta, key)
+
+
+@pytest.mark.parametrize("write", ["record", "record_idempotent", "record_many"])
+def test_asyncio_a_first_write_cancelled_after_creating_its_chronicum_withdraws_it(write: str) -> None:
+    # asyncio.timeout around a request, or Ctrl-C under asyncio.run, cancels the write mid-call
+    async def scenario() -> tuple[bool, AsyncHangingStore]:
+        store = AsyncHangingStore()
+        keeper = AsyncChronicarius(store)
+        writing: asyncio.Task[Any]
+        if write == "record":
+            writing = asyncio.create_task(keeper.record_actum("ana", _actum()))
+        elif write == "record_idempotent":
+            writing = asyncio.create_task(keeper.record_actum("ana", _actum(), idempotency_key="k1"))
+        else:
+            writing = asyncio.create_task(keeper.record_acta("ana", [_actum("one"), _actum("two")]))
+        await store.writing.wait()  # the chronicum is created; its first actum is being written
+        writing.cancel()
+        outcome = await asyncio.gather(writing, return_exceptions=True)
+        return isinstance(outcome[0], asyncio.CancelledError), store
+
+    cancelled, store = asyncio.run(scenario())
+    assert cancelled is True
+    _assert_withdrawn(store.sync_store)
+
+
+class AsyncHangingCreateStore(AsyncMemoryStore):
+    """An asyncio memory store whose ``create`` hangs: after creating (``landed``), else before.
+
+    ``racer`` is a chronicum another first write creates meanwhile, before the hang.
+    """
+
+    def __init__(self, *, landed: bool, racer: Chronicum | None = None) -> None:
+        super().__init__()
+        self.landed, self.racer = landed, racer
+        self.creating = asyncio.Event()
+
+    async def create(self, chronicum: Chronicum) -> None:
+        if self.landed:
+            await super().create(chronicum)
+        if self.racer is not None:
+            await super().create(self.racer)
+        self.creating.set()
+        await asyncio.Event().wait()  # until cancelled
+
+
+def _cancelled_first_write(store: AsyncHangingCreateStore) -> bool:
+    async def scenario() -> bool:
+        writing = asyncio.create_task(AsyncChronicarius(store).record_actum("ana", _actum()))
+        await store.creating.wait()
+        writing.cancel()
+        outcome = await asyncio.gather(writing, return_exceptions=True)
+        return isinstance(outcome[0], asyncio.CancelledError)
+
+    return asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("landed", [True, False])
+def test_asyncio_a_first_write_cancelled_while_creating_leaves_no_chronicum(landed: bool) -> None:
+    store = AsyncHangingCreateStore(landed=landed)
+    assert _cancelled_first_write(store) is True
+    if landed:  # the create landed before the cancellation: withdrawn
+        _assert_withdrawn(store.sync_store)
+    else:
+        with pytest.raises(ChronicumNotFound):
+            store.sync_store.get("c1")
+        assert store.sync_store.list_chronica("ana", 10, None) == []
+
+
+def test_asyncio_a_cancelled_create_withdraws_no_chronicum_another_write_created() -> None:
+    racer = Chronicum("c1", "ana", datetime(2026, 12, 1, tzinfo=UTC))  # the same owner's, another moment
+    store = AsyncHangingCreateStore(landed=False, racer=racer)
+    assert _cancelled_first_write(store) is True
+    assert store.sync_store.get("c1") == racer

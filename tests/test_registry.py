@@ -205,3 +205,15 @@ def test_the_memory_store_refuses_options_naming_them() -> None:
     assert (raised.value.backend, raised.value.option) == ("memory", "pool_size")
     with pytest.raises(InvalidOption, match="memory: option bogus"):
         open_async_store("memory://", bogus=1)
+
+
+@pytest.mark.parametrize("url", [None, b"memory://", 5])
+def test_a_url_that_is_not_a_str_is_unknown_backend_naming_its_type(url: Any) -> None:
+    # open_store(os.environ.get("CHRONICA_STORE")) with the variable unset gives None
+    expected = f"the store URL must be a str such as memory://, not {type(url).__name__}"
+    with pytest.raises(UnknownBackend) as raised:
+        open_store(url)
+    assert str(raised.value) == expected
+    with pytest.raises(UnknownBackend) as raised_async:
+        open_async_store(url)
+    assert str(raised_async.value) == expected

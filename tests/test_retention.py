@@ -112,3 +112,15 @@ def test_the_asyncio_flavour_erases_alike() -> None:
         return await chronicarius.erase_idle(before=datetime.now(UTC))
 
     assert asyncio.run(scenario()) == 1
+
+
+@pytest.mark.parametrize("dry_run", ["no", "false", None, 1])
+def test_a_dry_run_that_is_not_a_bool_is_refused_and_erases_nothing(
+    chronicarius: Chronicarius, dry_run: object
+) -> None:
+    chronicarius.record_actum("ardian", say("c", "ardian"))
+    with pytest.raises(InvalidQuery) as raised:
+        chronicarius.erase_idle(before=datetime.now(UTC) + timedelta(days=1), dry_run=dry_run)  # type: ignore[arg-type]
+    assert raised.value.field == "dry_run"
+    assert str(raised.value) == f"invalid query: dry_run: must be a bool, not {type(dry_run).__name__}"
+    assert [actum.content for actum in chronicarius.get_acta("ardian", "c")] == ["hello"]

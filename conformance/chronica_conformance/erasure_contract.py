@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -18,6 +19,7 @@ from chronica_conformance.base import (
 )
 from chronica_conformance.batch_contract import BATCH_SIZE, assert_whole_batches
 from chronica_conformance.harness import INJECTED_FAILURE, Harness, rules_call, store_call
+from chronica_conformance.loop_contract import async_only
 from chronica_conformance.store_contract import CLOCK_SKEW
 from chronica_core import (
     ActaQuery,
@@ -326,6 +328,32 @@ class ErasureContract(SuiteBase):
             assert chronicum_id not in [chronicum.id for chronicum in harness.list_chronica(owner).chronica]
         with pytest.raises(ChronicumNotFound):  # ownership never changes: the id stays the owner's
             harness.with_chronicarius().record_actum(new_owner("bunga"), make_actum(chronicum_id, "mine?"))
+        fresh = harness.with_chronicarius().record_actum(owner, make_actum(chronicum_id, "again"))
+        assert_same_acta(harness.get_acta(owner, chronicum_id), [fresh])
+
+    @async_only
+    @pytest.mark.parametrize("cancelled", ["create", "record", "record_idempotent", "record_many"])
+    def test_erasure_a_cancelled_first_write_leaves_no_chronicum(
+        self, erasure_harness: Harness, cancelled: str
+    ) -> None:
+        """An asyncio first write cancelled once its chronicum exists (create or write) withdraws it."""
+        harness = _withdrawing(erasure_harness)
+        write = "record" if cancelled == "create" else cancelled
+        needs = {"record_idempotent": IDEMPOTENCY, "record_many": BATCH}.get(write)
+        if needs is not None:
+            require_capability(harness, needs, f"a cancelled first write by {write}")
+        owner, chronicum_id = new_owner(), new_id("cancelled")
+        cancelling = harness.with_chronicarius(
+            failing_writes="cancelled_after_create" if cancelled == "create" else "cancelled",
+            owner_cache_size=100,
+        )
+        with pytest.raises(asyncio.CancelledError):
+            _first_write(cancelling, write, owner, chronicum_id, "cancelled")
+        assert cancelling.store_calls[-1] == "withdraw", f"no withdraw: {cancelling.store_calls}"
+        with pytest.raises(ChronicumNotFound):
+            harness.get(chronicum_id)
+        if LISTING in harness.capabilities:
+            assert chronicum_id not in [chronicum.id for chronicum in harness.list_chronica(owner).chronica]
         fresh = harness.with_chronicarius().record_actum(owner, make_actum(chronicum_id, "again"))
         assert_same_acta(harness.get_acta(owner, chronicum_id), [fresh])
 

@@ -68,8 +68,10 @@ __all__ = [
 Flavour = Literal["sync", "async"]
 """Which face of the store a harness drives: blocking calls or coroutines."""
 
-FailingWrites = Literal["alone", "after_landing"]
-"""How the writes of :meth:`Harness.with_chronicarius` fail: writing nothing, or after landing."""
+FailingWrites = Literal["alone", "after_landing", "cancelled", "cancelled_after_create"]
+"""How the writes of :meth:`Harness.with_chronicarius` fail: writing nothing, or after landing
+(``StoreError``); or as a cancelled asyncio task sees them (``asyncio.CancelledError``): a write
+cancelled before it landed, or a ``create`` cancelled after it created the chronicum."""
 
 INJECTED_FAILURE = "chronica-conformance: injected write failure"
 """The ``where`` of the ``StoreError`` every write raises through a view with failing writes."""
@@ -385,7 +387,11 @@ class Harness(ABC):
             failing_writes: when given, every ``record``, ``record_idempotent`` and ``record_many``
                 the new Chronicarius makes fails with :data:`INJECTED_FAILURE`'s ``StoreError``:
                 ``"alone"`` writing nothing, ``"after_landing"`` after the store wrote it (as
-                another writer's write landing just before a failed one).
+                another writer's write landing just before a failed one). On an asyncio store,
+                ``"cancelled"`` makes each of those writes raise ``asyncio.CancelledError``
+                instead, writing nothing, and ``"cancelled_after_create"`` makes ``create``
+                raise it once the store created the chronicum: what a task cancelled while it
+                awaited that call sees.
         """
 
     @abstractmethod
@@ -444,9 +450,34 @@ class _StoreView:
         """Make every write fail with the injected ``StoreError`` (see :meth:`Harness.with_chronicarius`)."""
         if how is None:
             return
+        if how == "cancelled_after_create":
+            self.create = self._cancelled("create", landing=True)  # type: ignore[method-assign]
+            return
         for name in ("record", "record_idempotent", "record_many"):
             if hasattr(self, name):
-                setattr(self, name, self._failing(name, landing=how == "after_landing"))
+                failing = (
+                    self._cancelled(name, landing=False)
+                    if how == "cancelled"
+                    else self._failing(name, landing=how == "after_landing")
+                )
+                setattr(self, name, failing)
+
+    def _cancelled(self, name: str, *, landing: bool) -> Callable[..., Any]:
+        """The asyncio store's ``name`` raising ``asyncio.CancelledError``, after the call when ``landing``.
+
+        Raises ``TypeError`` for a blocking store: only an asyncio task is cancelled mid-call.
+        """
+        method = getattr(self._store, name)
+        if not inspect.iscoroutinefunction(method):
+            raise TypeError(f"{name} is not a coroutine: only an asyncio store's call is cancelled")
+
+        async def call_async(*arguments: Any) -> Any:
+            self.calls.append(name)
+            if landing:
+                await method(*arguments)
+            raise asyncio.CancelledError
+
+        return call_async
 
     def _failing(self, name: str, *, landing: bool) -> Callable[..., Any]:
         method = getattr(self._store, name)

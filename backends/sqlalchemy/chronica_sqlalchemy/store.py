@@ -367,7 +367,17 @@ class AsyncSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore):
         )
         self._running.add(running)
         running.add_done_callback(self._running.discard)
+        running.add_done_callback(_retrieved)  # a cancelled caller never reads its outcome
         return await asyncio.shield(running)
+
+
+def _retrieved(operation: asyncio.Future[Any]) -> None:
+    """Mark the outcome of a store's own task as read, so asyncio reports no error nobody awaited.
+
+    The caller that awaits the operation still gets its result or its error.
+    """
+    if not operation.cancelled():
+        operation.exception()
 
 
 class AsyncThreadedSQLAlchemyStore(AsyncShapedStore, AsyncFollowing, _AsyncStore):
