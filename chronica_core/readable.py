@@ -18,12 +18,13 @@ it, so that no framework hands another's JSON document to its model.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from chronica_core.model import ActorKind, Actum, ActumKind
 
-__all__ = ["ForeignActa", "attributed", "is_native", "readable", "shown"]
+__all__ = ["ForeignActa", "answering_in_batch", "attributed", "is_native", "readable", "shown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,33 @@ _TOOLS: Final = frozenset({ActumKind.TOOL_REQUEST, ActumKind.TOOL_RESPONSE})
 def is_native(actum: Actum, native_format: str) -> bool:
     """Whether ``actum`` carries a native form of ``native_format`` (its integration's own)."""
     return actum.native is not None and actum.native.format == native_format
+
+
+def answering_in_batch(acta: Sequence[Actum], answering: Mapping[int, int]) -> list[Actum]:
+    """Return ``acta`` (one batch) with each tool response naming the request it answers.
+
+    The response at index ``i`` gets ``answers`` set to the request at index ``answering[i]``,
+    which gets an id of the batch's own (``"call-<index>"``); ``Chronicarius.record_acta`` gives
+    both their stored ids. Then a window that holds the response holds its request too
+    (``get_acta(tool_exchanges="whole")``). For stores with the ``history`` capability.
+
+    Args:
+        acta: the batch's acta, in order.
+        answering: index of a tool response -> index of the tool request (earlier in the batch)
+            it answers.
+
+    Returns:
+        The acta, linked (the same acta where ``answering`` is empty).
+    """
+    called = set(answering.values())
+    out: list[Actum] = []
+    for index, actum in enumerate(acta):
+        if index in called:
+            actum = replace(actum, id=f"call-{index}")
+        elif index in answering:
+            actum = replace(actum, answers=f"call-{answering[index]}")
+        out.append(actum)
+    return out
 
 
 def shown(actum: Actum, foreign: ForeignActa) -> bool:

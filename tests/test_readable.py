@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chronica_core import ActorKind, Actum, ActumKind, Native
-from chronica_core.readable import ForeignActa, attributed, is_native, readable, shown
+from chronica_core.readable import ForeignActa, answering_in_batch, attributed, is_native, readable, shown
 
 
 def actum(kind: ActumKind, actor_kind: ActorKind, actor: str, content: str) -> Actum:
@@ -123,3 +123,19 @@ def test_a_system_s_thoughts_and_tool_acta_are_bookkeeping_never_shown(kind: Act
     assert shown(tombstone, ForeignActa(thoughts=True, tool_exchanges=True)) is False
     note = actum(ActumKind.MESSAGE, ActorKind.SYSTEM, "system", "The restaurant closes at 22:00.")
     assert shown(note, ForeignActa()) is True  # a system's message is a message
+
+
+def test_a_batch_s_responses_name_the_requests_they_answer() -> None:
+    batch = [
+        actum(ActumKind.MESSAGE, ActorKind.AGENT, "concierge", "Looking."),
+        actum(ActumKind.TOOL_REQUEST, ActorKind.AGENT, "concierge", "search(kemang)"),
+        actum(ActumKind.TOOL_RESPONSE, ActorKind.AGENT, "concierge", "3 tables"),
+    ]
+    linked = answering_in_batch(batch, {2: 1})
+    assert [(each.id, each.answers) for each in linked] == [
+        (batch[0].id, batch[0].answers),
+        ("call-1", batch[1].answers),
+        (batch[2].id, "call-1"),
+    ]
+    assert [each.content for each in linked] == ["Looking.", "search(kemang)", "3 tables"]
+    assert answering_in_batch(batch, {}) == batch

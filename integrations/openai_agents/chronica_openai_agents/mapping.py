@@ -40,14 +40,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Final, cast
 
 from agents import TResponseInputItem
 
 from chronica_core import ActorKind, Actum, ActumKind
 from chronica_core.model import Native
-from chronica_core.readable import ForeignActa, attributed, is_native, readable, shown
+from chronica_core.readable import ForeignActa, answering_in_batch, attributed, is_native, readable, shown
 
 __all__ = [
     "NATIVE_FORMAT",
@@ -226,15 +225,7 @@ def linked(items: Sequence[Mapping[str, Any]], acta: Sequence[Actum]) -> list[Ac
             calls.setdefault(call_id, index)
         elif actum.kind is ActumKind.TOOL_RESPONSE and call_id in calls:
             answering[index] = calls[call_id]
-    called = set(answering.values())
-    out: list[Actum] = []
-    for index, actum in enumerate(acta):
-        if index in called:
-            actum = replace(actum, id=f"call-{index}")
-        elif index in answering:
-            actum = replace(actum, answers=f"call-{answering[index]}")
-        out.append(actum)
-    return out
+    return answering_in_batch(acta, answering)
 
 
 def _old_item(actum: Actum) -> TResponseInputItem | None:

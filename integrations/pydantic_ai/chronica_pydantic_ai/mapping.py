@@ -62,7 +62,7 @@ from pydantic_core import PydanticSerializationError
 
 from chronica_core import ActorKind, Actum, ActumKind, InvalidActum
 from chronica_core.model import Native
-from chronica_core.readable import ForeignActa, attributed, is_native, shown
+from chronica_core.readable import ForeignActa, answering_in_batch, attributed, is_native, shown
 
 __all__ = [
     "NATIVE_FORMAT",
@@ -194,17 +194,7 @@ def linked(messages: Sequence[ModelMessage], acta: Sequence[Actum]) -> list[Actu
             ]
             if answered:
                 answering[index] = answered[0]
-    if not answering:
-        return list(acta)
-    called = set(answering.values())
-    out: list[Actum] = []
-    for index, actum in enumerate(acta):
-        if index in called:
-            actum = replace(actum, id=f"call-{index}")
-        elif index in answering:
-            actum = replace(actum, answers=f"call-{answering[index]}")
-        out.append(actum)
-    return out
+    return answering_in_batch(acta, answering)
 
 
 def message_of_content(content: str) -> ModelMessage | None:
