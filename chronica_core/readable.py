@@ -24,7 +24,15 @@ from typing import Any, Final
 
 from chronica_core.model import ActorKind, Actum, ActumKind
 
-__all__ = ["ForeignActa", "answering_in_batch", "attributed", "is_native", "readable", "shown"]
+__all__ = [
+    "ForeignActa",
+    "another_agents",
+    "answering_in_batch",
+    "attributed",
+    "is_native",
+    "readable",
+    "shown",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +57,15 @@ _TOOLS: Final = frozenset({ActumKind.TOOL_REQUEST, ActumKind.TOOL_RESPONSE})
 def is_native(actum: Actum, native_format: str) -> bool:
     """Whether ``actum`` carries a native form of ``native_format`` (its integration's own)."""
     return actum.native is not None and actum.native.format == native_format
+
+
+def another_agents(actum: Actum, actor: str | None) -> bool:
+    """Whether ``actum`` is another agent's than the reading one's (``actor``).
+
+    Such an actum is read as anyone else's, even in the reader's own framework's native form: what
+    another agent said or did is not the reader's model's. ``actor`` ``None``: no agent is another.
+    """
+    return actor is not None and actum.actor_kind is ActorKind.AGENT and actum.actor != actor
 
 
 def answering_in_batch(acta: Sequence[Actum], answering: Mapping[int, int]) -> list[Actum]:

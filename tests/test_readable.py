@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from chronica_core import ActorKind, Actum, ActumKind, Native
-from chronica_core.readable import ForeignActa, answering_in_batch, attributed, is_native, readable, shown
+from chronica_core.readable import (
+    ForeignActa,
+    another_agents,
+    answering_in_batch,
+    attributed,
+    is_native,
+    readable,
+    shown,
+)
 
 
 def actum(kind: ActumKind, actor_kind: ActorKind, actor: str, content: str) -> Actum:
@@ -139,3 +147,14 @@ def test_a_batch_s_responses_name_the_requests_they_answer() -> None:
     ]
     assert [each.content for each in linked] == ["Looking.", "search(kemang)", "3 tables"]
     assert answering_in_batch(batch, {}) == batch
+
+
+def test_another_agent_is_one_of_actor_kind_agent_with_another_actor() -> None:
+    booking = actum(ActumKind.MESSAGE, ActorKind.AGENT, "booking", "Booked.")
+    assert another_agents(booking, "concierge") is True
+    assert another_agents(booking, "booking") is False
+    assert another_agents(booking, None) is False
+    person = actum(ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", "Five.")
+    assert another_agents(person, "concierge") is False
+    system = actum(ActumKind.MESSAGE, ActorKind.SYSTEM, "system", "Closed.")
+    assert another_agents(system, "concierge") is False

@@ -46,7 +46,15 @@ from agents import TResponseInputItem
 
 from chronica_core import ActorKind, Actum, ActumKind
 from chronica_core.model import Native
-from chronica_core.readable import ForeignActa, answering_in_batch, attributed, is_native, readable, shown
+from chronica_core.readable import (
+    ForeignActa,
+    another_agents,
+    answering_in_batch,
+    attributed,
+    is_native,
+    readable,
+    shown,
+)
 
 __all__ = [
     "NATIVE_FORMAT",
@@ -263,7 +271,7 @@ def item_of_actum(
     Returns:
         The item, or ``None`` for another writer's thought or tool exchange ``foreign`` leaves out.
     """
-    mine = actor is None or actum.actor_kind is not ActorKind.AGENT or actum.actor == actor
+    mine = not another_agents(actum, actor)
     if mine and actum.native is not None and is_native(actum, NATIVE_FORMAT):
         return cast(TResponseInputItem, json.loads(actum.native.data))
     own = _old_item(actum) if mine else None

@@ -62,7 +62,14 @@ from pydantic_core import PydanticSerializationError
 
 from chronica_core import ActorKind, Actum, ActumKind, InvalidActum
 from chronica_core.model import Native
-from chronica_core.readable import ForeignActa, answering_in_batch, attributed, is_native, shown
+from chronica_core.readable import (
+    ForeignActa,
+    another_agents,
+    answering_in_batch,
+    attributed,
+    is_native,
+    shown,
+)
 
 __all__ = [
     "NATIVE_FORMAT",
@@ -233,7 +240,7 @@ def message_of_actum(
     """
     if is_native(actum, RECORD_FORMAT):
         return None
-    mine = actor is None or actum.actor_kind is not ActorKind.AGENT or actum.actor == actor
+    mine = not another_agents(actum, actor)
     if mine and is_native(actum, NATIVE_FORMAT):
         assert actum.native is not None  # is_native says so
         own = message_of_content(actum.native.data)
