@@ -295,7 +295,8 @@ class Chronicarius(_Keeper[Store]):
         Args:
             owner_id: the person the chronicum belongs to.
             acta: up to 1000 acta (:data:`chronica_core.rules.MAX_BATCH_SIZE`), all naming one
-                chronicum; their ``id`` and ``at`` are replaced.
+                chronicum; their ``id`` and ``at`` are replaced. An ``id`` given may be named
+                by a later tool response's ``answers`` (it then answers that request's new id).
             idempotency_key: with a key, a retry in the same chronicum returns the acta the
                 first call stored (the whole list, same ids) and writes nothing.
             create: ``False`` writes only into a chronicum that exists now, as for
@@ -308,7 +309,9 @@ class Chronicarius(_Keeper[Store]):
         Raises:
             InvalidActum: an actum is wrong (``.index`` is its position, ``.field`` the field),
                 the acta name more than one chronicum (``field="chronicum_id"``), ``acta`` is not
-                a list of acta or holds more than 1000 (``field="acta"``), the key is unusable, or
+                a list of acta or holds more than 1000 (``field="acta"``), two acta are given one
+                ``id`` (``field="id"``), a response's ``answers`` names an actum of the batch that
+                is not an earlier ``tool_request`` (``field="answers"``), the key is unusable, or
                 ``create`` is not a bool (``field="create"``); nothing is written.
             ActumTooLarge: (an ``InvalidActum``) an actum's content is larger than the store
                 accepts; nothing is written.

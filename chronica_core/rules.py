@@ -100,6 +100,35 @@ def _answering(actum: Actum, request_id: str) -> Actum:
     )
 
 
+def _answered_in_batch(checked: list[Actum], given: dict[str, int]) -> dict[str, list[int | None]]:
+    """Link a batch's responses to the batch's requests they name, in place; return the others.
+
+    A response's ``answers`` naming an id the caller gave an actum of the batch names that actum:
+    it must be an earlier ``tool_request`` (``InvalidActum(field="answers")`` with the response's
+    index otherwise), and the response then answers that request's new id. The ids named that
+    are no given id are returned, each with the indexes of the responses naming it, to be looked
+    up in the chronicum's history.
+    """
+    outside: dict[str, list[int | None]] = {}
+    for index, actum in enumerate(checked):
+        if not actum.answers:
+            continue
+        named = given.get(actum.answers)
+        if named is None:
+            outside.setdefault(actum.answers, []).append(index)
+            continue
+        request = checked[named]
+        if named >= index:
+            problem = f"names the actum at index {named} of the batch, not one before it"
+        elif request.kind is not ActumKind.TOOL_REQUEST:
+            problem = f"names the actum at index {named} of the batch, a {request.kind.value}, not a tool_request"
+        else:
+            checked[index] = _answering(actum, request.id)
+            continue
+        raise InvalidActum("answers", f"{actum.answers!r} {problem}", index=index)
+    return outside
+
+
 class Rules:
     """Ownership, validation, ids, idempotency and the owner cache, as plans of :class:`StoreCall`.
 
@@ -176,8 +205,7 @@ class Rules:
         if len(acta) > MAX_BATCH_SIZE:
             raise InvalidActum("acta", f"a batch holds at most {MAX_BATCH_SIZE} acta, not {len(acta)}")
         checked: list[Actum] = []
-        requests: dict[str, Actum] = {}  # the batch's tool requests, by the id the caller gave
-        outside: dict[str, list[int | None]] = {}  # requests answered outside the batch -> indexes
+        given: dict[str, int] = {}  # the ids the caller gave -> their index
         for index, actum in enumerate(acta):
             try:
                 valid = self.validated(actum)
@@ -192,13 +220,17 @@ class Rules:
                     f"{valid.chronicum_id!r} here",
                     index=index,
                 )
-            if valid.answers in requests:  # a request of this batch: its new id
-                valid = _answering(valid, requests[valid.answers].id)
-            elif valid.answers:
-                outside.setdefault(valid.answers, []).append(index)
-            if valid.kind is ActumKind.TOOL_REQUEST and isinstance(actum.id, str) and actum.id:
-                requests[actum.id] = valid
+            if isinstance(actum.id, str) and actum.id:
+                if actum.id in given:
+                    raise InvalidActum(
+                        "id",
+                        f"{actum.id!r} is given to the actum at index {given[actum.id]} too: "
+                        "the ids given in a batch must differ",
+                        index=index,
+                    )
+                given[actum.id] = index
             checked.append(valid)
+        outside = _answered_in_batch(checked, given)
         self._check_key(idempotency_key)
         if not checked:
             return []

@@ -7,6 +7,7 @@ calls, and layouts a Chronicarius remembered from before an erasure.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -18,6 +19,8 @@ from chronica_core import (
     Actum,
     ActumKind,
     ActumNotFound,
+    AsyncChronicarius,
+    AsyncMemoryStore,
     CapabilityUnsupported,
     Chronicarius,
     ChronicumNotFound,
@@ -96,6 +99,75 @@ def test_a_summary_in_a_batch_is_refused_before_any_store_call() -> None:
         keeper.record_acta("ardian", [message("c", "more"), summary])
     assert (refused.value.field, refused.value.index) == ("summarizes", 1)
     assert store.calls == []
+
+
+def request(chronicum_id: str, given_id: str) -> Actum:
+    return Actum(chronicum_id, ActumKind.TOOL_REQUEST, ActorKind.AGENT, "search", "{}", id=given_id)
+
+
+BAD_GIVEN_IDS: list[tuple[str, list[Actum], tuple[str, int]]] = [
+    (
+        "two requests given one id",
+        [request("c", "call-1"), request("c", "call-1"), response("c", "call-1")],
+        ("id", 1),
+    ),
+    ("two messages given one id", [replace(message("c", "a"), id="m"), replace(message("c", "b"), id="m")], ("id", 1)),
+    ("a response naming a later request", [response("c", "call-1"), request("c", "call-1")], ("answers", 0)),
+    ("a response naming itself", [replace(response("c", "r"), id="r")], ("answers", 0)),
+    (
+        "a response naming a message of the batch",
+        [replace(message("c", "hi"), id="m"), response("c", "m")],
+        ("answers", 1),
+    ),
+    (
+        "a response naming a response of the batch",
+        [request("c", "call-1"), replace(response("c", "call-1"), id="r"), response("c", "r")],
+        ("answers", 2),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "batch", "refusal"), BAD_GIVEN_IDS, ids=[case for case, _, _ in BAD_GIVEN_IDS]
+)
+def test_a_batch_with_given_ids_that_name_nothing_clear_is_refused_before_any_store_call(
+    case: str, batch: list[Actum], refusal: tuple[str, int]
+) -> None:
+    store = CallsStore()
+    keeper = Chronicarius(store)
+    keeper.record_actum("ardian", message("c", "before"))
+    store.calls.clear()
+    with pytest.raises(InvalidActum) as refused:
+        keeper.record_acta("ardian", batch)
+    assert (refused.value.field, refused.value.index) == refusal, str(refused.value)
+    assert store.calls == []
+    assert [actum.content for actum in keeper.get_acta("ardian", "c")] == ["before"]
+
+    async def in_asyncio() -> tuple[str, int | None]:
+        async_keeper = AsyncChronicarius(AsyncMemoryStore())
+        with pytest.raises(InvalidActum) as refused:
+            await async_keeper.record_acta("ardian", batch)
+        with pytest.raises(ChronicumNotFound):
+            await async_keeper.get_acta("ardian", "c")
+        return refused.value.field, refused.value.index
+
+    assert asyncio.run(in_asyncio()) == refusal
+
+
+def test_a_repeated_given_id_names_both_indexes() -> None:
+    keeper = Chronicarius(MemoryStore())
+    with pytest.raises(InvalidActum, match=r"'call-1' is given to the actum at index 0 too") as refused:
+        keeper.record_acta("ardian", [request("c", "call-1"), request("c", "call-1")])
+    assert (refused.value.field, refused.value.index) == ("id", 1)
+
+
+def test_a_batch_s_response_names_an_earlier_request_by_its_given_id() -> None:
+    keeper = Chronicarius(MemoryStore())
+    stored = keeper.record_acta(
+        "ardian",
+        [request("c", "call-1"), request("c", "call-2"), response("c", "call-2"), response("c", "call-1")],
+    )
+    assert [actum.answers for actum in stored] == ["", "", stored[1].id, stored[0].id]
 
 
 def test_a_plain_store_refuses_native_and_history_and_creates_nothing() -> None:

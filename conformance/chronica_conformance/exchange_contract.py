@@ -180,7 +180,11 @@ class ExchangeContract(HistoryBase):
             harness.get(missing)
 
     def test_history_exchange_batch_names_its_own_requests(self, history_harness: Harness) -> None:
-        """In a batch, a response names an earlier request of the batch by the id the caller gave it."""
+        """In a batch, a response names an earlier request of the batch by the id the caller gave it.
+
+        A response naming a later actum of the batch, or a batch giving one id twice, is refused
+        (``InvalidActum``, fields ``answers`` and ``id``) with nothing written.
+        """
         harness = require_capability(history_harness, BATCH, "exchanges in a batch")
         owner, chronicum_id = new_owner(), new_id("batch")
         earlier = harness.record_actum(owner, request(chronicum_id, "stored before"))
@@ -207,6 +211,15 @@ class ExchangeContract(HistoryBase):
             harness.record_acta(owner, backwards)
         assert (refused.value.field, refused.value.index) == ("answers", 0)
         assert_same_acta(harness.get_acta(owner, chronicum_id), [earlier, *stored], "after a refused batch")
+        repeated = [
+            request(chronicum_id, "first", actum_id="call-1"),
+            request(chronicum_id, "second", actum_id="call-1"),
+            respond(chronicum_id, "call-1"),
+        ]
+        with pytest.raises(InvalidActum) as refused:
+            harness.record_acta(owner, repeated)
+        assert (refused.value.field, refused.value.index) == ("id", 1)
+        assert_same_acta(harness.get_acta(owner, chronicum_id), [earlier, *stored], "after a repeated id")
 
     def test_history_exchange_window_reaches_back_or_drops(self, history_harness: Harness) -> None:
         """A window whose limit or filters cut a request off: ``whole`` adds it, ``drop_orphans`` drops."""
