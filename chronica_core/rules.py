@@ -121,7 +121,9 @@ def _answered_in_batch(checked: list[Actum], given: dict[str, int]) -> dict[str,
         if named >= index:
             problem = f"names the actum at index {named} of the batch, not one before it"
         elif request.kind is not ActumKind.TOOL_REQUEST:
-            problem = f"names the actum at index {named} of the batch, a {request.kind.value}, not a tool_request"
+            problem = (
+                f"names the actum at index {named} of the batch, a {request.kind.value}, not a tool_request"
+            )
         else:
             checked[index] = _answering(actum, request.id)
             continue

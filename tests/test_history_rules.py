@@ -111,7 +111,11 @@ BAD_GIVEN_IDS: list[tuple[str, list[Actum], tuple[str, int]]] = [
         [request("c", "call-1"), request("c", "call-1"), response("c", "call-1")],
         ("id", 1),
     ),
-    ("two messages given one id", [replace(message("c", "a"), id="m"), replace(message("c", "b"), id="m")], ("id", 1)),
+    (
+        "two messages given one id",
+        [replace(message("c", "a"), id="m"), replace(message("c", "b"), id="m")],
+        ("id", 1),
+    ),
     ("a response naming a later request", [response("c", "call-1"), request("c", "call-1")], ("answers", 0)),
     ("a response naming itself", [replace(response("c", "r"), id="r")], ("answers", 0)),
     (
