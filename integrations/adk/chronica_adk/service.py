@@ -12,7 +12,7 @@ import logging
 import secrets
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
@@ -41,13 +41,14 @@ from chronica_adk.mapping import (
 from chronica_core import (
     ActorKind,
     Actum,
+    ActumKind,
     AsyncChronicarius,
     AsyncStore,
     ChronicumNotFound,
     StoreError,
     open_async_store,
 )
-from chronica_core.capabilities import NATIVE, store_capabilities
+from chronica_core.capabilities import HISTORY, NATIVE, store_capabilities
 from chronica_core.readable import ForeignActa
 
 __all__ = ["STALE_SESSION_MESSAGE", "ChronicaSessionService"]
@@ -69,6 +70,10 @@ SHARED_STATE_ATTEMPTS = 64
 
 LISTING_READS = 8
 """How many state snapshots ``list_sessions`` reads at once."""
+
+CALL_WINDOW = 64
+"""How many of the session's newest tool requests ``append_event`` looks through for the call a
+function response answers; a call further back is not linked."""
 
 NO_SNAPSHOT = "none"
 """The revision a first snapshot is written after, in its idempotency key ``after:none``."""
@@ -200,7 +205,9 @@ class ChronicaSessionService(BaseSessionService):
             self.chronicarius = store
         else:
             self.chronicarius = AsyncChronicarius(store)
-        self._native = NATIVE in store_capabilities(self.chronicarius.store)
+        capabilities = store_capabilities(self.chronicarius.store)
+        self._native = NATIVE in capabilities
+        self._linking = HISTORY in capabilities
 
     # -- ADK's session-service interface ------------------------------------------------------
 
@@ -403,6 +410,9 @@ class ChronicaSessionService(BaseSessionService):
         compare-and-set: written first, into the session's state chronicum, with the idempotency
         key ``after:<the snapshot read>``, then the event, keyed by that snapshot (a session an
         earlier release wrote gets both as one atomic batch of its events' chronicum, as before).
+        A function response names the call it answers (``answers``), found by one more read:
+        the call of the same author among the session's :data:`CALL_WINDOW` newest tool
+        requests; a response to an older call is written without it.
 
         Returns:
             ``event`` (its state delta without ``temp:`` keys).
@@ -437,6 +447,10 @@ class ChronicaSessionService(BaseSessionService):
         app, user, own = _split_state(event.actions.state_delta if event.actions is not None else {})
         state = {**current.state, **own}
         actum = event_actum(place.events, event, key.user_id, written, native=self._native)
+        if self._linking and actum.kind is ActumKind.TOOL_RESPONSE:
+            call = await self._call_answered(place, event)
+            if call is not None:
+                actum = replace(actum, answers=call)
         write = secrets.token_hex(16)
         next_snapshot = snapshot_actum(place.state, SESSION_SCOPE, state, write, event.id, event.timestamp)
         try:
@@ -609,6 +623,37 @@ class ChronicaSessionService(BaseSessionService):
             f"chronica-adk: update {scope} state",
             f"other writers won {SHARED_STATE_ATTEMPTS} compare-and-set rounds in a row; retry",
         )
+
+    async def _call_answered(self, place: _Place, event: Event) -> str | None:
+        """The actum id of the function call ``event`` (a function response) answers, if found.
+
+        Reads the session's newest :data:`CALL_WINDOW` tool requests as written (a summary
+        covering the call hides nothing from this read) and returns the newest one that is an
+        event of the same author calling a function whose id the first of ``event``'s function
+        responses names; ``None`` when the response names no id or no such call is that recent.
+        """
+        named = [response.id for response in event.get_function_responses() if response.id]
+        if not named:
+            return None
+        try:
+            requests = await self.chronicarius.get_acta(
+                place.owner,
+                place.events,
+                actum_kinds=[ActumKind.TOOL_REQUEST],
+                actor_kinds=[ActorKind.AGENT],
+                last_n=CALL_WINDOW,
+                view="as_written",
+                tool_exchanges="as_written",
+            )
+        except ChronicumNotFound:
+            return None
+        for actum in reversed(requests):
+            if actum.actor != event.author:
+                continue
+            call = event_of_actum(actum)  # another writer's tool request reads as None
+            if call is not None and any(made.id == named[0] for made in call.get_function_calls()):
+                return actum.id
+        return None
 
     async def _events(self, place: _Place, recent: int | None, after: float | None) -> list[Event]:
         """Read the session's events for ``num_recent_events`` / ``after_timestamp`` (see get_session)."""
