@@ -62,6 +62,7 @@ __all__ = [
     "event_kind",
     "event_of_actum",
     "event_text",
+    "own_event",
     "snapshot_actum",
     "snapshot_of_actum",
 ]
@@ -193,6 +194,17 @@ def _old_event(actum: Actum) -> Event | None:
         return None
 
 
+def own_event(actum: Actum) -> Event | None:
+    """Return the event ``actum`` records when this package wrote it (a state snapshot: ``None``).
+
+    From its native form, or from the content of one written before there was a native form;
+    ``None`` for anyone else's actum.
+    """
+    if actum.native is not None and is_native(actum, NATIVE_FORMAT):
+        return Event.model_validate_json(actum.native.data)
+    return _old_event(actum)
+
+
 def event_of_actum(actum: Actum, foreign: ForeignActa | None = None) -> Event | None:
     """Return the event ADK reads for ``actum``, or ``None`` when it is left out.
 
@@ -202,9 +214,7 @@ def event_of_actum(actum: Actum, foreign: ForeignActa | None = None) -> Event | 
     as the event's id and timestamp, no invocation id. State snapshots, and other writers'
     thoughts and tool exchanges that ``foreign`` leaves out, give ``None``.
     """
-    if actum.native is not None and is_native(actum, NATIVE_FORMAT):
-        return Event.model_validate_json(actum.native.data)
-    own = _old_event(actum)
+    own = own_event(actum)
     if own is not None:
         return own
     if actum.actor == STATE_ACTOR or not shown(actum, foreign or ForeignActa()):

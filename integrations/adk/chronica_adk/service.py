@@ -11,7 +11,7 @@ import contextlib
 import logging
 import secrets
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
@@ -35,6 +35,7 @@ from chronica_adk.mapping import (
     event_actum,
     event_json,
     event_of_actum,
+    own_event,
     snapshot_actum,
     snapshot_of_actum,
 )
@@ -42,8 +43,10 @@ from chronica_core import (
     ActorKind,
     Actum,
     ActumKind,
+    ActumNotFound,
     AsyncChronicarius,
     AsyncStore,
+    ChronicumExists,
     ChronicumNotFound,
     StoreError,
     open_async_store,
@@ -481,6 +484,80 @@ class ChronicaSessionService(BaseSessionService):
         session._storage_update_marker = snapshot.id
         return self._commit_event_to_session(session, event)
 
+    async def fork_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        new_session_id: str | None = None,
+        at_event_id: str | None = None,
+    ) -> Session:
+        """Fork the session: a new session of the same user whose history is this one's up to an event.
+
+        Both of the session's chronica are forked with Chronica's forks (nothing is copied): the
+        events up to and including the event ``at_event_id`` (the newest when ``None``), and the
+        state as it was after that event (the state of the newest event this service wrote at or
+        before it; the creation's state when there is none). The source goes on unchanged; both
+        take new events independently. A fork made with ``chronicarius.fork_chronicum`` of the
+        events' chronicum alone is not a session: its state is missing (``get_session`` gives
+        ``None``). Deleting the source session deletes its forks too (Chronica's erasure).
+
+        Finding an earlier event reads the session's events back from the newest in growing
+        windows, and its state snapshot the same way, so the cost grows with the events after
+        the fork point, not with the history before it.
+
+        Args:
+            app_name: ADK's app name.
+            user_id: ADK's user id (the fork's too).
+            session_id: the session to fork.
+            new_session_id: the fork's session id; ``None`` (or empty) makes a fresh UUID.
+            at_event_id: the id of an event of the session (as ``get_session`` gives them), or
+                ``None`` for its newest.
+
+        Returns:
+            The new session, as ``get_session`` reads it.
+
+        Raises:
+            SessionNotFoundError: the session does not exist (never created, or deleted), or it
+                was written by an earlier release (its state among its events), which cannot be
+                forked; nothing is written.
+            AlreadyExistsError: a session, or any chronicum, holds ``new_session_id`` already;
+                nothing is written.
+            ActumNotFound: the session holds no event ``at_event_id``; nothing is written.
+            InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
+            CapabilityUnsupported: the store has no ``history`` capability; nothing is written.
+            StoreError: the store failed; chained to the driver's exception.
+        """
+        key = SessionKey(app_name, user_id, session_id)
+        fork = SessionKey(app_name, user_id, new_session_id or str(uuid.uuid4()))
+        place = await self._place(key)
+        if place is None or place.legacy:
+            raise SessionNotFoundError(f"Session {session_id} not found.")
+        exists = AlreadyExistsError(f"Session with id {fork.session_id} already exists.")
+        if await self._place(fork) is not None:
+            raise exists
+        point, snapshot = await self._fork_point(place, at_event_id)
+        try:
+            if point is not None:
+                await self.chronicarius.fork_chronicum(
+                    key.owner, key.chronicum_id, at=point, fork_id=fork.chronicum_id
+                )
+            try:
+                await self.chronicarius.fork_chronicum(
+                    key.owner, key.state_id, at=snapshot, fork_id=fork.state_id
+                )
+            except ChronicumExists:
+                if point is not None:  # the events' fork is this call's own: take it back
+                    await self.chronicarius.erase_chronicum(key.owner, fork.chronicum_id)
+                raise
+        except ChronicumExists:
+            raise exists from None
+        forked = await self.get_session(app_name=app_name, user_id=user_id, session_id=fork.session_id)
+        if forked is None:  # the source was deleted meanwhile, and its forks with it
+            raise SessionNotFoundError(f"Session {session_id} not found.")
+        return forked
+
     # -- lifetime ---------------------------------------------------------------------------
 
     async def close(self) -> None:
@@ -655,6 +732,65 @@ class ChronicaSessionService(BaseSessionService):
                 return actum.id
         return None
 
+    async def _back(self, owner: str, chronicum_id: str, found: Callable[[list[Actum]], bool]) -> list[Actum]:
+        """Read the chronicum's newest acta as written, in growing windows, until ``found`` says so.
+
+        Returns the last window read (oldest first; the whole chronicum when ``found`` never
+        said so, ``[]`` for a missing one).
+        """
+        size = FIRST_WINDOW
+        while True:
+            try:
+                acta = await self.chronicarius.get_acta(
+                    owner, chronicum_id, last_n=size, view="as_written", tool_exchanges="as_written"
+                )
+            except ChronicumNotFound:
+                return []
+            if found(acta) or len(acta) < size:
+                return acta
+            size *= 4
+
+    async def _fork_point(self, place: _Place, at_event_id: str | None) -> tuple[str | None, str]:
+        """The actum id to fork the session's events at (``None``: it has none) and its snapshot's.
+
+        ``at_event_id`` ``None``: the newest actum and the current snapshot. Else the actum of
+        that event and the snapshot of the newest event this service wrote at or before it.
+        """
+        if at_event_id is None:
+            try:
+                newest = await self.chronicarius.get_acta(
+                    place.owner, place.events, last_n=1, view="as_written", tool_exchanges="as_written"
+                )
+            except ChronicumNotFound:  # no event yet
+                newest = []
+            return (newest[-1].id if newest else None), place.snapshot.id
+
+        def located(acta: list[Actum]) -> tuple[int | None, str]:
+            """Where ``at_event_id`` is in ``acta``, and the newest own event up to it (``""``: none)."""
+            for point in range(len(acta) - 1, -1, -1):
+                own = own_event(acta[point])
+                if (own.id if own is not None else acta[point].id) == at_event_id:
+                    break
+            else:
+                return None, ""
+            for actum in reversed(acta[: point + 1]):
+                own = own_event(actum)
+                if own is not None:
+                    return point, own.id
+            return point, ""
+
+        window = await self._back(place.owner, place.events, lambda acta: located(acta)[1] != "")
+        point, written = located(window)
+        if point is None:
+            raise ActumNotFound(place.events, at_event_id)
+        snapshots = await self._back(
+            place.owner, place.state, lambda acta: any(_snapshot_event(actum) == written for actum in acta)
+        )
+        chosen = [actum.id for actum in snapshots if _snapshot_event(actum) == written]
+        if not chosen:  # the event's snapshot is gone: never written, or an earlier release's
+            raise ActumNotFound(place.state, at_event_id)
+        return window[point].id, chosen[-1]
+
     async def _events(self, place: _Place, recent: int | None, after: float | None) -> list[Event]:
         """Read the session's events for ``num_recent_events`` / ``after_timestamp`` (see get_session)."""
         if recent == 0:
@@ -674,6 +810,14 @@ class ChronicaSessionService(BaseSessionService):
             if exhausted or bounded or enough:
                 return events[-recent:] if recent else events
             size *= 4
+
+
+def _snapshot_event(actum: Actum) -> str | None:
+    """The event id of a session snapshot (``""`` for the creation's), ``None`` for no snapshot."""
+    snapshot = snapshot_of_actum(actum, SESSION_SCOPE)
+    if snapshot is None:
+        return None
+    return snapshot.event_id or ""
 
 
 def _until_snapshot(acta: Sequence[Actum], snapshot: Snapshot, foreign: ForeignActa) -> list[Event]:

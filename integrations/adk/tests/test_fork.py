@@ -1,0 +1,152 @@
+"""Forking an ADK session: both its chronica (events and state) forked, nothing copied."""
+
+from __future__ import annotations
+
+import pytest
+from chronica_adk import ChronicaSessionService, SessionKey
+from conftest import StoreTarget
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.runners import Runner
+from helpers import APP, USER, fresh_id, run_on, text_event
+from scripted_model import ScriptedLlm, say
+from test_runner import request_texts, user_says, weather_agent
+
+from chronica_core import ActorKind, Actum, ActumKind, ActumNotFound, AsyncStore
+
+
+def said(session: object) -> list[str]:
+    events = getattr(session, "events", [])
+    return [event.content.parts[0].text for event in events if event.content and event.content.parts]
+
+
+async def _story(service: ChronicaSessionService) -> tuple[str, list[str]]:
+    """A session of three events, each setting ``step``, with another agent's message after the second."""
+    session = await service.create_session(
+        app_name=APP, user_id=USER, state={"step": 0}, session_id=fresh_id()
+    )
+    ids = []
+    for step, text in enumerate(["Dinner?", "Kemang or Senopati?"], start=1):
+        event = text_event("user" if step == 1 else "concierge", text, state_delta={"step": step})
+        ids.append((await service.append_event(session, event)).id)
+    key = SessionKey(APP, USER, session.id)
+    booking = await service.chronicarius.record_actum(
+        USER, Actum(key.chronicum_id, ActumKind.MESSAGE, ActorKind.AGENT, "booking", "Both are free.")
+    )
+    ids.append(booking.id)
+    got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+    assert got is not None
+    await service.append_event(got, text_event("user", "Kemang.", state_delta={"step": 3}))
+    return session.id, ids
+
+
+def test_a_fork_at_the_newest_event_is_a_session_going_on_on_its_own(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        source_id, _ = await _story(service)
+        fork = await service.fork_session(
+            app_name=APP, user_id=USER, session_id=source_id, new_session_id="f-1"
+        )
+        source = await service.get_session(app_name=APP, user_id=USER, session_id=source_id)
+        assert source is not None
+        assert fork.id == "f-1" and fork.events == source.events and fork.state == source.state == {"step": 3}
+        assert said(fork) == ["Dinner?", "Kemang or Senopati?", "booking said: Both are free.", "Kemang."]
+        await service.append_event(
+            fork, text_event("concierge", "Rumah Teduh at 7?", state_delta={"step": 4})
+        )
+        await service.append_event(source, text_event("concierge", "Senopati then?", state_delta={"step": 9}))
+        fork_now = await service.get_session(app_name=APP, user_id=USER, session_id="f-1")
+        source_now = await service.get_session(app_name=APP, user_id=USER, session_id=source_id)
+        assert fork_now is not None and source_now is not None
+        assert said(fork_now)[-2:] == ["Kemang.", "Rumah Teduh at 7?"] and fork_now.state == {"step": 4}
+        assert said(source_now)[-2:] == ["Kemang.", "Senopati then?"] and source_now.state == {"step": 9}
+        listed = await service.list_sessions(app_name=APP, user_id=USER)
+        assert {"f-1", source_id} <= {session.id for session in listed.sessions}
+
+    run_on(store_target, body)
+
+
+def test_a_fork_at_an_earlier_event_has_the_state_after_it(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        source_id, ids = await _story(service)
+        at_second = await service.fork_session(
+            app_name=APP, user_id=USER, session_id=source_id, at_event_id=ids[1]
+        )
+        assert said(at_second) == ["Dinner?", "Kemang or Senopati?"] and at_second.state == {"step": 2}
+        # at another writer's actum: its events up to it, the state of the newest ADK event before it
+        at_booking = await service.fork_session(
+            app_name=APP, user_id=USER, session_id=source_id, at_event_id=ids[2]
+        )
+        assert said(at_booking) == ["Dinner?", "Kemang or Senopati?", "booking said: Both are free."]
+        assert at_booking.state == {"step": 2}
+        at_first = await service.fork_session(
+            app_name=APP, user_id=USER, session_id=source_id, at_event_id=ids[0]
+        )
+        assert said(at_first) == ["Dinner?"] and at_first.state == {"step": 1}
+        await service.append_event(at_first, text_event("concierge", "Where?", state_delta={"where": "?"}))
+        again = await service.get_session(app_name=APP, user_id=USER, session_id=at_first.id)
+        assert again is not None and said(again) == ["Dinner?", "Where?"]
+        assert again.state == {"step": 1, "where": "?"}
+        source = await service.get_session(app_name=APP, user_id=USER, session_id=source_id)
+        assert source is not None and len(source.events) == 4 and source.state == {"step": 3}
+
+    run_on(store_target, body)
+
+
+def test_a_runner_turn_on_a_fork_reads_the_shared_history(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        app, model = f"app-{fresh_id()}", ScriptedLlm(script=[say("Kemang."), say("Senopati."), say("Sure.")])
+        runner = Runner(agent=weather_agent(model), app_name=app, session_service=service)
+        session = await service.create_session(app_name=app, user_id=USER)
+        for question in ("Where?", "Another place?"):
+            async for _ in runner.run_async(
+                user_id=USER, session_id=session.id, new_message=user_says(question)
+            ):
+                pass
+        first = await service.get_session(app_name=app, user_id=USER, session_id=session.id)
+        assert first is not None
+        fork = await service.fork_session(
+            app_name=app, user_id=USER, session_id=session.id, at_event_id=first.events[1].id
+        )
+        assert fork.state == {"last_answer": "Kemang."}
+        async for _ in runner.run_async(user_id=USER, session_id=fork.id, new_message=user_says("Sure?")):
+            pass
+        assert request_texts(model, 2) == ["Where?", "Kemang.", "Sure?"]
+
+    run_on(store_target, body)
+
+
+def test_forks_refused_and_a_bare_chronicum_fork(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        source_id, _ = await _story(service)
+        taken = await service.create_session(app_name=APP, user_id=USER, session_id=fresh_id())
+        with pytest.raises(AlreadyExistsError):
+            await service.fork_session(
+                app_name=APP, user_id=USER, session_id=source_id, new_session_id=taken.id
+            )
+        with pytest.raises(SessionNotFoundError):
+            await service.fork_session(app_name=APP, user_id=USER, session_id=fresh_id())
+        with pytest.raises(ActumNotFound):
+            await service.fork_session(
+                app_name=APP, user_id=USER, session_id=source_id, new_session_id="f-x", at_event_id="nope"
+            )
+        assert await service.get_session(app_name=APP, user_id=USER, session_id="f-x") is None
+        # Chronica's fork of the events alone is no session; the service's fork is one
+        bare = SessionKey(APP, USER, "f-bare")
+        await service.chronicarius.fork_chronicum(
+            USER, SessionKey(APP, USER, source_id).chronicum_id, fork_id=bare.chronicum_id
+        )
+        assert await service.get_session(app_name=APP, user_id=USER, session_id="f-bare") is None
+        with pytest.raises(AlreadyExistsError):
+            await service.fork_session(
+                app_name=APP, user_id=USER, session_id=source_id, new_session_id="f-bare"
+            )
+        fork = await service.fork_session(app_name=APP, user_id=USER, session_id=source_id)
+        # deleting the source deletes its forks (Chronica's erasure of shared acta)
+        await service.delete_session(app_name=APP, user_id=USER, session_id=source_id)
+        assert await service.get_session(app_name=APP, user_id=USER, session_id=fork.id) is None
+
+    run_on(store_target, body)
