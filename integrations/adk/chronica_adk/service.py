@@ -727,7 +727,7 @@ class ChronicaSessionService(BaseSessionService):
         for actum in reversed(requests):
             if actum.actor != event.author:
                 continue
-            call = event_of_actum(actum)  # another writer's tool request reads as None
+            call = own_event(actum)  # another writer's tool request is None
             if call is not None and any(made.id == named[0] for made in call.get_function_calls()):
                 return actum.id
         return None

@@ -44,24 +44,27 @@ def test_a_fork_at_the_newest_event_is_a_session_going_on_on_its_own(store_targe
     async def body(store: AsyncStore) -> None:
         service = ChronicaSessionService(store)
         source_id, _ = await _story(service)
+        fork_id = fresh_id()
         fork = await service.fork_session(
-            app_name=APP, user_id=USER, session_id=source_id, new_session_id="f-1"
+            app_name=APP, user_id=USER, session_id=source_id, new_session_id=fork_id
         )
         source = await service.get_session(app_name=APP, user_id=USER, session_id=source_id)
         assert source is not None
-        assert fork.id == "f-1" and fork.events == source.events and fork.state == source.state == {"step": 3}
+        assert (
+            fork.id == fork_id and fork.events == source.events and fork.state == source.state == {"step": 3}
+        )
         assert said(fork) == ["Dinner?", "Kemang or Senopati?", "booking said: Both are free.", "Kemang."]
         await service.append_event(
             fork, text_event("concierge", "Rumah Teduh at 7?", state_delta={"step": 4})
         )
         await service.append_event(source, text_event("concierge", "Senopati then?", state_delta={"step": 9}))
-        fork_now = await service.get_session(app_name=APP, user_id=USER, session_id="f-1")
+        fork_now = await service.get_session(app_name=APP, user_id=USER, session_id=fork_id)
         source_now = await service.get_session(app_name=APP, user_id=USER, session_id=source_id)
         assert fork_now is not None and source_now is not None
         assert said(fork_now)[-2:] == ["Kemang.", "Rumah Teduh at 7?"] and fork_now.state == {"step": 4}
         assert said(source_now)[-2:] == ["Kemang.", "Senopati then?"] and source_now.state == {"step": 9}
         listed = await service.list_sessions(app_name=APP, user_id=USER)
-        assert {"f-1", source_id} <= {session.id for session in listed.sessions}
+        assert {fork_id, source_id} <= {session.id for session in listed.sessions}
 
     run_on(store_target, body)
 
@@ -122,6 +125,7 @@ def test_forks_refused_and_a_bare_chronicum_fork(store_target: StoreTarget) -> N
     async def body(store: AsyncStore) -> None:
         service = ChronicaSessionService(store)
         source_id, _ = await _story(service)
+        unknown_at, bare_id = fresh_id(), fresh_id()
         taken = await service.create_session(app_name=APP, user_id=USER, session_id=fresh_id())
         with pytest.raises(AlreadyExistsError):
             await service.fork_session(
@@ -131,18 +135,22 @@ def test_forks_refused_and_a_bare_chronicum_fork(store_target: StoreTarget) -> N
             await service.fork_session(app_name=APP, user_id=USER, session_id=fresh_id())
         with pytest.raises(ActumNotFound):
             await service.fork_session(
-                app_name=APP, user_id=USER, session_id=source_id, new_session_id="f-x", at_event_id="nope"
+                app_name=APP,
+                user_id=USER,
+                session_id=source_id,
+                new_session_id=unknown_at,
+                at_event_id="nope",
             )
-        assert await service.get_session(app_name=APP, user_id=USER, session_id="f-x") is None
+        assert await service.get_session(app_name=APP, user_id=USER, session_id=unknown_at) is None
         # Chronica's fork of the events alone is no session; the service's fork is one
-        bare = SessionKey(APP, USER, "f-bare")
+        bare = SessionKey(APP, USER, bare_id)
         await service.chronicarius.fork_chronicum(
             USER, SessionKey(APP, USER, source_id).chronicum_id, fork_id=bare.chronicum_id
         )
-        assert await service.get_session(app_name=APP, user_id=USER, session_id="f-bare") is None
+        assert await service.get_session(app_name=APP, user_id=USER, session_id=bare_id) is None
         with pytest.raises(AlreadyExistsError):
             await service.fork_session(
-                app_name=APP, user_id=USER, session_id=source_id, new_session_id="f-bare"
+                app_name=APP, user_id=USER, session_id=source_id, new_session_id=bare_id
             )
         fork = await service.fork_session(app_name=APP, user_id=USER, session_id=source_id)
         # deleting the source deletes its forks (Chronica's erasure of shared acta)
