@@ -30,6 +30,7 @@ from chronica_adk.listing import app_users
 from chronica_adk.mapping import (
     APP_SCOPE,
     SESSION_SCOPE,
+    USER_AUTHOR,
     USER_SCOPE,
     Snapshot,
     event_actum,
@@ -146,16 +147,28 @@ class _Place:
         return self.events == self.state
 
 
-def _suffix_after(events: list[Event], after: float) -> tuple[list[Event], bool]:
-    """Return the events after the newest one older than ``after``, and whether one was found.
+def _start_after(decoded: Sequence[tuple[Actum, Event]], after: float) -> tuple[int, bool]:
+    """Where the events after the newest one older than ``after`` start, and whether one was found.
 
     ADK's rule for ``after_timestamp``: events with ``timestamp >= after``, read from the newest
     back to the first one older than it.
     """
-    for index in range(len(events) - 1, -1, -1):
-        if events[index].timestamp < after:
-            return events[index + 1 :], True
-    return events, False
+    for index in range(len(decoded) - 1, -1, -1):
+        if decoded[index][1].timestamp < after:
+            return index + 1, True
+    return 0, False
+
+
+def _from(decoded: Sequence[tuple[Actum, Event]], start: int) -> list[Event]:
+    """The events from ``start`` on, after the earlier calls their function responses answer.
+
+    A window's cut (``num_recent_events``, ``after_timestamp``) never leaves a response without
+    its call: the call stands at its own place, before the rest.
+    """
+    kept = decoded[start:]
+    answered = {actum.answers for actum, _ in kept if actum.answers}
+    calls = [event for actum, event in decoded[:start] if actum.id in answered]
+    return calls + [event for _, event in kept]
 
 
 class ChronicaSessionService(BaseSessionService):
@@ -280,7 +293,8 @@ class ChronicaSessionService(BaseSessionService):
         ``config.num_recent_events`` is the ``last_n`` of the events' window (``0``: no events
         are read); ``config.after_timestamp`` keeps the events from the newest one older than
         it onwards (ADK's rule), read in growing windows from the newest back until one older
-        is reached, so its cost grows with the events it returns, not with the history.
+        is reached, so its cost grows with the events it returns, not with the history. Either
+        bound keeps the call a function response answers (one more event, at its own place).
 
         Args:
             app_name: ADK's app name.
@@ -706,8 +720,9 @@ class ChronicaSessionService(BaseSessionService):
 
         Reads the session's newest :data:`CALL_WINDOW` tool requests as written (a summary
         covering the call hides nothing from this read) and returns the newest one that is an
-        event of the same author calling a function whose id the first of ``event``'s function
-        responses names; ``None`` when the response names no id or no such call is that recent.
+        event of the same author (any agent's for the person's response to a long-running tool)
+        calling a function whose id the first of ``event``'s function responses names; ``None``
+        when the response names no id or no such call is that recent.
         """
         named = [response.id for response in event.get_function_responses() if response.id]
         if not named:
@@ -725,7 +740,7 @@ class ChronicaSessionService(BaseSessionService):
         except ChronicumNotFound:
             return None
         for actum in reversed(requests):
-            if actum.actor != event.author:
+            if event.author != USER_AUTHOR and actum.actor != event.author:
                 continue
             call = own_event(actum)  # another writer's tool request is None
             if call is not None and any(made.id == named[0] for made in call.get_function_calls()):
@@ -801,14 +816,12 @@ class ChronicaSessionService(BaseSessionService):
                 acta = await self.chronicarius.get_acta(place.owner, place.events, last_n=size)
             except ChronicumNotFound:
                 return []  # no event yet, or deleted after its snapshot was read
-            events = _until_snapshot(acta, place.snapshot, self.foreign)
+            decoded = _until_snapshot(acta, place.snapshot, self.foreign)
             exhausted = size == 0 or len(acta) < size
-            bounded = False
-            if after is not None:
-                events, bounded = _suffix_after(events, after)
-            enough = recent is not None and len(events) >= recent
+            start, bounded = _start_after(decoded, after) if after is not None else (0, False)
+            enough = recent is not None and len(decoded) - start >= recent
             if exhausted or bounded or enough:
-                return events[-recent:] if recent else events
+                return _from(decoded, max(start, len(decoded) - recent) if recent else start)
             size *= 4
 
 
@@ -820,8 +833,10 @@ def _snapshot_event(actum: Actum) -> str | None:
     return snapshot.event_id or ""
 
 
-def _until_snapshot(acta: Sequence[Actum], snapshot: Snapshot, foreign: ForeignActa) -> list[Event]:
-    """The events of ``acta``, without the ADK events appended after ``snapshot`` was read.
+def _until_snapshot(
+    acta: Sequence[Actum], snapshot: Snapshot, foreign: ForeignActa
+) -> list[tuple[Actum, Event]]:
+    """The events of ``acta`` with their acta, without the ADK events appended after ``snapshot``.
 
     The state read belongs to the snapshot, so events of batches that came after it (a writer
     racing this read) are left out; messages other agents wrote through Chronica are kept.
@@ -830,6 +845,6 @@ def _until_snapshot(acta: Sequence[Actum], snapshot: Snapshot, foreign: ForeignA
     if snapshot.event_id is not None:
         for index in range(len(decoded) - 1, -1, -1):
             if decoded[index][1].id == snapshot.event_id:
-                later = [event for actum, event in decoded[index + 1 :] if event.id == actum.id]
-                return [event for _, event in decoded[: index + 1]] + later
-    return [event for _, event in decoded]
+                later = [(actum, event) for actum, event in decoded[index + 1 :] if event.id == actum.id]
+                return decoded[: index + 1] + later
+    return decoded

@@ -10,10 +10,13 @@ from chronica_adk import ChronicaSessionService, SessionKey
 from chronica_openai_agents import ChronicaSession
 from conftest import StoreTarget
 from google.adk.agents import LlmAgent
+from google.adk.events import Event
 from google.adk.runners import Runner
-from helpers import USER, fresh_id, run_on
+from google.adk.sessions.base_session_service import GetSessionConfig
+from google.genai import types
+from helpers import APP, USER, fresh_id, run_on, text_event
 from scripted_model import ScriptedLlm, call, say
-from test_runner import request_texts, user_says, weather, weather_agent
+from test_runner import request_texts, texts, user_says, weather, weather_agent
 
 from chronica_core import ActorKind, Actum, ActumKind, AsyncStore, Span
 
@@ -108,5 +111,64 @@ def test_a_response_answers_its_own_agents_call_in_a_chronicum_shared_with_anoth
         # the newest two acta of the shared chronicum reach back for ADK's call
         window = await service.chronicarius.get_acta(key.owner, key.chronicum_id, last_n=2)
         assert [actum.id for actum in window] == [acta[1].id, acta[4].id, acta[5].id]
+
+    run_on(store_target, body)
+
+
+def test_a_window_that_cuts_a_response_from_its_call_holds_the_call(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        app = f"app-{fresh_id()}"
+        model = ScriptedLlm(script=[call("weather", {"city": "Tirana"}, "call-1"), say("Sunny in Tirana.")])
+        runner = Runner(agent=weather_agent(model), app_name=app, session_service=service)
+        session = await service.create_session(app_name=app, user_id=USER)
+        await _turn(runner, session.id, "What is the weather in Tirana?")
+        full = await service.get_session(app_name=app, user_id=USER, session_id=session.id)
+        assert full is not None and texts(full.events) == TURN_ONE
+        for config in (
+            GetSessionConfig(num_recent_events=2),
+            GetSessionConfig(after_timestamp=full.events[2].timestamp),
+        ):
+            got = await service.get_session(app_name=app, user_id=USER, session_id=session.id, config=config)
+            assert got is not None
+            assert texts(got.events) == TURN_ONE[1:], config
+        got = await service.get_session(
+            app_name=app, user_id=USER, session_id=session.id, config=GetSessionConfig(num_recent_events=1)
+        )
+        assert got is not None and texts(got.events) == TURN_ONE[3:]
+
+    run_on(store_target, body)
+
+
+def test_the_person_s_answer_to_a_long_running_call_names_the_call(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        service = ChronicaSessionService(store)
+        session = await service.create_session(app_name=APP, user_id=USER, session_id=fresh_id())
+        asked = Event(
+            author="concierge",
+            invocation_id="inv-1",
+            content=types.Content(role="model", parts=call("approve", {"amount": 40}, "adk-approve-1")),
+        )
+        await service.append_event(session, asked)
+        await service.append_event(session, text_event("concierge", "Waiting for your approval."))
+        approved = Event(
+            author="user",
+            invocation_id="inv-2",
+            content=types.Content(
+                role="user",
+                parts=[
+                    types.Part(
+                        function_response=types.FunctionResponse(
+                            id="adk-approve-1", name="approve", response={"approved": True}
+                        )
+                    )
+                ],
+            ),
+        )
+        await service.append_event(session, approved)
+        key = SessionKey(APP, USER, session.id)
+        request, _, response = await _acta(service, key)
+        assert (response.actor_kind, response.kind) == (ActorKind.HUMAN, ActumKind.TOOL_RESPONSE)
+        assert response.answers == request.id
 
     run_on(store_target, body)
