@@ -93,6 +93,8 @@ class Migrations:
                 yield execute(CreateIndex(self.listing_index, if_not_exists=True))
             if target >= 3:
                 yield from self._history_tables()
+            if target >= 4:
+                yield from self.rules.keyed_acta_only()
             yield execute(insert(tables.versions), {"component": _COMPONENT, "version": target})
         elif version < target:
             for step in range(version + 1, target + 1):
@@ -115,6 +117,7 @@ class Migrations:
            or with a default: existing acta read back as before, with plain positions, since a
            plain chronicum's positions are its ``seq``), the tables ``lineages`` and
            ``summaries``, the indexes, and each live chronicum's ``last_active``.
+        4. On PostgreSQL, the idempotency key's unique index of the keyed acta only.
         """
         tables = self.tables
         if version == 2:
@@ -138,6 +141,8 @@ class Migrations:
                 .where(chronica.c.owner_digest.is_(None))
                 .values(last_active=func.coalesce(chronica.c.last_actum_at, chronica.c.started_at))
             )
+        elif version == 4:
+            yield from self.rules.keyed_acta_only()
         else:
             raise StoreError("sqlalchemy: migrate", f"no migration step to schema version {version}")
 

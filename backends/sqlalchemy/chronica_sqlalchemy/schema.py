@@ -17,8 +17,9 @@ Five tables (names may be qualified by a schema):
   made of it.
 - ``acta``: one row an actum, keyed by ``(chronicum_id, seq)``; ``seq`` is assigned by the store
   (1, 2, 3, ... per chronicum, in the order writes were serialised) and is the only thing that
-  orders acta. A unique constraint on ``(chronicum_id, idempotency_key)`` makes a retried write
-  land once; acta written without a key have ``NULL`` there, and ``NULL`` never collides. A
+  orders acta. A unique constraint on ``(chronicum_id, idempotency_key)`` (on PostgreSQL a unique
+  index of the keyed acta only) makes a retried write land once; acta written without a key have
+  ``NULL`` there, and ``NULL`` never collides. A
   keyed batch keeps its key and its size (``batch_size``) on its first actum's row; the rest of
   the batch are the acta that follow it in ``seq`` (``batch_size`` ``NULL``: a single actum).
   ``seq`` is also the actum's position: a fork's ``last_seq`` starts at its ``base``. Beside
@@ -74,6 +75,7 @@ __all__ = [
     "ACTA_BY_ID_INDEX",
     "DIGEST_LENGTH",
     "FORMAT_LENGTH",
+    "IDEMPOTENCY_INDEX",
     "IDLE_INDEX",
     "ID_LENGTH",
     "LISTING_INDEX",
@@ -87,7 +89,7 @@ __all__ = [
     "is_mysql",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The version of the tables this release creates and expects.
 
 1. ``chronica``, ``acta`` and ``chronica_schema``.
@@ -96,10 +98,16 @@ SCHEMA_VERSION = 3
 3. Native forms, forks, summaries, tool exchanges and retention: the new columns of ``chronica``
    and ``acta`` (see the module), the tables ``lineages`` and ``summaries``, the indexes
    ``acta_by_id``, ``chronica_idle`` and ``chronica_owner_idle``.
+4. On PostgreSQL, ``acta_idempotency_key`` a unique index of the keyed acta only (see
+   :data:`IDEMPOTENCY_INDEX`); elsewhere nothing changes.
 """
 
 LISTING_INDEX = "chronica_owner_listing"
 """The index on ``chronica (owner_id, started_at, id)`` that serves an owner's listing."""
+
+IDEMPOTENCY_INDEX = "acta_idempotency_key"
+"""The unique constraint on ``acta (chronicum_id, idempotency_key)``; on PostgreSQL, since version
+4, a unique index of that name holding the keyed acta only."""
 
 ACTA_BY_ID_INDEX = "acta_by_id"
 """The index on ``acta (chronicum_id, id)``: an actum found by its id."""
@@ -330,7 +338,7 @@ class Tables:
             *([Column("batch_size", Integer(), nullable=True)] if since_2 else []),
             *(_acta_since_3() if since_3 else []),
             PrimaryKeyConstraint("chronicum_id", "seq"),
-            UniqueConstraint("chronicum_id", "idempotency_key", name="acta_idempotency_key"),
+            UniqueConstraint("chronicum_id", "idempotency_key", name=IDEMPOTENCY_INDEX),
             ForeignKeyConstraint(
                 ["chronicum_id"],
                 [chronica.c.id],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from chronica_sqlalchemy.executor import execute
 from chronica_sqlalchemy.plans import Plans
 from chronica_sqlalchemy.plugin import chronica_backends
 from chronica_sqlalchemy.schema import LISTING_INDEX, Tables
-from sqlalchemy import Engine, create_engine, event, insert, inspect, select
+from sqlalchemy import Engine, create_engine, event, insert, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from chronica_core import (
@@ -516,7 +517,105 @@ def test_listing_runs_along_the_index_among_other_owners(fresh_target: tuple[str
             assert "filesort" not in plan.lower() and "TEMP B-TREE" not in plan and "Sort" not in plan, plan
 
 
+def test_a_window_reads_the_newest_acta_along_the_primary_key(fresh_target: tuple[str, str | None]) -> None:
+    """On fresh tables, no statistics gathered, a chronicum's newest acta are read backwards along
+    the primary key and limited: not every actum of it through another index on ``chronicum_id``
+    (on PostgreSQL, the unique index of idempotency keys when it held every actum) and then sorted.
+    On PostgreSQL the plan is the generic one its session keeps for the prepared statement."""
+    url, schema = fresh_target
+    with SQLAlchemyStore.open(
+        url.replace("+aiosqlite", ""), schema=schema, pool_size=1, max_overflow=0
+    ) as store:
+        rules, short, chronicum_id = Chronicarius(store), new_id("short"), new_id("long")
+        rules.record_actum("me", said(short, "0"))
+        rules.record_acta("me", [said(short, str(number)) for number in range(1, 100)])
+        rules.record_actum("me", said(chronicum_id, "0"))
+        for start in range(1, 10_000, 1000):
+            batch = range(start, min(start + 1000, 10_000))
+            rules.record_acta("me", [said(chronicum_id, str(number)) for number in batch])
+        sent: list[tuple[str, Any]] = []
+
+        def seen(connection: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+            sent.append((statement, parameters))
+
+        reading = store.read_engine or store.engine
+        event.listen(reading, "before_cursor_execute", seen)
+        try:
+            for _ in range(10):  # psycopg prepares a statement on its fifth run on a connection
+                window = store.acta(chronicum_id, ActaQuery(last_n=20))
+        finally:
+            event.remove(reading, "before_cursor_execute", seen)
+        assert [actum.content for actum in window] == [str(number) for number in range(9_980, 10_000)]
+        statement, parameters = sent[-1]
+        if reading.dialect.name != "postgresql":
+            plan = explained(reading, statement, parameters)
+            assert "filesort" not in plan.lower() and "TEMP B-TREE" not in plan, plan
+            return
+        with reading.connect() as connection:  # the one pooled connection, which read
+            name, types = connection.execute(
+                text(
+                    "SELECT name, parameter_types::text[] FROM pg_prepared_statements"
+                    " WHERE statement LIKE '%acta.seq DESC%'"
+                )
+            ).one()
+            values = [parameters[key] for key in dict.fromkeys(re.findall(r"%\((\w+)\)s", statement))]
+            arguments = ", ".join(
+                f"{value}::{kind}" if isinstance(value, int) else f"'{value}'::{kind}"  # ids hold no quote
+                for value, kind in zip(values, types, strict=True)
+            )
+            rows = connection.exec_driver_sql(
+                f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE {name}({arguments})"
+            )
+            plan = "\n".join(str(row[0]) for row in rows)
+        [scan] = [line for line in plan.splitlines() if " on acta" in line]
+        assert "Index Scan Backward using acta_pkey on acta" in scan and "rows=20 " in scan, plan
+
+
 # --- migration ---------------------------------------------------------------------------------
+
+
+@pytest.mark.dialects("postgresql")
+def test_version_4_keeps_only_the_keyed_acta_in_the_unique_index_of_keys(
+    fresh_target: tuple[str, str | None],
+) -> None:
+    """Tables at version 3 (a unique constraint) migrate to a unique index of the keyed acta alone,
+    and a retried keyed write still lands once."""
+    url, schema = fresh_target
+    engine = create_engine(url)
+    try:
+        execute(
+            plan_connections(engine, None, made_here=False),
+            Plans(Tables.build(schema), engine.dialect, schema).migrate(3),
+        )
+        with SQLAlchemyStore.open(url, schema=schema) as store:
+            rules, chronicum_id = Chronicarius(store), new_id()
+            first = rules.record_actum("me", said(chronicum_id, "once"), idempotency_key="k")
+            again = rules.record_actum("me", said(chronicum_id, "once"), idempotency_key="k")
+            rules.record_actum("me", said(chronicum_id, "unkeyed"))
+            assert again.id == first.id
+            assert [actum.content for actum in rules.get_acta("me", chronicum_id)] == ["once", "unkeyed"]
+        with engine.connect() as connection:
+            indexes = connection.execute(
+                text("SELECT indexdef FROM pg_indexes WHERE schemaname = :schema AND tablename = 'acta'"),
+                {"schema": schema},
+            ).scalars()
+            keyed = [index for index in indexes if " acta_idempotency_key " in index]
+            constraints = connection.execute(
+                text(
+                    "SELECT conname FROM pg_constraint"
+                    " WHERE conrelid = CAST(:acta AS regclass) AND contype = 'u'"
+                ),
+                {"acta": f"{schema}.acta"},
+            ).all()
+            versions = connection.execute(select(Tables.build(schema).versions.c.version)).scalars().all()
+    finally:
+        engine.dispose()
+    assert keyed == [
+        f"CREATE UNIQUE INDEX acta_idempotency_key ON {schema}.acta"
+        " USING btree (chronicum_id, idempotency_key) WHERE (idempotency_key IS NOT NULL)"
+    ]
+    assert constraints == []
+    assert versions == [SCHEMA_VERSION] == [4]
 
 
 def test_a_schema_at_version_1_migrates_and_keeps_its_acta(

@@ -354,6 +354,14 @@ class StoreDialect:
         """A query of which of ``names`` exist in the schema, a row (``name``) each (``None``: unknown)."""
         return None
 
+    def keyed_acta_only(self) -> Plan[Step, None]:
+        """Version 4's step: here nothing (the unique constraint on the idempotency key stays).
+
+        See :meth:`chronica_sqlalchemy.dialects.postgresql.PostgreSQLStoreDialect.keyed_acta_only`.
+        """
+        return
+        yield
+
     def lock(self) -> Plan[Step, bool]:
         """Take the migration lock; return whether :meth:`unlock` must release it."""
         return False

@@ -18,6 +18,7 @@ from sqlalchemy import (
     ColumnElement,
     CursorResult,
     Executable,
+    Index,
     Integer,
     LargeBinary,
     Select,
@@ -38,6 +39,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.schema import CreateIndex, DropConstraint
 
 from chronica_core.errors import ChronicumNotFound
 from chronica_core.limits import POSTGRESQL_MAX_CONTENT_BYTES
@@ -45,7 +47,7 @@ from chronica_core.model import Actum
 from chronica_core.plans import Plan
 from chronica_sqlalchemy.acta_rows import actum_values
 from chronica_sqlalchemy.dialects.default import StoreDialect, shaping
-from chronica_sqlalchemy.schema import Content, Identifier, Tables
+from chronica_sqlalchemy.schema import IDEMPOTENCY_INDEX, Content, Identifier, Tables
 from chronica_sqlalchemy.steps import Step, execute
 
 __all__ = ["PostgreSQLStoreDialect", "follow_channel", "follow_notification"]
@@ -83,6 +85,14 @@ class PostgreSQLStoreDialect(StoreDialect):
         self._record_many = self._one_statement_batch()
         digest = hashlib.sha256(f"chronica-sqlalchemy:migrate:{schema or ''}".encode()).digest()
         self._lock_key = int.from_bytes(digest[:8], "big", signed=True)
+        acta = tables.acta
+        self._keyed_index = Index(
+            IDEMPOTENCY_INDEX,
+            acta.c.chronicum_id,
+            acta.c.idempotency_key,
+            unique=True,
+            postgresql_where=acta.c.idempotency_key.is_not(None),
+        )
 
     @classmethod
     def schema_name_problem(cls, name: str) -> str | None:
@@ -307,6 +317,18 @@ class PostgreSQLStoreDialect(StoreDialect):
             .join_from(relations, namespaces, relations.c.relnamespace == namespaces.c.oid)
             .where(namespaces.c.nspname == namespace, relations.c.relname.in_(names))
         )
+
+    def keyed_acta_only(self) -> Plan[Step, None]:
+        """Version 4's step: the idempotency key's uniqueness as a unique index of the keyed acta only.
+
+        The unique constraint's index held a row for every actum, and deduplication kept those of a
+        chronicum written without keys in a few pages: without statistics PostgreSQL then read a
+        chronicum's acta through it and sorted them all rather than walk the primary key back from
+        the newest. ``NULL`` keys never collided, so the same keys are refused as before.
+        """
+        [constraint] = [found for found in self.tables.acta.constraints if found.name == IDEMPOTENCY_INDEX]
+        yield execute(DropConstraint(constraint, if_exists=True))
+        yield execute(CreateIndex(self._keyed_index, if_not_exists=True))
 
     def lock(self) -> Plan[Step, bool]:
         """A transaction-scoped advisory lock, one per schema: released by the migration's commit."""
