@@ -40,6 +40,7 @@ from chronica_core.capabilities import (
     ALL_CAPABILITIES,
     ERASURE,
     FOLLOW,
+    HISTORY,
     IDEMPOTENCY,
     RETENTION,
     store_capabilities,
@@ -484,10 +485,11 @@ def _erase(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _O
     chronicum_id = arguments.chronicum_id
     if not arguments.yes:
         form = chronicarius.get_chronicum(owner, chronicum_id).to_dict()  # not found: before asking
+        forks = " and every fork of it (forks share its acta)" if HISTORY in store_capabilities(store) else ""
         if not _confirmed(
             f"Erase chronicum {chronicum_id!r} of owner {owner!r} (started {form['started_at']}, "
-            f"last actum {form['last_actum_at'] or 'never'}) with all its acta? This cannot be "
-            "undone.\nType the chronicum id to confirm: ",
+            f"last actum {form['last_actum_at'] or 'never'}) with all its acta{forks}? This cannot "
+            "be undone.\nType the chronicum id to confirm: ",
             chronicum_id,
         ):
             return _not_confirmed()

@@ -735,7 +735,8 @@ def test_erase_on_a_terminal_asks_for_the_chronicum_id(
         assert declined.stdout == ""
         assert declined.stderr == (
             f"Erase chronicum 'lunch' of owner 'ardian' (started {form['started_at']}, last actum "
-            f"{form['last_actum_at']}) with all its acta? This cannot be undone.\n"
+            f"{form['last_actum_at']}) with all its acta and every fork of it (forks share its "
+            "acta)? This cannot be undone.\n"
             "Type the chronicum id to confirm: chronica: not confirmed; nothing was erased\n"
         )
         assert len(kept.acta("lunch", ActaQuery())) == 1
@@ -749,6 +750,19 @@ def test_erase_on_a_terminal_asks_for_the_chronicum_id(
     assert confirmed.stdout == "erased chronicum 'lunch' of owner 'ardian': 1 actum\n"
     with pytest.raises(ChronicumNotFound):
         kept.get("lunch")
+
+
+def test_erase_on_a_terminal_says_the_forks_go_too(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chronicarius = Chronicarius(kept)
+    chronicarius.record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+    chronicarius.fork_chronicum("ardian", "lunch", fork_id="lunch-2")
+    confirmed = run(capsys, monkeypatch, "erase", "lunch", "--owner", "ardian", typed="lunch\n")
+    assert confirmed.code == 0, confirmed.stderr
+    assert "with all its acta and every fork of it (forks share its acta)?" in confirmed.stderr
+    with pytest.raises(ChronicumNotFound):
+        chronicarius.get_chronicum("ardian", "lunch-2")
 
 
 def test_erase_all_on_a_terminal_asks_for_erase_all(
