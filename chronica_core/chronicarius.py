@@ -419,7 +419,7 @@ class Chronicarius(_Keeper[Store]):
             StoreError: the store failed; chained to the driver's exception. What was erased
                 stays erased; a retry goes on with the rest.
         """
-        return self._run("erase_idle", self._rules.erase_idle(before, owner_id, dry_run), _erased_count)
+        return self._run("erase_idle", self._rules.erase_idle(before, owner_id, dry_run))
 
     def follow(
         self,
@@ -601,8 +601,7 @@ class AsyncChronicarius(_Keeper[AsyncStore]):
         self, *, before: datetime, owner_id: str | None = None, dry_run: bool = False
     ) -> int:
         """See :meth:`Chronicarius.erase_idle`."""
-        plan = self._rules.erase_idle(before, owner_id, dry_run)
-        return await self._run("erase_idle", plan, _erased_count)
+        return await self._run("erase_idle", self._rules.erase_idle(before, owner_id, dry_run))
 
     def follow(
         self,

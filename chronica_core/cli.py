@@ -40,6 +40,7 @@ from chronica_core.capabilities import (
     ALL_CAPABILITIES,
     ERASURE,
     FOLLOW,
+    HISTORY,
     IDEMPOTENCY,
     RETENTION,
     store_capabilities,
@@ -64,7 +65,7 @@ from chronica_core.hookspecs import Backend
 from chronica_core.install import install_command
 from chronica_core.listing import DEFAULT_LIST_LIMIT
 from chronica_core.memory import MemoryStore
-from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage
+from chronica_core.model import ActorKind, Actum, ActumKind, ChronicaPage, Span
 from chronica_core.redaction import masked_url, redact, redact_error
 from chronica_core.registry import list_backends, open_async_store, open_store, registry
 from chronica_core.store import Store
@@ -238,7 +239,16 @@ def _standard_input_content() -> str:
 
 def _record(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Output) -> int:
     content = arguments.content if arguments.content is not None else _standard_input_content()
-    actum = Actum(arguments.chronicum_id, arguments.kind, arguments.actor_kind, arguments.actor, content)
+    summarizes = None if arguments.summarizes is None else Span(*arguments.summarizes)
+    actum = Actum(
+        arguments.chronicum_id,
+        arguments.kind,
+        arguments.actor_kind,
+        arguments.actor,
+        content,
+        answers=arguments.answers,
+        summarizes=summarizes,
+    )
     stored = chronicarius.record_actum(arguments.owner, actum, idempotency_key=arguments.key)
     if arguments.store.startswith("memory:"):
         print(
@@ -321,6 +331,8 @@ def _show(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _Ou
         output.json(chronicum.to_dict())
     else:
         for key, value in chronicum.to_dict().items():
+            if isinstance(value, dict):  # forked_from: the source, and the last actum it shares
+                value = f"{value['chronicum_id']} at {value['actum_id'] or '(no actum)'}"
             output.line(f"{key}: {_printable(str(value))}")
     return 0
 
@@ -473,10 +485,11 @@ def _erase(arguments: argparse.Namespace, chronicarius: Chronicarius, output: _O
     chronicum_id = arguments.chronicum_id
     if not arguments.yes:
         form = chronicarius.get_chronicum(owner, chronicum_id).to_dict()  # not found: before asking
+        forks = " and every fork of it (forks share its acta)" if HISTORY in store_capabilities(store) else ""
         if not _confirmed(
             f"Erase chronicum {chronicum_id!r} of owner {owner!r} (started {form['started_at']}, "
-            f"last actum {form['last_actum_at'] or 'never'}) with all its acta? This cannot be "
-            "undone.\nType the chronicum id to confirm: ",
+            f"last actum {form['last_actum_at'] or 'never'}) with all its acta{forks}? This cannot "
+            "be undone.\nType the chronicum id to confirm: ",
             chronicum_id,
         ):
             return _not_confirmed()
@@ -783,6 +796,20 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
         "--content", default=None, help="the content (default: standard input, byte for byte)"
     )
     record.add_argument("--key", default=None, help="idempotency key: a retry with it lands once")
+    record.add_argument(
+        "--answers",
+        default="",
+        metavar="REQUEST",
+        help="for a tool_response: the id of the tool_request it answers (the history capability)",
+    )
+    record.add_argument(
+        "--summarizes",
+        nargs=2,
+        default=None,
+        metavar=("FIRST", "LAST"),
+        help="for a summary (a message): the ids of the first and last acta of the range it stands "
+        "for (the history capability)",
+    )
     acta = commands.add_parser("acta", parents=[owned], help="print a context window, oldest first")
     acta.add_argument("--kinds", default=None, help="comma-separated kinds to keep (default: all)")
     acta.add_argument(
@@ -935,6 +962,10 @@ _FLAGS = {
     "after": "--after",
     "before": "--before",
     "at": "--at",
+    "answers": "--answers",
+    "summarizes": "--summarizes",
+    "summarizes.first": "--summarizes",
+    "summarizes.last": "--summarizes",
 }
 """The command-line flag that gave each field an error may name (``InvalidActum.field``, ...)."""
 

@@ -227,7 +227,7 @@ class HistoryRules:
         return (yield from read(layout))
 
     def _locate_one(self, layout: Layout, actum_id: str) -> Plan[StoreCall, Located]:
-        if not isinstance(actum_id, str) or not actum_id or "\x00" in actum_id:
+        if text_problem(actum_id) is not None:  # no actum has such an id; no store can look it up
             raise ActumNotFound(layout.chronicum.id, str(actum_id))
         located = yield from locate(layout, actum_id)
         if located is None:

@@ -58,7 +58,7 @@ def erase_idle(
     """Plan the erasure of every chronicum whose last activity is before ``before``.
 
     Every owner's, or ``owner_id``'s only. With ``dry_run``, nothing is erased: the plan counts
-    the chronica that would be (a chronicum written to by then, or with a fork that is, is kept).
+    the idle chronica, a source with a fork that is not idle included (the erasure keeps it).
     ``forget(chronicum_id)`` is called for each erased one (the rules' caches).
 
     Returns:

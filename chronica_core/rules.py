@@ -551,7 +551,7 @@ class Rules:
         if problem is not None:
             raise InvalidActum("content", problem)
         native, answers, summarizes = actum.native, actum.answers, actum.summarizes
-        if native is not None or answers or summarizes is not None:
+        if native is not None or answers != "" or summarizes is not None:
             self._check_links(kind, native, answers, summarizes)
         return build_actum(
             actum.chronicum_id,

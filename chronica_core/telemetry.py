@@ -4,15 +4,17 @@ Optional (``pip install 'chronica[otel]'``: ``opentelemetry-api`` only; the app 
 its exporters). When the app has set a tracer provider (or gave one to the ``Chronicarius``:
 its ``tracer_provider`` and ``meter_provider`` arguments), each operation of a ``Chronicarius`` or an
 ``AsyncChronicarius`` (``record_actum``, ``record_acta``, ``get_acta``, ``get_actum``,
-``get_chronicum``, ``list_chronica``, ``fork_chronicum``, ``erase_chronicum``, ``erase_owner``)
+``get_chronicum``, ``list_chronica``, ``fork_chronicum``, ``erase_chronicum``, ``erase_owner``,
+``erase_idle``)
 is a span named ``chronica <operation>``, and its duration goes to the histogram
 ``db.client.operation.duration`` (seconds) of the app's meter provider. Attributes follow OpenTelemetry's
 database conventions where they fit:
 
 - ``db.system.name``: the store's backend (``postgres``, ``sqlalchemy``, ``memory``, ...);
 - ``db.operation.name``: the operation;
-- ``chronica.acta.count``: how many acta it wrote or read (a window's size; ``record_acta``'s
-  batch), where it has one; ``chronica.query.last_n``: the ``last_n`` a window asked for;
+- ``chronica.acta.count``: how many acta it wrote, read or erased (a window's size;
+  ``record_acta``'s batch; ``erase_chronicum``'s count), where it has one (``erase_owner`` and
+  ``erase_idle`` count chronica, and have none); ``chronica.query.last_n``: the ``last_n`` a window asked for;
 - ``error.type``: the class of the error it raised, if any (the span's status is then ERROR).
 
 Never content, owner ids, chronicum ids or actum ids: nothing that says who said what. Without a

@@ -735,7 +735,8 @@ def test_erase_on_a_terminal_asks_for_the_chronicum_id(
         assert declined.stdout == ""
         assert declined.stderr == (
             f"Erase chronicum 'lunch' of owner 'ardian' (started {form['started_at']}, last actum "
-            f"{form['last_actum_at']}) with all its acta? This cannot be undone.\n"
+            f"{form['last_actum_at']}) with all its acta and every fork of it (forks share its "
+            "acta)? This cannot be undone.\n"
             "Type the chronicum id to confirm: chronica: not confirmed; nothing was erased\n"
         )
         assert len(kept.acta("lunch", ActaQuery())) == 1
@@ -749,6 +750,19 @@ def test_erase_on_a_terminal_asks_for_the_chronicum_id(
     assert confirmed.stdout == "erased chronicum 'lunch' of owner 'ardian': 1 actum\n"
     with pytest.raises(ChronicumNotFound):
         kept.get("lunch")
+
+
+def test_erase_on_a_terminal_says_the_forks_go_too(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chronicarius = Chronicarius(kept)
+    chronicarius.record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+    chronicarius.fork_chronicum("ardian", "lunch", fork_id="lunch-2")
+    confirmed = run(capsys, monkeypatch, "erase", "lunch", "--owner", "ardian", typed="lunch\n")
+    assert confirmed.code == 0, confirmed.stderr
+    assert "with all its acta and every fork of it (forks share its acta)?" in confirmed.stderr
+    with pytest.raises(ChronicumNotFound):
+        chronicarius.get_chronicum("ardian", "lunch-2")
 
 
 def test_erase_all_on_a_terminal_asks_for_erase_all(
@@ -945,6 +959,55 @@ def test_acta_before_pages_back_and_as_written_shows_what_a_summary_stands_for(
     assert contents("--as-written") == ["one", "two", "three", "one and two"]
     assert contents("--as-written", "--before", three.id) == ["one", "two"]
     assert contents("--as-written", "--before", three.id, "--last", "1") == ["two"]
+
+
+def test_record_answers_a_request_and_summarizes_a_range(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chronicarius = Chronicarius(kept)
+    one, two = chronicarius.record_acta("ardian", [said("ardian", "lunch", text) for text in ("one", "two")])
+
+    def record(kind: str, content: str, *flags: str) -> Run:
+        return run(
+            capsys, monkeypatch, "record", "lunch", "--owner", "ardian", "--kind", kind,
+            "--actor-kind", "agent", "--actor", "search", "--content", content, *flags,
+        )  # fmt: skip
+
+    request = record("tool_request", '{"area": "Kemang"}')
+    assert request.code == 0, request.stderr
+    response = record("tool_response", "Rumah Teduh: free at 7", "--answers", request.stdout.strip())
+    assert response.code == 0, response.stderr
+    summary = record("message", "one and two", "--summarizes", one.id, two.id, "--json")
+    assert summary.code == 0, summary.stderr
+    assert json.loads(summary.stdout)["summarizes"] == {"first": one.id, "last": two.id}
+    window = chronicarius.get_acta("ardian", "lunch")
+    assert [(actum.content, actum.answers) for actum in window] == [
+        ("one and two", ""),
+        ('{"area": "Kemang"}', ""),
+        ("Rumah Teduh: free at 7", request.stdout.strip()),
+    ]
+    wrong = record("message", "not a response", "--answers", request.stdout.strip())
+    assert (wrong.code, wrong.stderr) == (
+        4,
+        "chronica: InvalidActum: invalid actum: --answers: only a tool_response answers a request, "
+        "not a message\n",
+    )
+    unknown = record("message", "three", "--summarizes", "0" * 32, two.id)
+    assert unknown.code == 4 and unknown.stderr.startswith(
+        "chronica: InvalidActum: invalid actum: --summarizes: "
+    )
+    assert len(chronicarius.get_acta("ardian", "lunch", view="as_written")) == 5
+
+
+def test_show_prints_where_a_fork_came_from(
+    kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chronicarius = Chronicarius(kept)
+    first = chronicarius.record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+    chronicarius.fork_chronicum("ardian", "lunch", at=first.id, fork_id="lunch-2")
+    shown = run(capsys, monkeypatch, "show", "lunch-2", "--owner", "ardian")
+    assert shown.code == 0, shown.stderr
+    assert f"forked_from: lunch at {first.id}" in shown.stdout.splitlines()
 
 
 # --- retention: erase --idle-for ------------------------------------------------------------------

@@ -61,6 +61,8 @@ INVALID_LINKS: list[tuple[str, Actum, str]] = [
     ("lone surrogate in data", replace(message("c", "hi"), native=Native("x", "a\ud800")), "native.data"),
     ("answers on a message", replace(message("c", "hi"), answers="q"), "answers"),
     ("answers not a str", response("c", 42), "answers"),  # type: ignore[arg-type]
+    ("answers None", response("c", None), "answers"),  # type: ignore[arg-type]
+    ("answers 0", response("c", 0), "answers"),  # type: ignore[arg-type]
     ("NUL in answers", response("c", "q\x00"), "answers"),
     ("summarizes not a Span", replace(message("c", "hi"), summarizes=("a", "b")), "summarizes"),  # type: ignore[arg-type]
     ("empty first", replace(message("c", "hi"), summarizes=Span("", "b")), "summarizes.first"),

@@ -82,3 +82,29 @@ def test_nothing_is_recorded_without_a_tracer_provider() -> None:
     assert telemetry.tracing() is False
     assert telemetry.run("get_acta", lambda: "called", len, 20) == "called"
     assert telemetry._tracer is None
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_erase_idle_reports_no_acta_count(dry_run: bool) -> None:
+    """erase_idle counts chronica, not acta: its span has no ``chronica.acta.count`` (as erase_owner)."""
+    from datetime import UTC, datetime, timedelta
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from chronica_core import ActorKind, Actum, ActumKind, Chronicarius, MemoryStore
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()  # this Chronicarius's own: the process's global provider stays unset
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    chronicarius = Chronicarius(MemoryStore(), tracer_provider=provider)
+    for content in ("one", "two", "three"):
+        chronicarius.record_actum(
+            "ardian", Actum("idle", ActumKind.MESSAGE, ActorKind.HUMAN, "ardian", content)
+        )
+    before = datetime.now(UTC) + timedelta(seconds=1)
+    assert chronicarius.erase_idle(before=before, owner_id="ardian", dry_run=dry_run) == 1
+    span = exporter.get_finished_spans()[-1]
+    assert span.name == "chronica erase_idle"
+    assert dict(span.attributes or {}) == {"db.system.name": "memory", "db.operation.name": "erase_idle"}

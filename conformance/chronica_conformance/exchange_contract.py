@@ -274,7 +274,7 @@ class ExchangeContract(HistoryBase):
         stranger = write(harness, owner, elsewhere, 1)
         for actum in acta:
             assert_same_acta([harness.get_actum(owner, chronicum_id, actum.id)], [actum], "an actum by id")
-        for missing in ("0" * 32, stranger[0].id, ""):
+        for missing in ("0" * 32, stranger[0].id, "", "\ud800", "a" * 300):  # a lone surrogate, too long
             with pytest.raises(ActumNotFound) as refused:
                 harness.get_actum(owner, chronicum_id, missing)
             assert (refused.value.chronicum_id, refused.value.actum_id) == (chronicum_id, missing)

@@ -265,7 +265,7 @@ class ForkContract(HistoryBase):
         attempt(ChronicumNotFound, owner, theirs)
         for taken in (source_id, theirs, mine):
             attempt(ChronicumExists, owner, source_id, fork_id=taken)
-        for outside in ("0" * 32, their_acta[0].id, my_acta[0].id):
+        for outside in ("0" * 32, their_acta[0].id, my_acta[0].id, "\ud800", "a" * 300):
             refused = attempt(ActumNotFound, owner, source_id, at=outside)
             assert isinstance(refused, ActumNotFound) and refused.actum_id == outside
         for bad_id in ("", "a\x00b"):

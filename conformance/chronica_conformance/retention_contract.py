@@ -82,6 +82,25 @@ class RetentionContract(SuiteBase):
         assert harness.get_acta(owner, idle[0])[0].content == "long ago"
         assert len(harness.get_acta(other, harness.list_chronica(other).chronica[0].id)) == 1
 
+    def test_retention_finds_chronica_written_to_several_times_on_the_first_call(
+        self, retention_harness: Harness
+    ) -> None:
+        """Chronica with several acta each, written in quick succession: the first call finds them all."""
+        harness = retention_harness
+        owner = new_owner()
+        chatty = [new_id("chatty") for _ in range(3)]
+        for chronicum_id in chatty:
+            for number in range(3):
+                harness.record_actum(owner, make_actum(chronicum_id, f"said {number}"))
+        cutoff = _moment_after_writes()
+        found = harness.perform(store_call("idle_chronica", cutoff, owner, None, 10))
+        assert sorted(chronicum.id for chronicum in found) == sorted(chatty)
+        assert harness.perform(rules_call("erase_idle", before=cutoff, owner_id=owner, dry_run=True)) == 3
+        assert harness.perform(rules_call("erase_idle", before=cutoff, owner_id=owner)) == 3
+        for chronicum_id in chatty:
+            with pytest.raises(ChronicumNotFound):
+                harness.get_acta(owner, chronicum_id)
+
     def test_retention_finds_the_oldest_first_in_keyset_pages(self, retention_harness: Harness) -> None:
         """idle_chronica pages through an owner's idle chronica by last activity, then id, none twice."""
         harness = retention_harness

@@ -62,6 +62,8 @@ class RetentionPlans(RedisPlans):
                 wanted *= 2  # all of them ties at the cursor's moment, already passed
                 continue
             found = yield from self.chronica_of([member for _, member in fresh], where)
+            read: list[Chronicum] = []
+            moved_still_idle = False
             for (score, chronicum_id), chronicum in zip(fresh, found, strict=True):
                 if chronicum is None or (owner_id is not None and chronicum.owner_id != owner_id):
                     continue
@@ -69,8 +71,12 @@ class RetentionPlans(RedisPlans):
                 if activity != score:
                     digest = owner_digest(chronicum.owner_id)
                     yield from self.idle(scripts.IDLE_SET, digest, chronicum_id, activity, where)
-                elif len(page) < limit:
-                    page.append(chronicum)
+                    moved_still_idle = moved_still_idle or activity < cut
+                else:
+                    read.append(chronicum)
+            if moved_still_idle:
+                continue  # a moved entry may now stand among these: read them again, in order
+            page.extend(read[: limit - len(page)])
             cursor = fresh[-1]
             if len(entries) < wanted:
                 break
