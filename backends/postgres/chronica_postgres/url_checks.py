@@ -50,5 +50,5 @@ def check_query(url: str) -> None:
             raise InvalidOption(
                 _BACKEND,
                 name,
-                f"libpq does not take the URL's ?{name}= ({error}); see libpq's parameter keywords",
+                f"libpq does not take the URL's ?{name}= ({str(error).strip()})",
             ) from None

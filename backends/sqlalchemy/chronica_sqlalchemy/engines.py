@@ -51,7 +51,7 @@ from chronica_sqlalchemy.poolers import (
 )
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
-from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
+from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query, check_query_names
 
 __all__ = [
     "AUTOCOMMIT",
@@ -338,6 +338,7 @@ def _created(
 ) -> AnyEngine:
     """The engine ``factory`` makes, set up for the store (see the module); errors translated."""
     options.check_dialect(url)
+    check_query_names(url)
     check_query(url)
     if url.get_backend_name() in ("mysql", "mariadb") and "charset" not in url.query:
         url = url.update_query_dict({"charset": "utf8mb4"})
