@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from datetime import UTC, datetime
 
@@ -88,3 +89,38 @@ def test_a_sqlite_file_opened_read_only_reads_and_refuses_writes(
             await async_store.close()
 
     assert asyncio.run(asynchronously()) == ["written before"]
+
+
+FAILED_OPENS = 20
+"""How many failed opens the thread test makes: before the fix, most left a dying thread."""
+
+
+@pytest.mark.dialects("aiosqlite")
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_database_aiosqlite_cannot_open_leaves_no_thread_behind_its_loop(
+    monkeypatch: pytest.MonkeyPatch, database_url: str
+) -> None:
+    """Each open fails in its own ``asyncio.run``; no driver thread outlives (or reports to) a closed loop."""
+    died: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda hook: died.append(hook.exc_value))
+    url = f"{make_url(database_url).drivername}:////nonexistent-folder/chronica.db"
+
+    async def first_use() -> str:
+        store = open_async_store(url)
+        try:
+            await store.get("never-there")
+        except StoreError as error:
+            return error.detail
+        finally:
+            await store.close()
+        raise AssertionError(f"{url} opened")
+
+    before = set(threading.enumerate())
+    started: set[threading.Thread] = set()
+    for _ in range(FAILED_OPENS):
+        assert "unable to open database file" in asyncio.run(first_use())
+        started |= set(threading.enumerate()) - before
+    for thread in started:
+        thread.join(timeout=30)
+    assert died == []
+    assert [thread.name for thread in started if thread.is_alive()] == []
