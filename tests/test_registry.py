@@ -253,9 +253,9 @@ def test_the_memory_store_refuses_a_query_parameter_naming_it(url: str, option: 
 
 def test_the_memory_store_reads_max_content_bytes_in_its_url() -> None:
     with open_store("memory://?max_content_bytes=10") as store:
-        assert store.max_content_bytes() == 10
+        assert isinstance(store, MemoryStore) and store.max_content_bytes() == 10
     with open_store("memory://?max_content_bytes=10", max_content_bytes=20) as store:  # the option wins
-        assert store.max_content_bytes() == 20
+        assert isinstance(store, MemoryStore) and store.max_content_bytes() == 20
     with pytest.raises(InvalidOption) as raised:
         open_store("memory://?max_content_bytes=ten")
     assert raised.value.option == "max_content_bytes"

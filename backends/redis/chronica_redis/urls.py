@@ -181,8 +181,9 @@ def _driver_query_names(cluster: bool, tls: bool) -> set[str]:
     names = {"max_connections"}
     classes = (redis.SSLConnection if tls else redis.Connection).__mro__
     for class_ in classes:
-        if "__init__" in vars(class_):
-            parameters = inspect.signature(class_.__init__).parameters.values()
+        initialiser = vars(class_).get("__init__")
+        if initialiser is not None and class_ is not object:
+            parameters = inspect.signature(initialiser).parameters.values()
             names.update(
                 p.name for p in parameters if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD
             )
