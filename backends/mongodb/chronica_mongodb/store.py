@@ -194,8 +194,8 @@ def _check_url_options(url: str) -> None:
     the whole URL can judge (``srvServiceName`` without ``mongodb+srv://``) is left to pymongo.
 
     Raises:
-        InvalidOption: a parameter pymongo does not know (the known options listed), or a value
-            it refuses (with pymongo's reason); ``.option`` is the parameter as written.
+        InvalidOption: a parameter pymongo does not know (with pymongo's suggestions), or a
+            value it refuses (with pymongo's reason); ``.option`` is the parameter as written.
     """
     try:
         query = urlsplit(url).query
@@ -206,7 +206,7 @@ def _check_url_options(url: str) -> None:
             uri_parser.parse_uri("mongodb://localhost/?" + urlencode({name: value}), warn=False)
         except ConfigurationError as error:
             if str(error).startswith("Unknown option"):
-                raise _unknown(name) from None
+                raise InvalidOption(_BACKEND, name, f"no URI option pymongo knows ({error})") from None
         except (TypeError, ValueError) as error:
             raise InvalidOption(_BACKEND, name, redact(str(error), url)) from None
 

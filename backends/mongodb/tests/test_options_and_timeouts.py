@@ -218,8 +218,8 @@ def test_no_server_is_one_line_naming_the_wait_not_pymongos_topology() -> None:
 @pytest.mark.parametrize(
     ("query", "option", "reason"),
     [
-        ("bogus=1", "bogus", "unknown option"),
-        ("wtimeout=5", "wtimeout", "did you mean wtimeoutms"),
+        ("bogus=1", "bogus", "no URI option pymongo knows"),
+        ("wtimeout=5", "wtimeout", "wtimeoutms"),
         ("appName=x&readPreference=bogus", "readPreference", "Not a valid read preference"),
     ],
 )
