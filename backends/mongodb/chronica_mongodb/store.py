@@ -367,7 +367,11 @@ class MongoStore(PlannedStore):
         renew_after_fork(self, after_fork.forget_parent)
         self._unchecked = not migrate  # checked before the first operation (no I/O here)
         if migrate:
-            self.migrate()
+            try:
+                self.migrate()
+            except BaseException:
+                self.close()  # a client it opened is closed, not left to the garbage collector
+                raise
 
     @property
     def follow_mechanism(self) -> str:

@@ -4,7 +4,9 @@ operation when the server stops answering (through a loopback proxy that can be 
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -253,3 +255,20 @@ def test_a_scheme_in_upper_case_and_pymongos_parameters_in_the_url_open_the_stor
             await async_store.close()
 
     assert asyncio.run(read()) == ["hi"]
+
+
+def test_a_store_that_fails_to_open_closes_the_client_it_opened() -> None:
+    """Its first operation (the migration) fails: the client is closed, not left to the collector."""
+
+    def fail_to_open() -> str:
+        try:
+            open_store(f"{UNREACHABLE}?serverSelectionTimeoutMS=200")
+        except StoreError as error:
+            return error.where
+        raise AssertionError("opened")
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        assert fail_to_open() == "mongodb: connect"
+        gc.collect()
+    assert [str(warning.message) for warning in caught if warning.category is ResourceWarning] == []
