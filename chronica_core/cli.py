@@ -676,8 +676,14 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 def _duration(text: str) -> timedelta:
     """Parse ``--idle-for``: a whole number over 0 and a unit (``90d``, ``12h``, ``30m``, ``45s``, ``2w``).
 
-    A duration reaching back before year 1 is "too long": it names no moment to erase before.
+    A negative duration (``-5d``) is refused saying so. A duration reaching back before year 1 is
+    "too long": it names no moment to erase before.
     """
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(
+            f"must be a duration over 0, such as 90d (how long a chronicum has had no new actum), "
+            f"not a negative one, got {text!r}"
+        )
     match = _DURATION.fullmatch(text.strip())
     if match is None:
         raise argparse.ArgumentTypeError(f"expected a duration such as 90d, 12h, 30m or 2w, got {text!r}")
@@ -691,6 +697,25 @@ def _duration(text: str) -> timedelta:
     if duration >= datetime.now(UTC) - datetime.min.replace(tzinfo=UTC):
         raise argparse.ArgumentTypeError(f"too long, got {text!r}")
     return duration
+
+
+_DURATION_OPTIONS = ("--idle-for",)
+
+
+def _joined_durations(words: list[str]) -> list[str]:
+    """``words`` with ``--idle-for -5d`` given as ``--idle-for=-5d``.
+
+    argparse reads a word starting with ``-`` as an option (its own test for a negative number
+    does not take ``-5d``), and would say the option lacks its argument; joined, the duration's
+    own check says what is wrong with it.
+    """
+    joined: list[str] = []
+    for word in words:
+        if joined and joined[-1] in _DURATION_OPTIONS and re.fullmatch(r"-[0-9]+[a-z]*", word):
+            joined[-1] = f"{joined[-1]}={word}"
+        else:
+            joined.append(word)
+    return joined
 
 
 def _newest_count(text: str) -> int:
@@ -1120,7 +1145,7 @@ def _main(words: list[str], out: TextIO | None) -> int:
         points = plugin_commands()
         if words[0] in points or words[0] in _OWN_PLUGIN_COMMANDS:
             return _run_plugin_command(words[0], points.get(words[0]), words[1:])
-    arguments = _parser(json_errors="--json" in words).parse_args(words)
+    arguments = _parser(json_errors="--json" in words).parse_args(_joined_durations(words))
     refusal = _usage_refusal(arguments)  # refused before the store is opened: nothing is done
     if refusal is not None:
         if getattr(arguments, "json", False):

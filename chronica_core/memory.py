@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 from chronica_core import clock
 from chronica_core.closable import Closable
@@ -39,6 +40,7 @@ from chronica_core.store import (
     NativeStore,
     RetentionStore,
 )
+from chronica_core.urls import split_query_options
 
 __all__ = ["MemoryStore"]
 
@@ -115,6 +117,19 @@ _MEMORY_CEILING = sys.maxsize
 """The largest ``max_content_bytes`` the memory store takes (it has no limit of its own)."""
 
 
+def _url_options(url: str) -> dict[str, str]:
+    """The options in ``url``'s query (``memory://?max_content_bytes=100``); refuse any other parameter."""
+    rest, in_url = split_query_options(url, (MAX_CONTENT_OPTION,))
+    unknown = parse_qsl(rest.partition("?")[2].partition("#")[0], keep_blank_values=True)
+    if unknown:
+        raise InvalidOption(
+            "memory",
+            unknown[0][0],
+            f"unknown URL query parameter (the memory store takes only {MAX_CONTENT_OPTION})",
+        )
+    return in_url
+
+
 def _content_limit(options: dict[str, Any]) -> int | None:
     """Return the ``max_content_bytes`` option (``None``: no limit); refuse any other option."""
     unknown = sorted(set(options) - {MAX_CONTENT_OPTION})
@@ -167,19 +182,20 @@ class MemoryStore(
     which lets an app's tests cover that case without a server.
 
     Args:
-        url: ``memory://`` (anything after the scheme is ignored).
+        url: ``memory://``; its query may carry ``max_content_bytes`` (an option given wins);
+            anything else after the scheme but a query is ignored.
         options: ``max_content_bytes`` only: the largest content accepted, in bytes of UTF-8
             (a whole number, or its digits as text; default no limit).
 
     Raises:
-        InvalidOption: another option, or a ``max_content_bytes`` that is not a whole number
-            from 0 to ``sys.maxsize``.
+        InvalidOption: another option or query parameter (named), or a ``max_content_bytes``
+            that is not a whole number from 0 to ``sys.maxsize``.
     """
 
     backend_name = "memory"
 
     def __init__(self, url: str = "memory://", **options: Any) -> None:
-        self._content_limit = _content_limit(options)
+        self._content_limit = _content_limit({**_url_options(url), **options})
         self._entries: dict[str, _Entry] = {}
         self._erased: dict[str, str] = {}  # chronicum id -> owner digest, for erased chronica
         self._owned: dict[str, dict[str, None]] = {}  # owner id -> its chronicum ids

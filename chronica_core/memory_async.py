@@ -47,7 +47,7 @@ class AsyncMemoryStore(
     every operation raises ``StoreError("memory: async store", "the store is closed")``.
 
     Args:
-        url: ``memory://`` (anything after the scheme is ignored).
+        url: as for :class:`MemoryStore`.
         store: an existing :class:`MemoryStore` to share (a fresh one when ``None``).
         options: as for :class:`MemoryStore` (``max_content_bytes``), for the fresh one.
 

@@ -30,6 +30,7 @@ __all__ = [
     "Registry",
     "known_distribution",
     "list_backends",
+    "lowercase_scheme",
     "open_async_store",
     "open_store",
     "registry",
@@ -119,6 +120,16 @@ def url_scheme(url: str) -> str:
     return scheme.lower()
 
 
+def lowercase_scheme(url: str) -> str:
+    """``url`` with its scheme in lower case (``SQLITE:///x.db`` gives ``sqlite:///x.db``); the rest kept.
+
+    Schemes are case-insensitive (RFC 3986) but drivers match them exactly, so a store is opened
+    on the lower-case form. Raises what :func:`url_scheme` raises.
+    """
+    scheme = url_scheme(url)
+    return scheme + url[len(scheme) :]
+
+
 class Registry:
     """The installed backends, found through pluggy and the ``chronica`` entry-point group.
 
@@ -181,14 +192,14 @@ class Registry:
     def open_store(self, url: str, **options: Any) -> Store:
         """Open a blocking store for ``url``; see :func:`open_store`."""
         backend = self.backend_for(url)
-        return _opened(backend, backend.open, url, options)
+        return _opened(backend, backend.open, lowercase_scheme(url), options)
 
     def open_async_store(self, url: str, **options: Any) -> AsyncStore:
         """Open an asyncio store for ``url``; see :func:`open_async_store`."""
         backend = self.backend_for(url)
         if backend.open_async is None:
             raise BackendUnavailable(f"backend {backend.name!r} has no asyncio store")
-        return _opened(backend, backend.open_async, url, options)
+        return _opened(backend, backend.open_async, lowercase_scheme(url), options)
 
     def _load(self, entry_point: EntryPoint) -> None:
         distribution = entry_point.dist.name if entry_point.dist is not None else ""
@@ -270,7 +281,8 @@ def open_store(url: str, **options: Any) -> Store:
     """Open a blocking store chosen by ``url``'s scheme, e.g. ``memory://`` or ``postgresql://...``.
 
     Args:
-        url: the store URL; its scheme selects the backend.
+        url: the store URL; its scheme, in any case, selects the backend, which is given the URL
+            with the scheme in lower case.
         options: passed to the backend's factory (pool size, ``auto_migrate``, ...), but
             ``encryption_keys``: a :class:`chronica_core.encryption.KeyProvider`, which wraps the
             store so that content is encrypted at rest (:func:`chronica_core.encrypted.encrypted_store`).

@@ -217,3 +217,45 @@ def test_a_url_that_is_not_a_str_is_unknown_backend_naming_its_type(url: Any) ->
     with pytest.raises(UnknownBackend) as raised_async:
         open_async_store(url)
     assert str(raised_async.value) == expected
+
+
+@pytest.mark.parametrize("typed", ["Memory://", "MEMORY://", "mEmOrY://"])
+def test_a_scheme_in_any_case_opens_the_memory_store(typed: str) -> None:
+    with open_store(typed) as store:
+        assert isinstance(store, MemoryStore)
+    assert type(open_async_store(typed)).__name__ == "AsyncMemoryStore"
+
+
+def test_a_backend_is_given_the_url_with_its_scheme_in_lower_case() -> None:
+    given: list[str] = []
+
+    def opener(url: str, **options: Any) -> MemoryStore:
+        given.append(url)
+        return MemoryStore()
+
+    registry = Registry(load_entry_points=False)
+    registry.register(FakePlugin(_backend("lower", "low+er", open=opener, open_async=opener)), "lower")
+    registry.open_store("LOW+Er://User:PassWord@Host/DB?Key=Value")
+    registry.open_async_store("Low+ER://h/x")
+    assert given == ["low+er://User:PassWord@Host/DB?Key=Value", "low+er://h/x"]
+
+
+@pytest.mark.parametrize(
+    ("url", "option"),
+    [("memory://?bogus=1", "bogus"), ("memory://?max_content_bytes=9&pool_size", "pool_size")],
+)
+def test_the_memory_store_refuses_a_query_parameter_naming_it(url: str, option: str) -> None:
+    for opener in (open_store, open_async_store):
+        with pytest.raises(InvalidOption) as raised:
+            opener(url)
+        assert (raised.value.backend, raised.value.option) == ("memory", option)
+
+
+def test_the_memory_store_reads_max_content_bytes_in_its_url() -> None:
+    with open_store("memory://?max_content_bytes=10") as store:
+        assert isinstance(store, MemoryStore) and store.max_content_bytes() == 10
+    with open_store("memory://?max_content_bytes=10", max_content_bytes=20) as store:  # the option wins
+        assert isinstance(store, MemoryStore) and store.max_content_bytes() == 20
+    with pytest.raises(InvalidOption) as raised:
+        open_store("memory://?max_content_bytes=ten")
+    assert raised.value.option == "max_content_bytes"

@@ -172,8 +172,8 @@ def test_what_an_operation_raises_is_redacted_by_the_planned_store(secret: str) 
     "url",
     [
         f"memory://ardian:{ENCODED_SECRET}@localhost",
-        f"memory://localhost?password={ENCODED_SECRET}&schema=x",
-        f"memory://localhost?sslpassword={SECRET}&token={ENCODED_SECRET}",
+        f"notebook://localhost?password={ENCODED_SECRET}&schema=x",  # the memory store takes no query
+        f"notebook://localhost?sslpassword={SECRET}&token={ENCODED_SECRET}",
         f"notebook://ardian:{SECRET}@localhost",
     ],
 )

@@ -20,10 +20,10 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from bson.codec_options import CodecOptions
-from pymongo import AsyncMongoClient, MongoClient, common
+from pymongo import AsyncMongoClient, MongoClient, common, uri_parser
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
 from pymongo.synchronous.database import Database
@@ -185,6 +185,32 @@ def _check_client_options(options: Mapping[str, Any]) -> None:
             raise InvalidOption(_BACKEND, name, str(error)) from error
 
 
+def _check_url_options(url: str) -> None:
+    """Check each of the URL's query parameters with pymongo's URI parser, before opening a client.
+
+    pymongo would drop a parameter it does not know with only a warning (``?bogus=1``, or
+    ``?wtimeout=5`` for ``wTimeoutMS``) and refuse a malformed value with a message that may not
+    name it. Each parameter is parsed alone (in a ``mongodb://`` URL: no DNS lookup); what only
+    the whole URL can judge (``srvServiceName`` without ``mongodb+srv://``) is left to pymongo.
+
+    Raises:
+        InvalidOption: a parameter pymongo does not know (with pymongo's suggestions), or a
+            value it refuses (with pymongo's reason); ``.option`` is the parameter as written.
+    """
+    try:
+        query = urlsplit(url).query
+    except ValueError:  # reported by _database_name
+        return
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        try:
+            uri_parser.parse_uri("mongodb://localhost/?" + urlencode({name: value}), warn=False)
+        except ConfigurationError as error:
+            if str(error).startswith("Unknown option"):
+                raise InvalidOption(_BACKEND, name, f"no URI option pymongo knows ({error})") from None
+        except (TypeError, ValueError) as error:
+            raise InvalidOption(_BACKEND, name, redact(str(error), url)) from None
+
+
 def _client(client_class: Any, url: str | None, options: dict[str, Any]) -> Any:
     """Open a ``MongoClient`` or ``AsyncMongoClient`` (neither connects before its first operation).
 
@@ -238,6 +264,7 @@ def _checked(
             )
         client_options["timeoutMS"] = seconds * 1000
     if opens_client:
+        _check_url_options(url or "")
         _check_client_options(client_options)
         if not _names_selection_timeout(url, client_options):
             client_options["serverSelectionTimeoutMS"] = DEFAULT_SERVER_SELECTION_TIMEOUT_MS
@@ -340,7 +367,11 @@ class MongoStore(PlannedStore):
         renew_after_fork(self, after_fork.forget_parent)
         self._unchecked = not migrate  # checked before the first operation (no I/O here)
         if migrate:
-            self.migrate()
+            try:
+                self.migrate()
+            except BaseException:
+                self.close()  # a client it opened is closed, not left to the garbage collector
+                raise
 
     @property
     def follow_mechanism(self) -> str:

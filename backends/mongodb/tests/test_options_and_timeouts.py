@@ -4,7 +4,9 @@ operation when the server stops answering (through a loopback proxy that can be 
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +32,8 @@ from chronica_core import (
     InvalidOption,
     StoreError,
     new_actum_id,
+    open_async_store,
+    open_store,
 )
 
 UNREACHABLE = "mongodb://127.0.0.1:9/chronica"  # nothing listens: options are checked before connecting
@@ -208,3 +212,65 @@ def test_no_server_is_one_line_naming_the_wait_not_pymongos_topology() -> None:
 
     text = str(asyncio.run(first_use()))
     assert "within 0.3s" in text and "Topology Description" not in text
+
+
+# -- the URL a user types --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "option", "reason"),
+    [
+        ("bogus=1", "bogus", "no URI option pymongo knows"),
+        ("wtimeout=5", "wtimeout", "wtimeoutms"),
+        ("appName=x&readPreference=bogus", "readPreference", "Not a valid read preference"),
+    ],
+)
+def test_a_query_parameter_pymongo_would_drop_or_refuse_is_named_before_connecting(
+    query: str, option: str, reason: str
+) -> None:
+    openers: list[Callable[..., Any]] = [MongoStore, AsyncMongoStore, open_store, open_async_store]
+    for opener in openers:
+        with pytest.raises(InvalidOption) as raised:
+            opener(f"{UNREACHABLE}?{query}")
+        assert raised.value.option == option
+        assert reason in raised.value.reason, raised.value.reason
+
+
+def test_a_scheme_in_upper_case_and_pymongos_parameters_in_the_url_open_the_store(
+    mongodb_server_url: str, database: str
+) -> None:
+    scheme, rest = mongodb_server_url.split("://", 1)
+    base = rest.partition("?")[0].rstrip("/")
+    url = f"{scheme.upper()}://{base}/{database}?appName=chronica-urls&serverSelectionTimeoutMS=5000"
+    chronicum_id = f"urls-{uuid.uuid4().hex}"
+    with open_store(url) as store:
+        store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+        store.record(message(chronicum_id, "hi"))
+
+    async def read() -> list[str]:
+        async_store = open_async_store(url)
+        try:
+            return [actum.content for actum in await async_store.acta(chronicum_id, ActaQuery())]
+        finally:
+            await async_store.close()
+
+    assert asyncio.run(read()) == ["hi"]
+
+
+def test_a_store_that_fails_to_open_closes_the_client_it_opened() -> None:
+    """Its first operation (the migration) fails: the client is closed, not left to the collector."""
+
+    def fail_to_open() -> str:
+        try:
+            open_store(f"{UNREACHABLE}?serverSelectionTimeoutMS=200")
+        except StoreError as error:
+            return error.where
+        raise AssertionError("opened")
+
+    gc.collect()  # what earlier tests left behind is not this test's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        assert fail_to_open() == "mongodb: connect"
+        gc.collect()
+    unclosed = [str(warning.message) for warning in caught if warning.category is ResourceWarning]
+    assert [message for message in unclosed if "MongoClient" in message] == []

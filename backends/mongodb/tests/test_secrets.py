@@ -46,16 +46,17 @@ def test_the_cli_never_shows_the_password_of_a_store_it_cannot_open(secret: str)
 
 
 def test_the_cli_never_shows_the_password_of_a_store_it_opens(mongodb_server_url: str, database: str) -> None:
-    """``demo`` and ``migrate`` name the store they used: a password in its query is shown as ``***``.
+    """``demo`` and ``migrate`` name the store they used: a secret in its query is shown as ``***``.
 
-    pymongo knows no ``password`` parameter (it warns, naming it, and goes on): a URL may still carry one.
+    The secret is a URI option's that takes effect only with MONGODB-AWS: the store opens without it.
     """
     parts = urlsplit(mongodb_server_url)
-    url = urlunsplit(parts._replace(path=f"/{database}", query=f"password={ENCODED_SECRET}"))
+    query = f"authMechanismProperties=AWS_SESSION_TOKEN:{ENCODED_SECRET}"
+    url = urlunsplit(parts._replace(path=f"/{database}", query=query))
     said = cli_says(url)
     assert_hidden(said, "chronica on the test server")
     assert said.count("-> exit 0") == 3, said
-    assert "password=***" in said, said
+    assert "authMechanismProperties=***" in said, said
 
 
 @SPELLINGS

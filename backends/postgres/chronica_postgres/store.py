@@ -48,6 +48,7 @@ from chronica_postgres.poolers import found_pooler, found_pooler_async
 from chronica_postgres.retention import AsyncPostgresRetention, PostgresRetention
 from chronica_postgres.schema import Statements
 from chronica_postgres.timeout import bounded, connection_wait, waiting
+from chronica_postgres.url_checks import check_query
 
 __all__ = ["AsyncPostgresStore", "PostgresStore", "migrate", "split_schema"]
 
@@ -65,13 +66,15 @@ def _configured(url: str, pool: object, options: dict[str, Any]) -> tuple[str, O
 
     ``schema`` and ``connect_timeout`` in the URL's query are read as those options (an option
     given explicitly wins) and taken out of the URL: the store passes libpq its own
-    ``connect_timeout``, which would otherwise replace the URL's without a word.
+    ``connect_timeout``, which would otherwise replace the URL's without a word. The other query
+    parameters go to libpq and are checked with it first (:func:`.url_checks.check_query`).
     """
     if not url and pool is None:
         raise StoreError("postgres: open store", "give a postgresql:// URL or an open pool")
     url, in_url = split_query_options(url, _URL_OPTIONS)
     options = {**in_url, **options}
     parsed = Options.parse(options)
+    check_query(url)
     return url, parsed, Plans(Statements(parsed.schema, notify=parsed.notify), parsed.max_content_bytes)
 
 

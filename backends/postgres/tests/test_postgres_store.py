@@ -507,8 +507,8 @@ def _wait_for_backend_blocked_by(admin: Admin, blocker_pid: int, other_than: int
 
 CLOSED_PORT_URL = "postgresql://postgres@127.0.0.1:1/test"
 REFUSED = 'connection to server at "127.0.0.1", port 1 failed: Connection refused'
-BAD_PARAMETER_URL = "postgresql://postgres@127.0.0.1:5432/test?schem=x"
-BAD_PARAMETER = 'invalid URI query parameter: "schem"'
+BAD_PARAMETER_URL = "postgresql://postgres@127.0.0.1:5432/test?sslmode=bogus"
+BAD_PARAMETER = 'invalid sslmode value: "bogus"'
 
 
 def open_async_and_call(url: str, **options: Any) -> None:
@@ -556,7 +556,7 @@ def test_open_store_and_migrate_report_a_refused_connection_as_open_errors() -> 
     with pytest.raises(StoreError) as raised:
         migrate(BAD_PARAMETER_URL)
     assert raised.value.where == "postgres: open"
-    assert isinstance(raised.value.__cause__, psycopg.ProgrammingError)
+    assert isinstance(raised.value.__cause__, psycopg.OperationalError)
 
 
 def test_async_migrate_reports_a_refused_connection_as_an_open_error() -> None:

@@ -9,16 +9,21 @@
 The store's own options (:data:`STORE_OPTIONS`) may also ride in the URL's query
 (``redis+cluster://a:7000,b:7000/?wait_replicas=1``), where only a URL can be given
 (``CHRONICA_STORE``); an option given as an argument wins. The other query parameters, and the
-connection options of :data:`CLIENT_OPTIONS`, go to redis-py.
+connection options of :data:`CLIENT_OPTIONS`, go to redis-py; a query parameter redis-py would
+not take (its connection would refuse it, or a cluster client drop it) is ``InvalidOption``.
 """
 
 from __future__ import annotations
 
 import difflib
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import redis
+import redis.cluster
 
 from chronica_core.errors import InvalidOption, StoreError
 from chronica_core.limits import MAX_CONTENT_OPTION, content_limit_option
@@ -134,6 +139,11 @@ def _target(url: str) -> tuple[Target, dict[str, str]]:
     if scheme not in SCHEMES:
         raise StoreError("redis: open", f"not a Redis URL: the scheme must be one of {', '.join(SCHEMES)}")
     ours = {name: value for name, value in query if name in STORE_OPTIONS}
+    _check_driver_query(
+        [name for name, _ in query if name not in STORE_OPTIONS],
+        scheme in CLUSTER_SCHEMES,
+        scheme.startswith("rediss"),
+    )
     rest = urlencode([(name, value) for name, value in query if name not in STORE_OPTIONS])
     if scheme not in CLUSTER_SCHEMES:
         database = parts.path.removeprefix("/")
@@ -160,6 +170,43 @@ def _target(url: str) -> tuple[Target, dict[str, str]]:
         scheme=scheme.removesuffix("+cluster"), netloc=f"{at}{named[0]}", path="", query=rest
     )
     return Target(True, first.geturl(), tuple(others)), ours
+
+
+def _driver_query_names(cluster: bool, tls: bool) -> set[str]:
+    """The query parameters redis-py takes from a URL: its connection's arguments and the pool's size.
+
+    A cluster client keeps only the connection arguments it allows and drops the others without
+    a word, so those alone count for ``redis+cluster://``.
+    """
+    names = {"max_connections"}
+    classes = (redis.SSLConnection if tls else redis.Connection).__mro__
+    for class_ in classes:
+        initialiser = vars(class_).get("__init__")
+        if initialiser is not None and class_ is not object:
+            parameters = inspect.signature(initialiser).parameters.values()
+            names.update(
+                p.name for p in parameters if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD
+            )
+    names.discard("self")
+    if cluster:
+        names &= set(redis.cluster.REDIS_ALLOWED_KEYS) - set(redis.cluster.KWARGS_DISABLED_KEYS)
+    return names
+
+
+def _check_driver_query(names: list[str], cluster: bool, tls: bool) -> None:
+    """Raise ``InvalidOption`` for the first of a URL's query parameters redis-py would not take."""
+    taken = _driver_query_names(cluster, tls) if names else set()
+    for name in names:
+        if name not in taken:
+            close = difflib.get_close_matches(name, [*STORE_OPTIONS, *sorted(taken)], n=2, cutoff=0.6)
+            hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+            kind = "a Redis Cluster client" if cluster else "a redis-py connection"
+            raise InvalidOption(
+                BACKEND,
+                name,
+                f"unknown URL query parameter{hint}: neither a store option ({', '.join(STORE_OPTIONS)}) "
+                f"nor one {kind} takes",
+            )
 
 
 def _host_port(text: str) -> tuple[str, int]:

@@ -8,6 +8,7 @@ import multiprocessing
 import subprocess
 import sys
 import textwrap
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -189,6 +190,43 @@ def test_store_options_ride_in_the_url(redis_url: str, prefix: str) -> None:
         assert store.plans.prefix == f"{prefix}-url"
     with RedisStore(f"{redis_url}{separator}prefix={prefix}-url", prefix=prefix, **options) as store:
         assert store.plans.prefix == prefix
+
+
+@pytest.mark.parametrize(
+    ("url", "option"),
+    [
+        ("redis://127.0.0.1:1/0?bogus=1", "bogus"),
+        ("rediss://127.0.0.1:1/0?socket_timeout=2&Socket_Timeout=2", "Socket_Timeout"),
+        ("redis+cluster://127.0.0.1:1/?readonly=yes", "readonly"),
+        ("redis+cluster://127.0.0.1:1/?bogus=1", "bogus"),
+    ],
+)
+def test_a_query_parameter_redis_py_would_not_take_is_named_before_connecting(url: str, option: str) -> None:
+    for opener in (open_store, open_async_store):
+        with pytest.raises(InvalidOption) as refused:
+            opener(url)
+        assert refused.value.option == option
+
+
+def test_a_scheme_in_any_case_and_redis_py_parameters_in_the_url_open_the_store(
+    redis_url: str, prefix: str
+) -> None:
+    scheme, rest = redis_url.split("://", 1)
+    separator = "&" if "?" in rest else "?"
+    url = f"{scheme.upper()}://{rest}{separator}prefix={prefix}&client_name=chronica-urls&socket_timeout=5"
+    chronicum_id = f"urls-{uuid.uuid4().hex}"
+    with open_store(url, **store_options()) as store:
+        store.create(Chronicum(chronicum_id, "ardian", datetime.now(UTC)))
+        store.record(_actum(chronicum_id, "hi"))
+
+    async def read() -> list[str]:
+        async_store = open_async_store(url, **store_options())
+        try:
+            return [actum.content for actum in await async_store.acta(chronicum_id, ActaQuery())]
+        finally:
+            await async_store.close()
+
+    assert asyncio.run(read()) == ["hi"]
 
 
 _CREATE_THEN_DIE = textwrap.dedent(

@@ -40,6 +40,7 @@ from chronica_core.plan_cache import GENERIC_PLANS_SQL
 from chronica_core.poolers import LISTEN, PREPARED_STATEMENTS, listen_option, prepared_statements_option
 from chronica_core.redaction import redact_error
 from chronica_core.urls import split_query_options
+from chronica_sqlalchemy.aiosqlite_connect import open_before_aiosqlite
 from chronica_sqlalchemy.connections import watch_idle_connections
 from chronica_sqlalchemy.dialects import store_dialect_class
 from chronica_sqlalchemy.executor import DEFAULT_LEVEL, Connections
@@ -51,7 +52,7 @@ from chronica_sqlalchemy.poolers import (
 )
 from chronica_sqlalchemy.sqlite_writers import queue_writers
 from chronica_sqlalchemy.timeouts import bound_operations, check_driver, connect_arguments
-from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query
+from chronica_sqlalchemy.url_checks import check_driver_name, check_port, check_query, check_query_names
 
 __all__ = [
     "AUTOCOMMIT",
@@ -338,6 +339,7 @@ def _created(
 ) -> AnyEngine:
     """The engine ``factory`` makes, set up for the store (see the module); errors translated."""
     options.check_dialect(url)
+    check_query_names(url)
     check_query(url)
     if url.get_backend_name() in ("mysql", "mariadb") and "charset" not in url.query:
         url = url.update_query_dict({"charset": "utf8mb4"})
@@ -354,6 +356,8 @@ def _created(
     blocking = engine.sync_engine if isinstance(engine, AsyncEngine) else engine
     bound_operations(blocking, options.operation_timeout)
     if blocking.dialect.name == "sqlite":
+        if blocking.dialect.driver == "aiosqlite":
+            open_before_aiosqlite(blocking)
         configure_sqlite(blocking, synchronous=options.synchronous, busy_timeout=options.busy_timeout)
     elif blocking.dialect.name == "postgresql":
         watch_prepared_statements(blocking, options.prepared_statements)  # before the settings

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 import os
 from collections.abc import Callable
 from importlib.metadata import entry_points
+from urllib.parse import urlencode
 
 from sqlalchemy.engine import URL
 from sqlalchemy.util import asbool
@@ -24,7 +26,16 @@ from sqlalchemy.util import asbool
 from chronica_core.errors import InvalidOption, UnknownBackend
 from chronica_core.redaction import masked_url
 
-__all__ = ["BUILT_IN_DRIVERS", "check_driver_name", "check_port", "check_query", "known_drivers"]
+__all__ = [
+    "BUILT_IN_DRIVERS",
+    "SQLITE_DRIVER_PARAMETERS",
+    "SQLITE_URI_PARAMETERS",
+    "check_driver_name",
+    "check_port",
+    "check_query",
+    "check_query_names",
+    "known_drivers",
+]
 
 _BACKEND = "sqlalchemy"
 
@@ -180,3 +191,109 @@ def check_query(url: URL) -> None:
                 problem = _charset_problem(url.get_driver_name(), value)
             if problem:
                 raise InvalidOption(_BACKEND, name, f"the URL's ?{name}= {problem}, got {value!r}")
+
+
+SQLITE_DRIVER_PARAMETERS = ("timeout", "check_same_thread", "cached_statements", "uri")
+"""The SQLite URL's query parameters the store passes to the ``sqlite3`` driver."""
+
+SQLITE_URI_PARAMETERS: dict[str, tuple[str, ...] | None] = {
+    "mode": ("ro", "rw", "rwc", "memory"),
+    "cache": ("shared", "private"),
+    "vfs": None,
+    "psow": None,
+    "nolock": None,
+    "immutable": None,
+}
+"""SQLite's own URI parameters and their values (``None``: any), taken with ``uri=true`` and a
+``file:`` database only (``sqlite:///file:x.db?mode=ro&uri=true``)."""
+
+_SQLITE_REFUSED = {
+    "isolation_level": "the store begins and ends its own transactions",
+    "detect_types": "the store reads its columns as SQLAlchemy types them",
+}
+
+_MYSQL_SSL = ("ssl_ca", "ssl_key", "ssl_cert", "ssl_capath", "ssl_cipher", "ssl_check_hostname")
+"""Query parameters SQLAlchemy's MariaDB/MySQL dialects gather into the driver's ``ssl`` argument."""
+
+_MYSQL_CONNECT = {"pymysql": "pymysql", "asyncmy": "asyncmy"}
+"""The drivers whose ``connect`` function's parameters are the query parameters they take."""
+
+
+def check_query_names(url: URL) -> None:
+    """Raise ``InvalidOption`` for a query parameter of ``url`` its driver would not take.
+
+    SQLite (both drivers): :data:`SQLITE_DRIVER_PARAMETERS`, and :data:`SQLITE_URI_PARAMETERS`
+    with ``uri=true`` and a ``file:`` database (a plain path would be opened as a file whose name
+    holds the query); SQLAlchemy would ignore any other with a warning, and SQLite an unknown URI
+    parameter without one. MariaDB/MySQL on PyMySQL or asyncmy: the parameters of the driver's
+    ``connect`` (and SQLAlchemy's ``ssl_*``). PostgreSQL on psycopg: what libpq takes. Other
+    drivers pass unchecked. ``.option`` is the parameter's name; nothing has connected yet.
+    """
+    dialect, driver = url.get_backend_name(), url.get_driver_name()
+    if dialect == "sqlite":
+        _check_sqlite(url)
+    elif dialect in ("mysql", "mariadb") and driver in _MYSQL_CONNECT:
+        _check_keywords(url, _MYSQL_CONNECT[driver], _MYSQL_SSL)
+    elif dialect == "postgresql" and driver == "psycopg":
+        _check_libpq(url)
+
+
+def _check_sqlite(url: URL) -> None:
+    given_uri = url.query.get("uri", "false")
+    uri = any(_flag(value) is None and asbool(value) for value in _values(given_uri))
+    file_uri = uri and (url.database or "").startswith("file:")
+    for name in url.query:
+        if name in SQLITE_DRIVER_PARAMETERS:
+            continue
+        if name in _SQLITE_REFUSED:
+            raise InvalidOption(_BACKEND, name, f"the URL's ?{name}= is not taken: {_SQLITE_REFUSED[name]}")
+        if name not in SQLITE_URI_PARAMETERS:
+            known = ", ".join((*SQLITE_DRIVER_PARAMETERS, *SQLITE_URI_PARAMETERS))
+            raise InvalidOption(_BACKEND, name, f"the URL's ?{name}= is no SQLite parameter (known: {known})")
+        if not file_uri:
+            raise InvalidOption(
+                _BACKEND,
+                name,
+                f"the URL's ?{name}= is a SQLite URI parameter: it needs a file: path and uri=true, "
+                f"as in sqlite:///file:{url.database or 'x.db'}?{name}=...&uri=true",
+            )
+        allowed = SQLITE_URI_PARAMETERS[name]
+        for value in _values(url.query[name]):
+            if allowed is not None and value not in allowed:
+                raise InvalidOption(
+                    _BACKEND, name, f"the URL's ?{name}= must be one of {', '.join(allowed)}, got {value!r}"
+                )
+
+
+def _values(given: str | tuple[str, ...]) -> tuple[str, ...]:
+    """A query parameter's values (SQLAlchemy gives a tuple for one given more than once)."""
+    return given if isinstance(given, tuple) else (given,)
+
+
+def _check_keywords(url: URL, module_name: str, also: tuple[str, ...]) -> None:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:  # the driver is missing: opening reports that
+        return
+    taken = set(inspect.signature(module.connect).parameters) | set(also)
+    for name in url.query:
+        if name not in taken:
+            raise InvalidOption(
+                _BACKEND, name, f"the URL's ?{name}= is no parameter {module_name}.connect takes"
+            )
+
+
+def _check_libpq(url: URL) -> None:
+    try:
+        psycopg = importlib.import_module("psycopg")
+        conninfo = importlib.import_module("psycopg.conninfo")
+    except ImportError:  # the driver is missing: opening reports that
+        return
+    for name, given in url.query.items():
+        for value in _values(given):
+            try:
+                conninfo.conninfo_to_dict("postgresql://?" + urlencode({name: value}))
+            except psycopg.ProgrammingError as error:
+                raise InvalidOption(
+                    _BACKEND, name, f"libpq does not take the URL's ?{name}= ({str(error).strip()})"
+                ) from None

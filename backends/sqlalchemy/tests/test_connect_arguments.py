@@ -1,9 +1,10 @@
 """A URL's query and port: what the drivers would refuse as they connect, without naming it.
 
 Values every driver here reads (``?timeout=abc``, ``?charset=bogus``, a missing ``ssl_ca``
-file, a port that is no number) are ``InvalidOption`` naming the parameter, before any engine is
-created, and the ``chronica`` command prints one line with exit 4. A driver name SQLAlchemy does
-not know is ``UnknownBackend`` suggesting a real URL (exit 5). Whatever else a driver raises while
+file, a port that is no number) and parameters the driver does not take (``?bogus=1``) are
+``InvalidOption`` naming the parameter, before any engine is created, and the ``chronica``
+command prints one line with exit 4. A driver name SQLAlchemy does not know is
+``UnknownBackend`` suggesting a real URL (exit 5). Whatever else a driver raises while
 connecting leaves the store as ``StoreError("sqlalchemy: connect", ...)`` chained to it, blocking
 and asyncio, and the command prints it on one line with exit 6."""
 
@@ -27,10 +28,19 @@ from chronica_core.redaction import linked_exceptions
 PASSWORD = "pw-never-shown-7q"
 
 # Query strings each driver would take apart as it connects and refuse with a plain Python
-# exception naming no parameter: checked first, each is InvalidOption naming the parameter.
+# exception naming no parameter, or ignore (SQLite): checked first, each is InvalidOption naming
+# the parameter.
 INVALID_QUERIES = {
-    "sqlite": ["timeout=abc", "check_same_thread=maybe", "timeout=-1", "cached_statements=many"],
-    "aiosqlite": ["timeout=abc", "check_same_thread=maybe"],
+    "sqlite": [
+        "timeout=abc",
+        "check_same_thread=maybe",
+        "timeout=-1",
+        "cached_statements=many",
+        "bogus=1",
+        "mode=ro",
+        "isolation_level=SERIALIZABLE",
+    ],
+    "aiosqlite": ["timeout=abc", "check_same_thread=maybe", "bogus=1", "mode=ro"],
     "mariadb": [
         "connect_timeout=abc",
         "connect_timeout=0",
@@ -42,12 +52,18 @@ INVALID_QUERIES = {
         "ssl_ca=/nonexistent/ca.pem",
         "ssl_cert=/nonexistent/cert.pem",
         "ssl_key=/nonexistent/key.pem",
+        "bogus=1",
     ],
-    "postgresql": ["connect_timeout=abc"],
+    "postgresql": ["connect_timeout=abc", "bogus=1", "Sslmode=disable"],
 }
 
-# What no check here knows of: the driver refuses it as it connects.
-BAD_QUERIES = {"sqlite": [], "aiosqlite": [], "mariadb": ["bogus=1"], "postgresql": ["bogus=1"]}
+# What no check here can judge: the driver or the server refuses the value as it connects.
+BAD_QUERIES = {
+    "sqlite": [],
+    "aiosqlite": [],
+    "mariadb": ["sql_mode=NO_SUCH_MODE"],
+    "postgresql": ["sslmode=bogus"],
+}
 
 
 def with_password(dialect: str, database_url: str) -> str:
