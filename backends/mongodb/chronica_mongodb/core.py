@@ -377,7 +377,7 @@ def _chronicum_document(chronicum: Chronicum) -> dict[str, Any]:
     """The ``chronica`` document of ``chronicum`` (a fork's own fields are added by ``fork``).
 
     ``started_at`` is split into milliseconds and the rest, as is its last activity
-    (``active_at``: the ``at`` of its newest actum, or when it started, see
+    (``active_at``: the later of when it started and its newest actum's ``at``, see
     :func:`chronica_core.retention.last_activity`). ``incarnation`` tells this document from
     another of the same id (erased and started again): it is part of the layout version.
     """
