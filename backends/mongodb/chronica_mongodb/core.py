@@ -1207,14 +1207,23 @@ class MongoCore:
         more (an erase deleted them, and the chronicum was reopened since) goes the same way.
 
         With ``at`` (the write's), the same look moves the chronicum's last activity
-        (``active_at``) to it, and then that of a fork's ``ancestors`` (``family_active_at``):
-        retention erases a chronicum only while both are older than its moment.
+        (``active_at``, ``active_at_us``) to it when it is later (an ``at`` in the millisecond the
+        chronicum started may be before its start), and then that of a fork's ``ancestors``
+        (``family_active_at``): retention erases a chronicum only while both are older than its moment.
         """
         live = {"_id": chronicum_id, "owner_id": _LIVE}
         if at is None:
             look = Command(CHRONICA, "find_one", (live,), {"projection": {"_id": 1}})
         else:
-            active = {"$max": {"active_at": at}, "$set": {"active_at_us": 0}}
+            later = {"$gt": [at, "$active_at"]}  # a missing active_at is before any moment
+            active = [
+                {
+                    "$set": {
+                        "active_at": {"$cond": [later, at, "$active_at"]},
+                        "active_at_us": {"$cond": [later, 0, "$active_at_us"]},
+                    }
+                }
+            ]
             look = Command(CHRONICA, "find_one_and_update", (live, active), {"projection": {"_id": 1}})
         found = yield from self._run(look, where)
         if found is not None:
