@@ -89,7 +89,7 @@ __all__ = [
     "is_mysql",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The version of the tables this release creates and expects.
 
 1. ``chronica``, ``acta`` and ``chronica_schema``.
@@ -100,6 +100,8 @@ SCHEMA_VERSION = 4
    ``acta_by_id``, ``chronica_idle`` and ``chronica_owner_idle``.
 4. On PostgreSQL, ``acta_idempotency_key`` a unique index of the keyed acta only (see
    :data:`IDEMPOTENCY_INDEX`); elsewhere nothing changes.
+5. ``last_active`` no earlier than ``started_at``: a fork's last activity starts when it was forked
+   (earlier releases gave it its shared actum's ``at``); no table changes.
 """
 
 LISTING_INDEX = "chronica_owner_listing"
