@@ -137,11 +137,11 @@ def test_a_version_five_schema_rebuilds_its_idle_indexes_on_a_fork_s_fork_time(
 ) -> None:
     _version_three_schema(raw, fresh_schema, monkeypatch, version=5)
     indexes = "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s"
-    before = dict(raw.execute(indexes, (fresh_schema, "chronica%idle")).fetchall())
+    before: dict[str, str] = dict(raw.execute(indexes, (fresh_schema, "chronica%idle")).fetchall())
     assert len(before) == 2 and all("COALESCE(last_actum_at, started_at)" in d for d in before.values())
     with PostgresStore(postgres_url, schema=fresh_schema, max_size=TEST_POOL_SIZE) as store:
         assert raw.execute(f"SELECT max(version) FROM {VERSION_TABLE}").fetchone() == (LATEST_VERSION,)
-        after = dict(raw.execute(indexes, (fresh_schema, "chronica%idle")).fetchall())
+        after: dict[str, str] = dict(raw.execute(indexes, (fresh_schema, "chronica%idle")).fetchall())
         assert sorted(after) == ["chronica_idle", "chronica_owner_idle"]
         assert all("GREATEST(started_at, last_actum_at)" in d for d in after.values()), after
         raw.execute("SET enable_seqscan = off")
