@@ -28,8 +28,14 @@ StoreCall = tuple[str, tuple[Any, ...]]
 
 
 def last_activity(chronicum: Chronicum) -> datetime:
-    """When ``chronicum`` was last active: its newest actum's ``at``, or its start without acta."""
-    return chronicum.started_at if chronicum.last_actum_at is None else chronicum.last_actum_at
+    """When ``chronicum`` was last active: the later of its start and its newest actum's ``at``.
+
+    A fork starts when it is forked, so a fresh fork of an old chronicum is active from then
+    on, though its newest actum (a shared one) is older.
+    """
+    if chronicum.last_actum_at is None:
+        return chronicum.started_at
+    return max(chronicum.started_at, chronicum.last_actum_at)
 
 
 def idle_before(before: object) -> datetime:

@@ -200,8 +200,8 @@ class ErasableStore(Store, Protocol):
 class RetentionStore(ErasableStore, Protocol):
     """A store that finds and erases idle chronica through an index (the ``retention`` capability).
 
-    A chronicum's **last activity** is its ``last_actum_at``, or its ``started_at`` while it has
-    no acta.
+    A chronicum's **last activity** is the later of its ``started_at`` (a fork's: when it was
+    forked) and its ``last_actum_at``.
     """
 
     def idle_chronica(

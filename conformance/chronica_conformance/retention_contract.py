@@ -172,6 +172,35 @@ class RetentionContract(SuiteBase):
             with pytest.raises(ChronicumNotFound):
                 harness.get_acta(owner, chronicum_id)
 
+    def test_retention_keeps_a_fresh_fork_of_an_idle_chronicum(self, retention_harness: Harness) -> None:
+        """A fork is active from when it is forked: a fresh fork of an idle chronicum keeps both.
+
+        Its ``last_actum_at`` stays the shared actum's ``at`` (its newest actum), before its
+        ``started_at``; its last activity is its ``started_at``.
+        """
+        harness = require_capability(retention_harness, HISTORY, "the retention of forks")
+        owner, source = new_owner(), new_id("idle-source")
+        harness.record_actum(owner, make_actum(source, "long ago"))
+        shared = harness.record_actum(owner, make_actum(source, "shared"))
+        fork = harness.perform(rules_call("fork_chronicum", owner, source))
+        cutoff = fork.started_at  # after the shared actum, not after the fork
+        assert shared.at is not None and shared.at < cutoff
+        kept = harness.get_chronicum(owner, fork.id)
+        assert (kept.started_at, kept.last_actum_at) == (fork.started_at, shared.at)
+        assert fork.last_actum_at == shared.at
+        assert last_activity(kept) == fork.started_at
+        found = harness.perform(store_call("idle_chronica", cutoff, owner, None, 10))
+        assert [chronicum.id for chronicum in found] == [source]
+        assert harness.perform(rules_call("erase_idle", before=cutoff, owner_id=owner, dry_run=True)) == 1
+        assert harness.perform(rules_call("erase_idle", before=cutoff, owner_id=owner)) == 0
+        assert harness.perform(store_call("erase_idle", source, cutoff, owner_digest(owner))) == 0
+        for chronicum_id in (source, fork.id):
+            assert [actum.content for actum in harness.get_acta(owner, chronicum_id)] == [
+                "long ago",
+                "shared",
+            ]
+        assert harness.perform(rules_call("erase_idle", before=_moment_after_writes(), owner_id=owner)) == 2
+
     def test_retention_racing_writers_lose_nothing_half_way(self, retention_harness: Harness) -> None:
         """Each chronicum written to while retention erases is erased whole or kept whole."""
         harness = retention_harness

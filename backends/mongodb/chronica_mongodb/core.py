@@ -377,7 +377,7 @@ def _chronicum_document(chronicum: Chronicum) -> dict[str, Any]:
     """The ``chronica`` document of ``chronicum`` (a fork's own fields are added by ``fork``).
 
     ``started_at`` is split into milliseconds and the rest, as is its last activity
-    (``active_at``: the ``at`` of its newest actum, or when it started, see
+    (``active_at``: the later of when it started and its newest actum's ``at``, see
     :func:`chronica_core.retention.last_activity`). ``incarnation`` tells this document from
     another of the same id (erased and started again): it is part of the layout version.
     """
@@ -1207,14 +1207,23 @@ class MongoCore:
         more (an erase deleted them, and the chronicum was reopened since) goes the same way.
 
         With ``at`` (the write's), the same look moves the chronicum's last activity
-        (``active_at``) to it, and then that of a fork's ``ancestors`` (``family_active_at``):
-        retention erases a chronicum only while both are older than its moment.
+        (``active_at``, ``active_at_us``) to it when it is later (an ``at`` in the millisecond the
+        chronicum started may be before its start), and then that of a fork's ``ancestors``
+        (``family_active_at``): retention erases a chronicum only while both are older than its moment.
         """
         live = {"_id": chronicum_id, "owner_id": _LIVE}
         if at is None:
             look = Command(CHRONICA, "find_one", (live,), {"projection": {"_id": 1}})
         else:
-            active = {"$max": {"active_at": at}, "$set": {"active_at_us": 0}}
+            later = {"$gt": [at, "$active_at"]}  # a missing active_at is before any moment
+            active = [
+                {
+                    "$set": {
+                        "active_at": {"$cond": [later, at, "$active_at"]},
+                        "active_at_us": {"$cond": [later, 0, "$active_at_us"]},
+                    }
+                }
+            ]
             look = Command(CHRONICA, "find_one_and_update", (live, active), {"projection": {"_id": 1}})
         found = yield from self._run(look, where)
         if found is not None:

@@ -70,9 +70,9 @@ def _backfill() -> Plan[Command, None]:
             ),
             _WHERE,
         )
-        active = (
+        active = (  # the later of its start and its newest actum (see last_activity)
             {"active_at": document["started_at"], "active_at_us": document.get("started_at_us", 0)}
-            if newest is None
+            if newest is None or newest["at"] <= document["started_at"]
             else {"active_at": newest["at"], "active_at_us": 0}
         )
         yield from MongoCore._run(

@@ -1,11 +1,11 @@
 """The retention capability on MongoDB: idle chronica found through an index, erased atomically with writers.
 
 Every live ``chronica`` document holds its last activity: ``active_at`` (milliseconds) and
-``active_at_us`` (the microseconds below them), its start until it has acta, then the ``at`` of
-its newest actum. A write moves it in the same single-document update that checks, after the
-insert, that the chronicum is still live (see ``MongoCore._still_live``); a write into a fork also
-moves ``family_active_at`` of every ancestor. :func:`idle_chronica` walks the index ``idle`` (or
-``owner_idle``) in that order.
+``active_at_us`` (the microseconds below them): the later of its start (a fork's: when it was
+forked) and the ``at`` of its newest actum. A write moves it in the same single-document update
+that checks, after the insert, that the chronicum is still live (see ``MongoCore._still_live``); a
+write into a fork also moves ``family_active_at`` of every ancestor. :func:`idle_chronica` walks
+the index ``idle`` (or ``owner_idle``) in that order.
 
 :func:`erase_idle` turns the chronicum into its marker only if its document still says it and its
 forks are idle: one conditional single-document write decides. A write that landed before it was

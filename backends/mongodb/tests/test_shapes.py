@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from bson.int64 import Int64
 from bson.objectid import ObjectId
 from chronica_mongodb import MongoStore
@@ -26,10 +27,13 @@ from chronica_core import (
     Chronicarius,
     Native,
     Span,
+    clock,
     open_store,
 )
 from chronica_core.encryption import DerivedKeys
+from chronica_core.erasure import owner_digest
 from chronica_core.history import RangeRead, Segment, WindowReads
+from chronica_core.retention import last_activity
 
 OWNER = "ardian"
 SECRET = "the door code is 4711"
@@ -229,3 +233,30 @@ def test_a_chronicum_with_a_summary_is_followed(store: MongoStore) -> None:
     follower = keeper.follow(OWNER, chronicum_id, after=written[2].id, timeout=0.5)
     assert [actum.id for actum in follower] == [stored.id]
     assert store.acta_after(chronicum_id, written[1].id, 10) == [written[2], stored]
+
+
+@pytest.mark.parametrize("fork", [False, True], ids=["chronicum", "fork"])
+def test_a_write_in_the_millisecond_a_chronicum_started_keeps_its_last_activity(
+    store: MongoStore, monkeypatch: pytest.MonkeyPatch, fork: bool
+) -> None:
+    """A BSON date holds milliseconds: a write's ``at`` may be before its chronicum's start, that millisecond.
+
+    Its last activity (the start) stays what the idle index holds: neither ``idle_chronica`` nor
+    ``erase_idle`` takes it for idle before its start.
+    """
+    moment = datetime(2026, 12, 7, 22, 0, 0, 123_500, tzinfo=UTC)
+    monkeypatch.setattr(clock, "now", lambda: moment)
+    keeper = Chronicarius(store)
+    chronicum_id = f"same-ms-{uuid.uuid4().hex}"
+    keeper.record_actum(OWNER, Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, OWNER, "first"))
+    if fork:
+        chronicum_id = keeper.fork_chronicum(OWNER, chronicum_id).id
+        keeper.record_actum(OWNER, Actum(chronicum_id, ActumKind.MESSAGE, ActorKind.HUMAN, OWNER, "own"))
+    written = keeper.get_chronicum(OWNER, chronicum_id)
+    assert (written.started_at, written.last_actum_at) == (moment, moment.replace(microsecond=123_000))
+    assert last_activity(written) == moment
+    assert store.idle_chronica(moment, OWNER, None, 10) == []
+    assert store.erase_idle(chronicum_id, moment, owner_digest(OWNER)) == 0
+    later = moment + timedelta(microseconds=1)
+    idle = store.idle_chronica(later, OWNER, None, 10)
+    assert chronicum_id in [c.id for c in idle] and {last_activity(c) for c in idle} == {moment}

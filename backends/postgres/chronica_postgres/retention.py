@@ -1,9 +1,10 @@
 """The retention capability in PostgreSQL: idle chronica found through an index, erased with their forks.
 
-A chronicum's last activity is ``coalesce(last_actum_at, started_at)``
-(:data:`chronica_postgres.schema.LAST_ACTIVITY`). Two partial indexes over the live chronica hold
-it: ``(last activity, id)`` and ``(owner_id, last activity, id)``, so that a page of idle chronica
-is one index range scan, every owner's or one owner's, whatever else the table holds.
+A chronicum's last activity is ``greatest(started_at, last_actum_at)``
+(:data:`chronica_postgres.schema.LAST_ACTIVITY`): a fork's starts when it is forked. Two partial
+indexes over the live chronica hold it: ``(last activity, id)`` and ``(owner_id, last activity,
+id)``, so that a page of idle chronica is one index range scan, every owner's or one owner's,
+whatever else the table holds.
 
 ``erase_idle`` is :meth:`chronica_postgres.plans.Plans.erase` with a moment: one transaction that
 locks the rows of the chronicum and of its forks (writers take the same row locks), then, in a

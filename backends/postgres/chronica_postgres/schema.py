@@ -22,7 +22,8 @@ Layout (in the schema given by the ``schema`` option, ``public`` by default):
   ``native_data`` / ``native_data_bytes`` (as content: text, or bytes when it holds NUL),
   ``answers``, a summary's span and positions; ``chronica``'s fork point, lineage, summary count
   and ``shaped``; see :mod:`chronica_postgres.history_sql`. The indexes of idle chronica
-  (migration 5): see :mod:`chronica_postgres.retention`.
+  (migration 5, rebuilt on a fork's last activity by migration 6): see
+  :mod:`chronica_postgres.retention`.
 - ``chronica_schema_version``: one row per migration applied (``version``, ``applied_at``,
   ``description``). It is also what makes the tables this package's own: a schema holding
   ``chronica`` or ``acta`` without it holds someone else's tables (chronica-sqlalchemy's, whose
@@ -166,8 +167,12 @@ CHRONICA_IDLE_INDEX = "chronica_idle"
 CHRONICA_OWNER_IDLE_INDEX = "chronica_owner_idle"
 """Name of the index on ``(owner_id, last activity, id)`` of the live chronica (retention per owner)."""
 
-LAST_ACTIVITY = "coalesce(last_actum_at, started_at)"
-"""A chronicum's last activity (see :func:`chronica_core.retention.last_activity`) in SQL."""
+LAST_ACTIVITY = "greatest(started_at, last_actum_at)"
+"""A chronicum's last activity (see :func:`chronica_core.retention.last_activity`) in SQL: the
+later of its start (a fork's: when it was forked) and its newest actum (``greatest`` skips NULL)."""
+
+_LAST_ACTIVITY_5 = "coalesce(last_actum_at, started_at)"
+"""The last activity the indexes of version 5 were built on (a fork's was its shared actum's)."""
 
 EPOCH = "1970-01-01 00:00:00+00"
 """The ``started_at`` of a marker: a value that says nothing about the erased chronicum."""
@@ -294,6 +299,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         5,
         "the indexes of idle chronica",
         f"""
+        CREATE INDEX {CHRONICA_IDLE_INDEX} ON {{schema}}.chronica
+            (({_LAST_ACTIVITY_5}), id) WHERE erased_owner_digest IS NULL;
+        CREATE INDEX {CHRONICA_OWNER_IDLE_INDEX} ON {{schema}}.chronica
+            (owner_id, ({_LAST_ACTIVITY_5}), id) WHERE erased_owner_digest IS NULL;
+        """,
+    ),
+    Migration(
+        6,
+        "a fork's last activity starts when it is forked",
+        f"""
+        DROP INDEX {{schema}}.{CHRONICA_IDLE_INDEX};
+        DROP INDEX {{schema}}.{CHRONICA_OWNER_IDLE_INDEX};
         CREATE INDEX {CHRONICA_IDLE_INDEX} ON {{schema}}.chronica
             (({LAST_ACTIVITY}), id) WHERE erased_owner_digest IS NULL;
         CREATE INDEX {CHRONICA_OWNER_IDLE_INDEX} ON {{schema}}.chronica

@@ -58,10 +58,12 @@ def raw(postgres_url: str) -> Iterator[Admin]:
         yield connection
 
 
-def _version_three_schema(admin: Admin, schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The schema as chronica-postgres created it before migration 4 (its script run as written)."""
+def _version_three_schema(
+    admin: Admin, schema: str, monkeypatch: pytest.MonkeyPatch, version: int = 3
+) -> None:
+    """The schema as chronica-postgres created it before migration ``version + 1`` (scripts as written)."""
     with monkeypatch.context() as patch:
-        patch.setattr(schema_module, "MIGRATIONS", MIGRATIONS[:3])
+        patch.setattr(schema_module, "MIGRATIONS", MIGRATIONS[:version])
         script = Statements(schema).migrate
     admin.execute(script)
     admin.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
@@ -122,11 +124,30 @@ def test_a_version_three_schema_migrates_keeping_its_acta_readable_as_before(
         answered = chronicarius.record_actum(OWNER, response)
         window = chronicarius.get_acta(OWNER, chronicum_id, last_n=1)
         assert [actum.id for actum in window] == [ids[1], answered.id]  # the request reached back for
-        # the fork's last activity is the shared actum's (a day ago) until it has acta of its own
+        # the fork's last activity is when it was forked, though its newest actum is a day old
         an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
-        assert [found.id for found in store.idle_chronica(an_hour_ago, OWNER, None, 10)] == [fork.id]
+        assert fork.last_actum_at is not None and fork.last_actum_at < an_hour_ago
+        assert store.idle_chronica(an_hour_ago, OWNER, None, 10) == []
         everyone = [found.id for found in store.idle_chronica(datetime.now(UTC), None, None, 1001)]
-        assert everyone.index(fork.id) < everyone.index(chronicum_id)
+        assert everyone.index(fork.id) < everyone.index(chronicum_id)  # forked before the last writes
+
+
+def test_a_version_five_schema_rebuilds_its_idle_indexes_on_a_fork_s_fork_time(
+    postgres_url: str, fresh_schema: str, raw: Admin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _version_three_schema(raw, fresh_schema, monkeypatch, version=5)
+    indexes = "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s"
+    before: dict[str, str] = dict(raw.execute(indexes, (fresh_schema, "chronica%idle")).fetchall())
+    assert len(before) == 2 and all("COALESCE(last_actum_at, started_at)" in d for d in before.values())
+    with PostgresStore(postgres_url, schema=fresh_schema, max_size=TEST_POOL_SIZE) as store:
+        assert raw.execute(f"SELECT max(version) FROM {VERSION_TABLE}").fetchone() == (LATEST_VERSION,)
+        after: dict[str, str] = dict(raw.execute(indexes, (fresh_schema, "chronica%idle")).fetchall())
+        assert sorted(after) == ["chronica_idle", "chronica_owner_idle"]
+        assert all("GREATEST(started_at, last_actum_at)" in d for d in after.values()), after
+        raw.execute("SET enable_seqscan = off")
+        idle = RetentionStatements(store.plans.statements).idle(owner=False, after=False)
+        plan = "\n".join(row[0] for row in raw.execute(b"EXPLAIN " + idle, (datetime.now(UTC), 5)))
+        assert re.search(r"Index Scan (using|on) chronica_idle ", plan), plan
 
 
 def test_a_window_of_any_shape_is_one_round_trip(

@@ -250,7 +250,8 @@ end
 family[#family + 1] = {1, ARGV[3], chronicum[2], chronicum[3], chronicum[4], chronicum[5]}
 if ARGV[5] ~= '' then
   for _, member in ipairs(family) do
-    if tonumber(member[5] or member[3]) >= tonumber(ARGV[5]) then return {'active'} end
+    local active = math.max(tonumber(member[3]), tonumber(member[5] or member[3]))
+    if active >= tonumber(ARGV[5]) then return {'active'} end
   end
 end
 local answer = {'erased', 0}

@@ -72,3 +72,19 @@ def test_erasure_drops_the_entries(store: RedisStore) -> None:
     assert _scores(store, "ardian", "erased") == (None, None)
     keys = chronicum_keys(store.plans.prefix, "erased")
     assert store.client.hgetall(keys.meta) == {"erased": owner_digest("ardian")}
+
+
+def test_a_fork_s_entry_at_its_shared_actum_is_read_at_its_fork_time(store: RedisStore) -> None:
+    """A fork whose entries stand at its shared actum's ``at`` (as earlier builds put them) is not idle
+    before its fork time: the erasing script says so, and a retention read moves the entries there."""
+    chronicarius = Chronicarius(store)
+    shared = chronicarius.record_actum("ardian", _actum("old-source", "long ago"))
+    fork = chronicarius.fork_chronicum("ardian", "old-source", fork_id="old-fork")
+    assert shared.at is not None and shared.at < fork.started_at
+    assert _scores(store, "ardian", fork.id) == (micros(fork.started_at), micros(fork.started_at))
+    raw, prefix = store.client, store.plans.prefix
+    for index in (idle_index_key(prefix), owner_idle_key(prefix, owner_digest("ardian"))):
+        raw.zadd(index, {fork.id: micros(shared.at)})
+    assert store.erase_idle("old-source", fork.started_at, owner_digest("ardian")) == 0
+    assert [found.id for found in store.idle_chronica(fork.started_at, "ardian", None, 10)] == ["old-source"]
+    assert _scores(store, "ardian", fork.id) == (micros(fork.started_at), micros(fork.started_at))

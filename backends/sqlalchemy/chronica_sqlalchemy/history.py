@@ -55,6 +55,7 @@ from chronica_core.history import (
 )
 from chronica_core.model import ActorKind, Chronicum
 from chronica_core.plans import Plan
+from chronica_core.retention import last_activity
 from chronica_core.rows import check_row
 from chronica_sqlalchemy.acta_rows import (
     ACTUM_COLUMNS,
@@ -360,7 +361,7 @@ class HistoryPlans:
             "started_at": chronicum.started_at,
             "last_actum_at": chronicum.last_actum_at,
             "last_seq": own.after,  # its own acta's positions follow the one it branched at
-            "last_active": chronicum.last_actum_at or chronicum.started_at,
+            "last_active": last_activity(chronicum),
             "base": own.after,
             "forked_from_id": source,
             "forked_from_actum": chronicum.forked_from.actum_id,

@@ -118,6 +118,8 @@ class Migrations:
            plain chronicum's positions are its ``seq``), the tables ``lineages`` and
            ``summaries``, the indexes, and each live chronicum's ``last_active``.
         4. On PostgreSQL, the idempotency key's unique index of the keyed acta only.
+        5. ``last_active`` of each live chronicum before its ``started_at`` (a fork's that an
+           earlier release set to its shared actum's ``at``) moved to ``started_at``.
         """
         tables = self.tables
         if version == 2:
@@ -143,6 +145,13 @@ class Migrations:
             )
         elif version == 4:
             yield from self.rules.keyed_acta_only()
+        elif version == 5:
+            chronica = tables.chronica
+            yield execute(
+                update(chronica)
+                .where(chronica.c.last_active < chronica.c.started_at)
+                .values(last_active=chronica.c.started_at)
+            )
         else:
             raise StoreError("sqlalchemy: migrate", f"no migration step to schema version {version}")
 

@@ -35,6 +35,7 @@ from chronica_core.history import Layout, Located, Segment, StaleLayout, WindowR
 from chronica_core.limits import actum_size, check_actum_size
 from chronica_core.model import ActaQuery, ActorKind, Actum, ActumKind, Chronicum, recorded_at
 from chronica_core.plans import Plan
+from chronica_core.retention import last_activity
 from chronica_core.rows import check_row, check_rows
 from chronica_core.store import ListingPosition
 from chronica_sqlalchemy.acta_rows import ACTOR_KINDS, KINDS, actum_of, chronicum_columns, chronicum_of
@@ -327,7 +328,7 @@ class Plans:
             "owner_id": chronicum.owner_id,
             "started_at": chronicum.started_at,
             "last_actum_at": chronicum.last_actum_at,
-            "last_active": chronicum.last_actum_at or chronicum.started_at,
+            "last_active": last_activity(chronicum),
             "last_seq": 0,
         }
         try:
@@ -479,7 +480,7 @@ class Plans:
             "owner": chronicum.owner_id,
             "started": chronicum.started_at,
             "last": chronicum.last_actum_at,
-            "active": chronicum.last_actum_at or chronicum.started_at,
+            "active": last_activity(chronicum),
         }
         return (yield from self._update_one(self._reopen, parameters, "reopen chronicum"))
 

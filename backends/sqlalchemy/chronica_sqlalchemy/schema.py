@@ -9,12 +9,12 @@ Five tables (names may be qualified by a schema):
   emptied (``owner_id`` ``''``, ``started_at`` 1970-01-01, ``last_actum_at`` ``NULL``,
   ``last_seq`` 0). The index ``chronica_owner_listing`` on ``(owner_id, started_at, id)`` serves
   an owner's listing (on PostgreSQL its ``id`` is ``COLLATE "C"``: code point order whatever
-  the database's collation). ``last_active`` is its last activity (``last_actum_at``, or
-  ``started_at`` without acta; ``NULL`` for a marker), indexed alone and after ``owner_id`` for
-  retention. A fork has ``base`` (the position it branched at), ``forked_from_id`` and
-  ``forked_from_actum``; ``layout_version`` changes with each summary (and reopening), ``shaped``
-  is set by the first summary or tool response naming its request, ``forked`` counts the forks
-  made of it.
+  the database's collation). ``last_active`` is its last activity (the later of ``started_at``
+  and ``last_actum_at``: a fork's starts when it is forked; ``NULL`` for a marker), indexed alone
+  and after ``owner_id`` for retention. A fork has ``base`` (the position it branched at),
+  ``forked_from_id`` and ``forked_from_actum``; ``layout_version`` changes with each summary (and
+  reopening), ``shaped`` is set by the first summary or tool response naming its request,
+  ``forked`` counts the forks made of it.
 - ``acta``: one row an actum, keyed by ``(chronicum_id, seq)``; ``seq`` is assigned by the store
   (1, 2, 3, ... per chronicum, in the order writes were serialised) and is the only thing that
   orders acta. A unique constraint on ``(chronicum_id, idempotency_key)`` (on PostgreSQL a unique
@@ -89,7 +89,7 @@ __all__ = [
     "is_mysql",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The version of the tables this release creates and expects.
 
 1. ``chronica``, ``acta`` and ``chronica_schema``.
@@ -100,6 +100,8 @@ SCHEMA_VERSION = 4
    ``acta_by_id``, ``chronica_idle`` and ``chronica_owner_idle``.
 4. On PostgreSQL, ``acta_idempotency_key`` a unique index of the keyed acta only (see
    :data:`IDEMPOTENCY_INDEX`); elsewhere nothing changes.
+5. ``last_active`` no earlier than ``started_at``: a fork's last activity starts when it was forked
+   (earlier releases gave it its shared actum's ``at``); no table changes.
 """
 
 LISTING_INDEX = "chronica_owner_listing"

@@ -23,7 +23,7 @@ from chronica_sqlalchemy.executor import execute
 from chronica_sqlalchemy.plans import Plans
 from chronica_sqlalchemy.plugin import chronica_backends
 from chronica_sqlalchemy.schema import LISTING_INDEX, Tables
-from sqlalchemy import Engine, create_engine, event, insert, inspect, select, text
+from sqlalchemy import Engine, create_engine, event, insert, inspect, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from chronica_core import (
@@ -615,7 +615,7 @@ def test_version_4_keeps_only_the_keyed_acta_in_the_unique_index_of_keys(
         " USING btree (chronicum_id, idempotency_key) WHERE (idempotency_key IS NOT NULL)"
     ]
     assert constraints == []
-    assert versions == [SCHEMA_VERSION] == [4]
+    assert versions == [SCHEMA_VERSION] == [5]
 
 
 def test_a_schema_at_version_1_migrates_and_keeps_its_acta(
@@ -684,3 +684,38 @@ def test_a_schema_at_version_1_migrates_and_keeps_its_acta(
             assert_only_the_marker(store.engine, store.plans.tables, "old", "elder", {"elder", "old-key"})
     finally:
         engine.dispose()
+
+
+def test_version_5_starts_a_fork_s_last_activity_when_it_was_forked(
+    fresh_target: tuple[str, str | None],
+) -> None:
+    """A fork whose ``last_active`` an earlier release set to its shared actum's ``at`` (version 4)
+    is active from its fork time once the tables migrate to version 5; nothing else moves."""
+    url, schema = fresh_target
+    with SQLAlchemyStore.open(url, schema=schema) as store:
+        rules, source = Chronicarius(store), new_id()
+        shared = rules.record_actum("me", said(source, "long ago"))
+        fork = rules.fork_chronicum("me", source)
+    assert shared.at is not None and shared.at < fork.started_at
+    engine = create_engine(url.replace("+aiosqlite", ""))
+    try:
+        tables = Tables.build(schema)
+        with engine.begin() as connection:  # as version 4 left a fork
+            connection.execute(
+                update(tables.chronica).where(tables.chronica.c.id == fork.id).values(last_active=shared.at)
+            )
+            connection.execute(tables.versions.update().values(version=4))
+    finally:
+        engine.dispose()
+    with SQLAlchemyStore.open(url, schema=schema) as store:
+        with store.engine.connect() as connection:
+            versions = connection.execute(select(store.plans.tables.versions.c.version)).scalars().all()
+            chronica = store.plans.tables.chronica
+            active = {
+                row.id: row.last_active
+                for row in connection.execute(select(chronica.c.id, chronica.c.last_active))
+            }
+        assert versions == [SCHEMA_VERSION] == [5]
+        assert active == {source: shared.at, fork.id: fork.started_at}
+        assert [found.id for found in store.idle_chronica(fork.started_at, "me", None, 10)] == [source]
+        assert store.erase_idle(source, fork.started_at, owner_digest("me")) == 0

@@ -51,7 +51,9 @@ from chronica_core import (
     open_async_store,
     open_store,
 )
+from chronica_core.erasure import owner_digest
 from chronica_core.registry import registry
+from chronica_core.retention import last_activity
 
 EVERY_PLANE = "".join(chr(plane * 0x10000 + 0x41) for plane in range(17))
 ROUND_TRIPS = [
@@ -1039,6 +1041,28 @@ def test_a_writer_whose_clock_is_behind_never_moves_at_backwards(
     assert second.at == first.at
     assert [actum.at for actum in store.acta(chronicum_id, ActaQuery())] == [first.at, first.at]
     assert store.get(chronicum_id).last_actum_at == first.at
+
+
+def test_a_writer_whose_clock_is_behind_leaves_the_last_activity_at_the_start(
+    store: SQLAlchemyStore, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first write from a host an hour behind: ``at`` is before the start, the last activity is not."""
+    chronicum_id, owner = new_id(), f"owner-{uuid.uuid4().hex}"
+    store.create(started(chronicum_id, owner))
+    monkeypatch.setattr(clock, "now", _an_hour_behind)
+    behind = SQLAlchemyStore.open(database_url, auto_migrate=False)
+    try:
+        written = behind.record(message(chronicum_id, "from the host behind"))
+    finally:
+        behind.close()
+    kept = store.get(chronicum_id)
+    assert written.at is not None and kept.last_actum_at == written.at < kept.started_at
+    assert store.idle_chronica(kept.started_at, owner, None, 10) == []
+    assert store.erase_idle(chronicum_id, kept.started_at, owner_digest(owner)) == 0
+    later = kept.started_at + timedelta(microseconds=1)
+    assert [(found.id, last_activity(found)) for found in store.idle_chronica(later, owner, None, 10)] == [
+        (chronicum_id, kept.started_at)
+    ]
 
 
 def test_an_async_store_closed_from_another_loop_raises_and_logs_nothing(

@@ -165,7 +165,8 @@ class StoreDialect:
         """Lock a live chronicum's row, move ``last_seq`` on by ``by`` and decide ``at`` there.
 
         ``at`` is the writer's clock (parameter ``at``), raised to ``last_actum_at`` when that is
-        later, so it never decreases along the order; it is the chronicum's ``last_active`` too.
+        later, so it never decreases along the order; ``last_active`` takes it, or ``started_at``
+        when that is later (a writer's clock behind the one that started the chronicum).
         Parameters: ``chronicum_id``, ``at``, ``shaping`` (see :func:`shaping`); ``versioned``
         (a summary's): also ``version``, the ``layout_version`` the row must still have, moved on.
         """
@@ -178,7 +179,7 @@ class StoreDialect:
             .values(
                 last_seq=chronica.c.last_seq + by,
                 last_actum_at=newest,
-                last_active=newest,
+                last_active=case((chronica.c.started_at > newest, chronica.c.started_at), else_=newest),
                 shaped=self._shaped(),
                 **self._moved_version(versioned),
             )

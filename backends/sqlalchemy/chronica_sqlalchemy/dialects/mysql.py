@@ -86,7 +86,8 @@ class MySQLStoreDialect(StoreDialect):
     def _advance(self, by: Any, versioned: bool = False) -> Update:
         """Move the counter; ``at`` (parameter ``at_us``, in microseconds) goes back as ``lastrowid``.
 
-        The assignments run left to right: ``last_active`` takes the new ``last_actum_at``.
+        The assignments run left to right: ``last_active`` takes the new ``last_actum_at``, or
+        ``started_at`` when that is later.
         """
         chronica = self.tables.chronica
         epoch: Any = literal_column("'1970-01-01 00:00:00'")
@@ -98,7 +99,7 @@ class MySQLStoreDialect(StoreDialect):
                 chronica.c.last_actum_at,
                 func.timestampadd(text("MICROSECOND"), func.last_insert_id(newest), epoch),
             ),
-            (chronica.c.last_active, chronica.c.last_actum_at),
+            (chronica.c.last_active, func.greatest(chronica.c.last_actum_at, chronica.c.started_at)),
             (chronica.c.shaped, self._shaped()),
             *((chronica.c[name], value) for name, value in self._moved_version(versioned).items()),
         ]
