@@ -174,6 +174,13 @@ later of its start (a fork's: when it was forked) and its newest actum (``greate
 _LAST_ACTIVITY_5 = "coalesce(last_actum_at, started_at)"
 """The last activity the indexes of version 5 were built on (a fork's was its shared actum's)."""
 
+_UNPLANNED_LIMIT = "(SELECT %s::bigint)"
+"""A window's ``LIMIT``, its parameter hidden from the planner: a plan made for the call's values
+(no prepared statements, behind a pooler) then assumes a tenth of the rows are read, as a
+prepared statement's generic plan does, and walks the primary key backward. Given the limit's
+value, on a table never analyzed (autovacuum off or behind) the planner estimates a chronicum's
+acta below the limit, and reads every actum of the chronicum to sort them."""
+
 EPOCH = "1970-01-01 00:00:00+00"
 """The ``started_at`` of a marker: a value that says nothing about the erased chronicum."""
 
@@ -730,7 +737,7 @@ class Statements:
             )
             if wanted
         )
-        newest = " ORDER BY seq DESC LIMIT %s" if limited else ""
+        newest = f" ORDER BY seq DESC LIMIT {_UNPLANNED_LIMIT}" if limited else ""
         return Statements._compose(
             quoted,
             f"""

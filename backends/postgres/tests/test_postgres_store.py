@@ -31,12 +31,14 @@ from chronica_core import (
     ActorKind,
     Actum,
     ActumKind,
+    Chronicarius,
     Chronicum,
     ChronicumNotFound,
     InvalidOption,
     StoreError,
     list_backends,
     new_actum_id,
+    new_chronicum_id,
     open_async_store,
     open_store,
 )
@@ -297,6 +299,31 @@ def test_context_window_uses_the_primary_key_on_a_large_chronicum(
     assert [actum.content for actum in window_acta] == [
         f"actum {number}" for number in range(99_961, 100_001, 2)
     ]
+
+
+@pytest.mark.parametrize("prepared", ["true", "false"])
+def test_a_window_reads_the_newest_acta_along_the_primary_key_on_tables_never_analyzed(
+    make_store: Callable[..., PostgresStore], postgres_url: str, fresh_schema: str, prepared: str
+) -> None:
+    """Without statistics the planner estimates a chronicum's acta below the window's limit; the
+    window still walks the primary key backward and stops at the limit, in the plan each mode
+    runs: a generic one with prepared statements, one made for the call's values without."""
+    store = make_store(schema=fresh_schema, max_size=1, prepared_statements=prepared)
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(fresh_schema)))
+        admin.execute("ALTER TABLE acta SET (autovacuum_enabled = false)")  # never analyzed
+        rules, short, chronicum_id = Chronicarius(store), new_chronicum_id(), new_chronicum_id()
+        rules.record_acta("ardian", [message(short, str(number)) for number in range(100)])
+        for start in range(0, 10_000, 1000):
+            batch = range(start, start + 1000)
+            rules.record_acta("ardian", [message(chronicum_id, str(number)) for number in batch])
+        for _ in range(10):  # psycopg prepares a statement on its fifth run on a connection
+            window = rules.get_acta("ardian", chronicum_id, last_n=20)
+        assert [actum.content for actum in window] == [str(number) for number in range(9_980, 10_000)]
+        statement = Statements(fresh_schema).window(kinds=False, actor_kinds=False, limited=True)
+        plan = _plan(admin, statement, (chronicum_id, 20, chronicum_id), generic=prepared == "true")
+    assert "Index Scan Backward using acta_pkey on acta" in plan, plan
+    assert "acta.seq DESC" not in plan, plan  # no sort of the chronicum's acta
 
 
 @pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
