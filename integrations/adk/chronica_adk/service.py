@@ -426,7 +426,8 @@ class ChronicaSessionService(BaseSessionService):
         (same id) is not written twice. The session's new state snapshot is that
         compare-and-set: written first, into the session's state chronicum, with the idempotency
         key ``after:<the snapshot read>``, then the event, keyed by that snapshot (a session an
-        earlier release wrote gets both as one atomic batch of its events' chronicum, as before).
+        earlier release wrote gets both as one atomic batch of its events' chronicum, as before);
+        a cancellation once the snapshot landed still writes the event, then goes on.
         A function response names the call it answers (``answers``), found by one more read:
         the call of the same author among the session's :data:`CALL_WINDOW` newest tool
         requests; a response to an older call is written without it.
@@ -482,9 +483,7 @@ class ChronicaSessionService(BaseSessionService):
                 )
                 landed = snapshot_of_actum(stored_snapshot, SESSION_SCOPE)
                 if landed is not None and landed.write == write:
-                    await self.chronicarius.record_actum(
-                        place.owner, actum, idempotency_key=f"event:{landed.id}"
-                    )
+                    await self._record_event(place.owner, actum, f"event:{landed.id}")
         except ChronicumNotFound:  # deleted between the read and the write
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
         if landed is None or landed.write != write:
@@ -714,6 +713,18 @@ class ChronicaSessionService(BaseSessionService):
             f"chronica-adk: update {scope} state",
             f"other writers won {SHARED_STATE_ATTEMPTS} compare-and-set rounds in a row; retry",
         )
+
+    async def _record_event(self, owner: str, actum: Actum, idempotency_key: str) -> None:
+        """Write the event of a snapshot that landed; a cancellation meanwhile still writes it.
+
+        The snapshot already names the event, so a cancelled write is written once more (its
+        idempotency key lands it once) before the cancellation goes on to the caller.
+        """
+        try:
+            await self.chronicarius.record_actum(owner, actum, idempotency_key=idempotency_key)
+        except asyncio.CancelledError:
+            await self.chronicarius.record_actum(owner, actum, idempotency_key=idempotency_key)
+            raise
 
     async def _call_answered(self, place: _Place, event: Event) -> str | None:
         """The actum id of the function call ``event`` (a function response) answers, if found.

@@ -758,3 +758,34 @@ def test_a_window_skips_other_frameworks_acta_and_still_returns_n_events(store_t
         assert got.events == events[-3:]
 
     run_on(store_target, body)
+
+
+class _CancelledAtTheEventsWrite(AsyncChronicarius):
+    """A keeper whose first write of an event is cancelled (a turn cancelled mid-append)."""
+
+    cancelled = False
+
+    async def record_actum(
+        self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None, create: bool = True
+    ) -> Actum:
+        if actum.actor != STATE_ACTOR and not self.cancelled:
+            self.cancelled = True
+            raise asyncio.CancelledError
+        return await super().record_actum(owner_id, actum, idempotency_key=idempotency_key, create=create)
+
+
+def test_an_append_cancelled_after_its_state_landed_still_writes_its_event(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        keeper = _CancelledAtTheEventsWrite(store)
+        service = ChronicaSessionService(keeper)
+        session = await new_session(service)
+        event = text_event("concierge", "Kemang at eight.", state_delta={"where": "Kemang"})
+        with pytest.raises(asyncio.CancelledError):
+            await service.append_event(session, event)
+        assert keeper.cancelled
+        got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+        assert got is not None
+        assert got.state == {"where": "Kemang"}
+        assert [(stored.id, stored.author) for stored in got.events] == [(event.id, "concierge")]
+
+    run_on(store_target, body)
