@@ -778,12 +778,13 @@ def test_an_append_cancelled_after_its_state_landed_still_writes_its_event(store
     async def body(store: AsyncStore) -> None:
         keeper = _CancelledAtTheEventsWrite(store)
         service = ChronicaSessionService(keeper)
-        session = await new_session(service)
+        app = f"app-{fresh_id()}"  # no user: or app: state of other tests in a kept store
+        session = await service.create_session(app_name=app, user_id=USER)
         event = text_event("concierge", "Kemang at eight.", state_delta={"where": "Kemang"})
         with pytest.raises(asyncio.CancelledError):
             await service.append_event(session, event)
         assert keeper.cancelled
-        got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+        got = await service.get_session(app_name=app, user_id=USER, session_id=session.id)
         assert got is not None
         assert got.state == {"where": "Kemang"}
         assert [(stored.id, stored.author) for stored in got.events] == [(event.id, "concierge")]
