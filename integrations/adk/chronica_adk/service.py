@@ -535,12 +535,13 @@ class ChronicaSessionService(BaseSessionService):
             SessionNotFoundError: the session does not exist (never created, or deleted), or it
                 was written by an earlier release (its state among its events), which cannot be
                 forked; nothing is written.
-            AlreadyExistsError: a session, or any chronicum, holds ``new_session_id`` already;
-                nothing is written.
+            AlreadyExistsError: a session, or any chronicum, holds ``new_session_id`` already,
+                or held it (an erased one, as a fork cancelled midway leaves); nothing is written.
             ActumNotFound: the session holds no event ``at_event_id``; nothing is written.
             InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
             CapabilityUnsupported: the store has no ``history`` capability; nothing is written.
-            StoreError: the store failed; chained to the driver's exception.
+            StoreError: the store failed; chained to the driver's exception. What the call had
+                forked is erased again, as on a cancellation, so no history is left under the id.
         """
         key = SessionKey(app_name, user_id, session_id)
         fork = SessionKey(app_name, user_id, new_session_id or str(uuid.uuid4()))
@@ -551,21 +552,27 @@ class ChronicaSessionService(BaseSessionService):
         if await self._place(fork) is not None:
             raise exists
         point, snapshot = await self._fork_point(place, at_event_id)
-        try:
-            if point is not None:
+        forked_events = [] if point is None else [fork.chronicum_id]
+        if point is not None:
+            try:
                 await self.chronicarius.fork_chronicum(
                     key.owner, key.chronicum_id, at=point, fork_id=fork.chronicum_id
                 )
-            try:
-                await self.chronicarius.fork_chronicum(
-                    key.owner, key.state_id, at=snapshot, fork_id=fork.state_id
-                )
             except ChronicumExists:
-                if point is not None:  # the events' fork is this call's own: take it back
-                    await self.chronicarius.erase_chronicum(key.owner, fork.chronicum_id)
+                raise exists from None
+            except BaseException:  # also a cancellation: a fork that landed is taken back
+                await self._unfork(key.owner, forked_events)
                 raise
-        except ChronicumExists:
+        try:
+            await self.chronicarius.fork_chronicum(
+                key.owner, key.state_id, at=snapshot, fork_id=fork.state_id
+            )
+        except ChronicumExists:  # another's state chronicum: only the events' fork is this call's
+            await self._unfork(key.owner, forked_events)
             raise exists from None
+        except BaseException:
+            await self._unfork(key.owner, [*forked_events, fork.state_id])
+            raise
         forked = await self.get_session(app_name=app_name, user_id=user_id, session_id=fork.session_id)
         if forked is None:  # the source was deleted meanwhile, and its forks with it
             raise SessionNotFoundError(f"Session {session_id} not found.")
@@ -713,6 +720,12 @@ class ChronicaSessionService(BaseSessionService):
             f"chronica-adk: update {scope} state",
             f"other writers won {SHARED_STATE_ATTEMPTS} compare-and-set rounds in a row; retry",
         )
+
+    async def _unfork(self, owner: str, chronica: list[str]) -> None:
+        """Erase the chronica a failed or cancelled ``fork_session`` forked (those that landed)."""
+        for chronicum_id in chronica:
+            with contextlib.suppress(ChronicumNotFound):
+                await self.chronicarius.erase_chronicum(owner, chronicum_id)
 
     async def _record_event(self, owner: str, actum: Actum, idempotency_key: str) -> None:
         """Write the event of a snapshot that landed; a cancellation meanwhile still writes it.
