@@ -390,16 +390,28 @@ class ChronicaSessionService(BaseSessionService):
         The user's and the app's state stay, as in ADK. Creating the same session id again
         later starts an empty session. Deleting a session that does not exist does nothing.
 
+        A cancellation midway still erases the rest before it goes on.
+
         Raises:
             InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
-            StoreError: the store failed; chained to the driver's exception.
+            StoreError: the store failed; chained to the driver's exception. The session may be
+                partly erased (its state first); deleting it again erases the rest.
         """
         key = SessionKey(app_name, user_id, session_id)
-        for owner, chronicum_id in (
+        chronica = [
             (key.owner, key.state_id),  # first: the session is gone once its state is
             (key.owner, key.chronicum_id),
             (key.legacy_owner, key.chronicum_id),
-        ):
+        ]
+        try:
+            await self._erase(chronica)
+        except asyncio.CancelledError:  # a session without its state must not keep its events
+            await self._erase(chronica)
+            raise
+
+    async def _erase(self, chronica: list[tuple[str, str]]) -> None:
+        """Erase each ``(owner, chronicum id)`` that exists."""
+        for owner, chronicum_id in chronica:
             with contextlib.suppress(ChronicumNotFound):
                 await self.chronicarius.erase_chronicum(owner, chronicum_id)
 
@@ -552,7 +564,7 @@ class ChronicaSessionService(BaseSessionService):
         if await self._place(fork) is not None:
             raise exists
         point, snapshot = await self._fork_point(place, at_event_id)
-        forked_events = [] if point is None else [fork.chronicum_id]
+        events_fork = [] if point is None else [(key.owner, fork.chronicum_id)]
         if point is not None:
             try:
                 await self.chronicarius.fork_chronicum(
@@ -561,17 +573,17 @@ class ChronicaSessionService(BaseSessionService):
             except ChronicumExists:
                 raise exists from None
             except BaseException:  # also a cancellation: a fork that landed is taken back
-                await self._unfork(key.owner, forked_events)
+                await self._erase(events_fork)
                 raise
         try:
             await self.chronicarius.fork_chronicum(
                 key.owner, key.state_id, at=snapshot, fork_id=fork.state_id
             )
         except ChronicumExists:  # another's state chronicum: only the events' fork is this call's
-            await self._unfork(key.owner, forked_events)
+            await self._erase(events_fork)
             raise exists from None
         except BaseException:
-            await self._unfork(key.owner, [*forked_events, fork.state_id])
+            await self._erase([*events_fork, (key.owner, fork.state_id)])
             raise
         forked = await self.get_session(app_name=app_name, user_id=user_id, session_id=fork.session_id)
         if forked is None:  # the source was deleted meanwhile, and its forks with it
@@ -720,12 +732,6 @@ class ChronicaSessionService(BaseSessionService):
             f"chronica-adk: update {scope} state",
             f"other writers won {SHARED_STATE_ATTEMPTS} compare-and-set rounds in a row; retry",
         )
-
-    async def _unfork(self, owner: str, chronica: list[str]) -> None:
-        """Erase the chronica a failed or cancelled ``fork_session`` forked (those that landed)."""
-        for chronicum_id in chronica:
-            with contextlib.suppress(ChronicumNotFound):
-                await self.chronicarius.erase_chronicum(owner, chronicum_id)
 
     async def _record_event(self, owner: str, actum: Actum, idempotency_key: str) -> None:
         """Write the event of a snapshot that landed; a cancellation meanwhile still writes it.
