@@ -390,16 +390,28 @@ class ChronicaSessionService(BaseSessionService):
         The user's and the app's state stay, as in ADK. Creating the same session id again
         later starts an empty session. Deleting a session that does not exist does nothing.
 
+        A cancellation midway still erases the rest before it goes on.
+
         Raises:
             InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
-            StoreError: the store failed; chained to the driver's exception.
+            StoreError: the store failed; chained to the driver's exception. The session may be
+                partly erased (its state first); deleting it again erases the rest.
         """
         key = SessionKey(app_name, user_id, session_id)
-        for owner, chronicum_id in (
+        chronica = [
             (key.owner, key.state_id),  # first: the session is gone once its state is
             (key.owner, key.chronicum_id),
             (key.legacy_owner, key.chronicum_id),
-        ):
+        ]
+        try:
+            await self._erase(chronica)
+        except asyncio.CancelledError:  # a session without its state must not keep its events
+            await self._erase(chronica)
+            raise
+
+    async def _erase(self, chronica: list[tuple[str, str]]) -> None:
+        """Erase each ``(owner, chronicum id)`` that exists."""
+        for owner, chronicum_id in chronica:
             with contextlib.suppress(ChronicumNotFound):
                 await self.chronicarius.erase_chronicum(owner, chronicum_id)
 
@@ -426,7 +438,8 @@ class ChronicaSessionService(BaseSessionService):
         (same id) is not written twice. The session's new state snapshot is that
         compare-and-set: written first, into the session's state chronicum, with the idempotency
         key ``after:<the snapshot read>``, then the event, keyed by that snapshot (a session an
-        earlier release wrote gets both as one atomic batch of its events' chronicum, as before).
+        earlier release wrote gets both as one atomic batch of its events' chronicum, as before);
+        a cancellation once the snapshot landed still writes the event, then goes on.
         A function response names the call it answers (``answers``), found by one more read:
         the call of the same author among the session's :data:`CALL_WINDOW` newest tool
         requests; a response to an older call is written without it.
@@ -482,9 +495,7 @@ class ChronicaSessionService(BaseSessionService):
                 )
                 landed = snapshot_of_actum(stored_snapshot, SESSION_SCOPE)
                 if landed is not None and landed.write == write:
-                    await self.chronicarius.record_actum(
-                        place.owner, actum, idempotency_key=f"event:{landed.id}"
-                    )
+                    await self._record_event(place.owner, actum, f"event:{landed.id}")
         except ChronicumNotFound:  # deleted between the read and the write
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
         if landed is None or landed.write != write:
@@ -536,12 +547,13 @@ class ChronicaSessionService(BaseSessionService):
             SessionNotFoundError: the session does not exist (never created, or deleted), or it
                 was written by an earlier release (its state among its events), which cannot be
                 forked; nothing is written.
-            AlreadyExistsError: a session, or any chronicum, holds ``new_session_id`` already;
-                nothing is written.
+            AlreadyExistsError: a session, or any chronicum, holds ``new_session_id`` already,
+                or held it (an erased one, as a fork cancelled midway leaves); nothing is written.
             ActumNotFound: the session holds no event ``at_event_id``; nothing is written.
             InvalidSessionKey: a name Chronica cannot hold (empty, NUL, too long).
             CapabilityUnsupported: the store has no ``history`` capability; nothing is written.
-            StoreError: the store failed; chained to the driver's exception.
+            StoreError: the store failed; chained to the driver's exception. What the call had
+                forked is erased again, as on a cancellation, so no history is left under the id.
         """
         key = SessionKey(app_name, user_id, session_id)
         fork = SessionKey(app_name, user_id, new_session_id or str(uuid.uuid4()))
@@ -552,21 +564,27 @@ class ChronicaSessionService(BaseSessionService):
         if await self._place(fork) is not None:
             raise exists
         point, snapshot = await self._fork_point(place, at_event_id)
-        try:
-            if point is not None:
+        events_fork = [] if point is None else [(key.owner, fork.chronicum_id)]
+        if point is not None:
+            try:
                 await self.chronicarius.fork_chronicum(
                     key.owner, key.chronicum_id, at=point, fork_id=fork.chronicum_id
                 )
-            try:
-                await self.chronicarius.fork_chronicum(
-                    key.owner, key.state_id, at=snapshot, fork_id=fork.state_id
-                )
             except ChronicumExists:
-                if point is not None:  # the events' fork is this call's own: take it back
-                    await self.chronicarius.erase_chronicum(key.owner, fork.chronicum_id)
+                raise exists from None
+            except BaseException:  # also a cancellation: a fork that landed is taken back
+                await self._erase(events_fork)
                 raise
-        except ChronicumExists:
+        try:
+            await self.chronicarius.fork_chronicum(
+                key.owner, key.state_id, at=snapshot, fork_id=fork.state_id
+            )
+        except ChronicumExists:  # another's state chronicum: only the events' fork is this call's
+            await self._erase(events_fork)
             raise exists from None
+        except BaseException:
+            await self._erase([*events_fork, (key.owner, fork.state_id)])
+            raise
         forked = await self.get_session(app_name=app_name, user_id=user_id, session_id=fork.session_id)
         if forked is None:  # the source was deleted meanwhile, and its forks with it
             raise SessionNotFoundError(f"Session {session_id} not found.")
@@ -714,6 +732,18 @@ class ChronicaSessionService(BaseSessionService):
             f"chronica-adk: update {scope} state",
             f"other writers won {SHARED_STATE_ATTEMPTS} compare-and-set rounds in a row; retry",
         )
+
+    async def _record_event(self, owner: str, actum: Actum, idempotency_key: str) -> None:
+        """Write the event of a snapshot that landed; a cancellation meanwhile still writes it.
+
+        The snapshot already names the event, so a cancelled write is written once more (its
+        idempotency key lands it once) before the cancellation goes on to the caller.
+        """
+        try:
+            await self.chronicarius.record_actum(owner, actum, idempotency_key=idempotency_key)
+        except asyncio.CancelledError:
+            await self.chronicarius.record_actum(owner, actum, idempotency_key=idempotency_key)
+            raise
 
     async def _call_answered(self, place: _Place, event: Event) -> str | None:
         """The actum id of the function call ``event`` (a function response) answers, if found.

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from chronica_adk import ChronicaSessionService, SessionKey
+from chronica_adk.ids import STATE_SUFFIX
 from conftest import StoreTarget
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -12,7 +15,16 @@ from helpers import APP, USER, fresh_id, run_on, text_event
 from scripted_model import ScriptedLlm, say
 from test_runner import request_texts, user_says, weather_agent
 
-from chronica_core import ActorKind, Actum, ActumKind, ActumNotFound, AsyncStore
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    ActumNotFound,
+    AsyncChronicarius,
+    AsyncStore,
+    Chronicum,
+    ChronicumNotFound,
+)
 
 
 def said(session: object) -> list[str]:
@@ -156,5 +168,45 @@ def test_forks_refused_and_a_bare_chronicum_fork(store_target: StoreTarget) -> N
         # deleting the source deletes its forks (Chronica's erasure of shared acta)
         await service.delete_session(app_name=APP, user_id=USER, session_id=source_id)
         assert await service.get_session(app_name=APP, user_id=USER, session_id=fork.id) is None
+
+    run_on(store_target, body)
+
+
+class _CancelledAtTheStateFork(AsyncChronicarius):
+    """A keeper whose first fork of a state chronicum is cancelled (a fork_session cancelled midway)."""
+
+    cancelled = False
+
+    async def fork_chronicum(
+        self, owner_id: str, chronicum_id: str, *, at: str | None = None, fork_id: str | None = None
+    ) -> Chronicum:
+        if chronicum_id.endswith(STATE_SUFFIX) and not self.cancelled:
+            self.cancelled = True
+            raise asyncio.CancelledError
+        return await super().fork_chronicum(owner_id, chronicum_id, at=at, fork_id=fork_id)
+
+
+def test_a_fork_cancelled_between_its_two_forks_leaves_no_history_under_its_id(
+    store_target: StoreTarget,
+) -> None:
+    async def body(store: AsyncStore) -> None:
+        keeper = _CancelledAtTheStateFork(store)
+        service = ChronicaSessionService(keeper)
+        source_id, _ = await _story(service)
+        fork_id = fresh_id()
+        with pytest.raises(asyncio.CancelledError):
+            await service.fork_session(
+                app_name=APP, user_id=USER, session_id=source_id, new_session_id=fork_id
+            )
+        assert keeper.cancelled
+        with pytest.raises(ChronicumNotFound):  # no events' fork left without its state
+            await keeper.get_acta(USER, SessionKey(APP, USER, fork_id).chronicum_id)
+        # a session created under the id later starts empty, without the source's history
+        created = await service.create_session(app_name=APP, user_id=USER, session_id=fork_id)
+        got = await service.get_session(app_name=APP, user_id=USER, session_id=created.id)
+        assert got is not None and got.events == []
+        fork = await service.fork_session(app_name=APP, user_id=USER, session_id=source_id)
+        assert said(fork) == ["Dinner?", "Kemang or Senopati?", "booking said: Both are free.", "Kemang."]
+        assert fork.state == {"step": 3}
 
     run_on(store_target, body)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from chronica_adk import STATE_ACTOR, ChronicaSessionService, InvalidSessionKey, SessionKey, event_of_actum
+from chronica_adk.ids import STATE_SUFFIX
 from conftest import StoreTarget
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -28,6 +29,7 @@ from chronica_core import (
     AsyncChronicarius,
     AsyncMemoryStore,
     AsyncStore,
+    ChronicumNotFound,
     InvalidActum,
 )
 
@@ -756,5 +758,69 @@ def test_a_window_skips_other_frameworks_acta_and_still_returns_n_events(store_t
         )
         assert got is not None
         assert got.events == events[-3:]
+
+    run_on(store_target, body)
+
+
+class _CancelledAtTheEventsWrite(AsyncChronicarius):
+    """A keeper whose first write of an event is cancelled (a turn cancelled mid-append)."""
+
+    cancelled = False
+
+    async def record_actum(
+        self, owner_id: str, actum: Actum, *, idempotency_key: str | None = None, create: bool = True
+    ) -> Actum:
+        if actum.actor != STATE_ACTOR and not self.cancelled:
+            self.cancelled = True
+            raise asyncio.CancelledError
+        return await super().record_actum(owner_id, actum, idempotency_key=idempotency_key, create=create)
+
+
+def test_an_append_cancelled_after_its_state_landed_still_writes_its_event(store_target: StoreTarget) -> None:
+    async def body(store: AsyncStore) -> None:
+        keeper = _CancelledAtTheEventsWrite(store)
+        service = ChronicaSessionService(keeper)
+        app = f"app-{fresh_id()}"  # no user: or app: state of other tests in a kept store
+        session = await service.create_session(app_name=app, user_id=USER)
+        event = text_event("concierge", "Kemang at eight.", state_delta={"where": "Kemang"})
+        with pytest.raises(asyncio.CancelledError):
+            await service.append_event(session, event)
+        assert keeper.cancelled
+        got = await service.get_session(app_name=app, user_id=USER, session_id=session.id)
+        assert got is not None
+        assert got.state == {"where": "Kemang"}
+        assert [(stored.id, stored.author) for stored in got.events] == [(event.id, "concierge")]
+
+    run_on(store_target, body)
+
+
+class _CancelledAtTheEventsErasure(AsyncChronicarius):
+    """A keeper whose first erasure of a session's events is cancelled (a delete cancelled midway)."""
+
+    cancelled = False
+
+    async def erase_chronicum(self, owner_id: str, chronicum_id: str) -> int:
+        if not chronicum_id.endswith(STATE_SUFFIX) and not self.cancelled:
+            self.cancelled = True
+            raise asyncio.CancelledError
+        return await super().erase_chronicum(owner_id, chronicum_id)
+
+
+def test_a_delete_cancelled_after_its_state_was_erased_still_erases_its_events(
+    store_target: StoreTarget,
+) -> None:
+    async def body(store: AsyncStore) -> None:
+        keeper = _CancelledAtTheEventsErasure(store)
+        service = ChronicaSessionService(keeper)
+        session = await new_session(service)
+        await service.append_event(session, text_event("user", "secret plan"))
+        with pytest.raises(asyncio.CancelledError):
+            await service.delete_session(app_name=APP, user_id=USER, session_id=session.id)
+        assert keeper.cancelled
+        with pytest.raises(ChronicumNotFound):
+            await keeper.get_acta(USER, SessionKey(APP, USER, session.id).chronicum_id)
+        await service.create_session(app_name=APP, user_id=USER, session_id=session.id)
+        got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+        assert got is not None and got.events == []
 
     run_on(store_target, body)
