@@ -11,7 +11,7 @@ from conftest import StoreTarget
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.runners import Runner
-from helpers import APP, USER, fresh_id, run_on, text_event
+from helpers import USER, fresh_id, run_on, text_event
 from scripted_model import ScriptedLlm, say
 from test_runner import request_texts, user_says, weather_agent
 
@@ -25,6 +25,9 @@ from chronica_core import (
     Chronicum,
     ChronicumNotFound,
 )
+
+APP = f"fork-{fresh_id()}"
+"""This module's app: no other module's user-scoped state (``user:...``) in its sessions."""
 
 
 def said(session: object) -> list[str]:
