@@ -65,6 +65,25 @@ def text_problem(value: object) -> str | None:
     return encoding_problem(value)
 
 
+def checked_position(field: str, value: object) -> str | None:
+    """Check a position argument (``after``, ``before``, ``at``): an actum id, or ``None``.
+
+    Returns ``value``. Only its type and emptiness are checked here: any other str is looked up,
+    and one that names no actum of the chronicum (an id no actum can have too: over
+    ``MAX_ID_LENGTH`` characters, NUL, a lone surrogate) is ``ActumNotFound`` there.
+
+    Raises:
+        InvalidQuery: (``field``) ``value`` is not ``None`` and not a non-empty str.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidQuery(field, f"an actum id or None, not {type(value).__name__}")
+    if not value:
+        raise InvalidQuery(field, "an actum id or None, not an empty str")
+    return value
+
+
 def encoding_problem(value: str) -> str | None:
     """Say why ``value`` cannot be encoded as UTF-8 (a lone surrogate), or return ``None``."""
     if value.isascii():
@@ -199,8 +218,7 @@ def checked_shape(shape: Shape) -> tuple[str | None, bool, View, ToolExchanges]:
     if shape is None:
         return _DEFAULT_SHAPE
     before, newest_first, view, exchanges = shape
-    if before is not None and (not isinstance(before, str) or text_problem(before) is not None):
-        raise InvalidQuery("before", f"an actum id or None, not {before!r}")
+    before = checked_position("before", before)
     if not isinstance(newest_first, bool):
         raise InvalidQuery("newest_first", f"must be a bool, not {type(newest_first).__name__}")
     return (

@@ -205,7 +205,8 @@ class Chronicarius(_Keeper[Store]):
                 message either way).
             ActumNotFound: ``before`` is not an actum of the chronicum's history.
             InvalidQuery: an unknown kind, view or ``tool_exchanges``, a ``last_n`` that is not
-                an int, a ``newest_first`` that is not a bool (``.field`` names it).
+                an int, a ``newest_first`` that is not a bool, a ``before`` that is not ``None``
+                or a non-empty str (``.field`` names it).
             CapabilityUnsupported: ``before`` on a store without the ``history`` capability.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
@@ -263,7 +264,7 @@ class Chronicarius(_Keeper[Store]):
             ChronicumExists: ``fork_id`` is taken; nothing is created.
             ActumNotFound: ``at`` is not an actum of the source's history; nothing is created.
             InvalidQuery: ``fork_id`` is not a usable id (``field="fork_id"``), or ``at`` is not
-                a str (``field="at"``).
+                ``None`` or a non-empty str (``field="at"``).
             CapabilityUnsupported: the store has no ``history`` capability.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
@@ -462,10 +463,11 @@ class Chronicarius(_Keeper[Store]):
         Raises:
             ChronicumNotFound: (from this call) the chronicum does not exist or is not the owner's,
                 the same message either way; (from the generator) it was erased while followed.
+            ActumNotFound: (from the generator's first step) ``after`` is not an actum of the
+                chronicum.
             InvalidQuery: an unknown kind, a ``poll_interval`` or ``timeout`` out of range (or
-                not a number: NaN, a str, a bool), or an ``after`` that
-                is not an id (from this call) or not an actum of the chronicum (from the
-                generator's first step); ``.field`` names the argument.
+                not a number: NaN, a str, a bool), or an ``after`` that is not ``None`` or a
+                non-empty str; ``.field`` names the argument.
             EmptyOwnerID: ``owner_id`` is empty or ``None`` (checked before anything else).
             InvalidOwnerID: ``owner_id`` is not a str, contains NUL or is not valid UTF-8.
             StoreError: the store failed; chained to the driver's exception. A new ``follow``

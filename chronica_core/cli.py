@@ -7,8 +7,9 @@ Every subcommand but ``backends`` and ``conformance`` takes ``--store URL`` (def
 is installed, else ``memory://``) and ``--option KEY=VALUE`` (repeatable, the last of a key wins;
 each goes to ``open_store`` as a string, the value as written).
 Exit codes: 0 success; 2 bad usage (and an ``erase`` that cannot ask for confirmation and was not
-given ``--yes``); 3 chronicum not found (or the actum ``--before`` or ``--at`` names); 4 invalid
-input (an actum, a query, a cursor, an owner, a store option or a value in the store URL); 5 no
+given ``--yes``); 3 chronicum not found (or the actum ``--after``, ``--before`` or ``--at`` names);
+4 invalid input (an actum, a query, a cursor, an owner, a store option or a value in the store
+URL; an empty ``--after``, ``--before`` or ``--at`` too); 5 no
 usable backend for the URL; 6 the store failed; 7 the store lacks a capability the command needs
 (``chronica backends`` lists them); 1 any other Chronica error, an erasure that was not confirmed,
 or failed conformance cases; 130 stopped by Ctrl-C (SIGINT), without a traceback (how ``follow``
@@ -32,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, Final, NoReturn, TextIO
 from urllib.parse import unquote
 
 from chronica_core._version import __version__
@@ -1036,13 +1037,17 @@ def _check_without_connecting(arguments: argparse.Namespace) -> None:
     asyncio.run(store.close())
 
 
+_POSITION_FLAGS: Final = {"acta": "--before", "follow": "--after", "fork": "--at"}
+"""The flag naming the actum each command's ``ActumNotFound`` is about."""
+
+
 def _message(error: ChronicaError, arguments: argparse.Namespace) -> str:
     """The error's message, naming the flag the user typed for the field it names."""
     if isinstance(error, InvalidActum | InvalidQuery) and error.field in _FLAGS:
         what = "actum" if isinstance(error, InvalidActum) else "query"
         return f"invalid {what}: {_FLAGS[error.field]}: {error.reason}"
-    if isinstance(error, ActumNotFound) and arguments.command in ("acta", "fork"):
-        return f"{'--at' if arguments.command == 'fork' else '--before'}: {error}"
+    if isinstance(error, ActumNotFound) and arguments.command in _POSITION_FLAGS:
+        return f"{_POSITION_FLAGS[arguments.command]}: {error}"
     if isinstance(error, InvalidOwnerID):
         return f"invalid --owner: {error.reason.replace('owner_id must', 'must')}"
     if isinstance(error, InvalidOption) and error.option in dict(getattr(arguments, "option", [])):

@@ -43,7 +43,8 @@ class ChronicumNotFound(ChronicaError, LookupError):
 class ActumNotFound(ChronicaError, LookupError):
     """The chronicum's history holds no actum with that id.
 
-    Raised for an actum asked for by its id (``get_actum``, a fork's ``at``, a page's ``before``).
+    Raised for an actum asked for by its id (``get_actum``, a fork's ``at``, a page's ``before``,
+    a follower's ``after``).
     A chronicum that does not exist or is not the caller's raises :class:`ChronicumNotFound`
     instead, before any actum is looked for.
 

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from chronica_core.capabilities import FOLLOW
-from chronica_core.errors import ChronicumNotFound, InvalidQuery
+from chronica_core.checks import text_problem
+from chronica_core.errors import ActumNotFound, ChronicumNotFound
 from chronica_core.history import Layout
 from chronica_core.history_rules import locate, page_after
 from chronica_core.model import ActaQuery, Actum
@@ -222,6 +223,8 @@ def acta_after_by_windows(
 
 def _acta_after(following: Following) -> Plan[tuple[str, tuple[object, ...]], list[Actum] | None]:
     """Read what was recorded after the follower's position (``None``: the position is not there)."""
+    if following.position is not None and text_problem(following.position) is not None:
+        return None  # an id no actum can have: no store is asked to look it up
     if following.layout is not None:
         if following.place is None:  # a given `after`, not found yet
             located = yield from locate(following.layout, following.position or "")
@@ -255,8 +258,7 @@ def follow_step(
         first. The position moves past every actum read, matching or not.
 
     Raises:
-        InvalidQuery: (``field="after"``) the ``after`` the follower started from is not an
-            actum of the chronicum.
+        ActumNotFound: the ``after`` the follower started from is not an actum of the chronicum.
         ChronicumNotFound: the chronicum was erased while followed (or, on the first read, is
             missing).
         StoreError: the store failed; the position is unchanged, so a new step resumes there.
@@ -267,10 +269,7 @@ def follow_step(
         page = yield from _acta_after(following)
         if page is None:
             if not following.checked:
-                raise InvalidQuery(
-                    "after",
-                    f"chronicum {following.chronicum_id!r} holds no actum with the id {following.position!r}",
-                )
+                raise ActumNotFound(following.chronicum_id, str(following.position))
             raise ChronicumNotFound(following.chronicum_id)
         following.checked = True
         if page:

@@ -25,6 +25,7 @@ from chronica_core.checks import (
     Shape,
     acta_query,
     check_owner,
+    checked_position,
     checked_shape,
     encoding_problem,
     enum_value,
@@ -444,8 +445,7 @@ class Rules:
         problem = text_problem(fork_id)
         if problem is not None:
             raise InvalidQuery("fork_id", problem)
-        if at is not None and not isinstance(at, str):
-            raise InvalidQuery("at", f"an actum id or None, not {type(at).__name__}")
+        at = checked_position("at", at)
         if text_problem(chronicum_id) is not None:
             raise ChronicumNotFound(chronicum_id)
         fork: Chronicum = yield from self._history.fork(owner_id, chronicum_id, at, fork_id)
@@ -471,8 +471,7 @@ class Rules:
         """
         check_owner(owner_id)
         query = acta_query(actum_kinds, actor_kinds, 0)
-        if after is not None and text_problem(after) is not None:
-            raise InvalidQuery("after", f"an actum id or None; it {text_problem(after)}")
+        after = checked_position("after", after)
         if (
             isinstance(poll_interval, bool)
             or not isinstance(poll_interval, (int, float))

@@ -923,6 +923,30 @@ def test_an_unknown_actum_id_exits_3_naming_the_flag(
     assert result.stderr == (f"chronica: ActumNotFound: {message}' not found in chronicum 'lunch'\n")
 
 
+@pytest.mark.parametrize(
+    ("arguments", "flag"),
+    [
+        (["fork", "lunch", "--owner", "ardian", "--at", ""], "--at"),
+        (["acta", "lunch", "--owner", "ardian", "--before", ""], "--before"),
+        (["follow", "lunch", "--owner", "ardian", "--after", ""], "--after"),
+    ],
+)
+def test_an_empty_actum_id_exits_4_naming_the_flag(
+    kept: KeptMemoryStore,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    arguments: list[str],
+    flag: str,
+) -> None:
+    chronicarius = Chronicarius(kept)
+    chronicarius.record_actum("ardian", said("ardian", "lunch", "A quiet table?"))
+    result = run(capsys, monkeypatch, *arguments)
+    assert result.code == 4
+    reason = "an actum id or None, not an empty str"
+    assert result.stderr == f"chronica: InvalidQuery: invalid query: {flag}: {reason}\n"
+    assert [c.id for c in chronicarius.list_chronica("ardian").chronica] == ["lunch"]  # no fork made
+
+
 def test_fork_of_another_owners_chronicum_is_not_found_and_creates_nothing(
     kept: KeptMemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

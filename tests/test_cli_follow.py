@@ -129,10 +129,9 @@ def test_follow_after_an_unknown_actum_names_after(capsys: pytest.CaptureFixture
         timeout=GUARD_SECONDS,
         stdin=subprocess.DEVNULL,
     )
-    assert process.returncode == 4
-    assert process.stderr == (  # the flag typed, as for --kinds, not the argument's name
-        "chronica: InvalidQuery: invalid query: --after: chronicum 'dinner' holds no actum with "
-        f"the id {'0' * 32!r}\n"
+    assert process.returncode == 3  # as for the actum --before or --at names
+    assert process.stderr == (  # the flag typed, not the argument's name
+        f"chronica: ActumNotFound: --after: actum {'0' * 32!r} not found in chronicum 'dinner'\n"
     )
 
 

@@ -23,7 +23,15 @@ from chronica_conformance.history_base import (
     summary,
     write,
 )
-from chronica_core import ActorKind, Actum, ActumKind, ActumNotFound, ChronicumNotFound, InvalidActum
+from chronica_core import (
+    ActorKind,
+    Actum,
+    ActumKind,
+    ActumNotFound,
+    ChronicumNotFound,
+    InvalidActum,
+    InvalidQuery,
+)
 from chronica_core.capabilities import BATCH, IDEMPOTENCY
 
 __all__ = ["ExchangeContract"]
@@ -288,6 +296,32 @@ class ExchangeContract(HistoryBase):
         )
         with pytest.raises(ChronicumNotFound):
             harness.with_chronicarius(owner_cache_size=100).get_actum(other, chronicum_id, acta[0].id)
+
+    def test_history_before_and_at_name_an_actum_or_are_refused_naming_them(
+        self, history_harness: Harness
+    ) -> None:
+        """A ``before`` or ``at`` naming no actum is ``ActumNotFound``; empty or not a str, ``InvalidQuery``.
+
+        Another chronicum's actum, and an id no actum can have, name none.
+        """
+        harness = history_harness
+        owner, chronicum_id, elsewhere = new_owner(), new_id("positions"), new_id("positions-other")
+        written = write(harness, owner, chronicum_id, 2)
+        foreign = write(harness, owner, elsewhere, 1)[0].id
+        for unknown in ("0" * 32, foreign, "a" * 300, "a\x00b", "\ud800"):
+            with pytest.raises(ActumNotFound) as page:
+                harness.get_acta(owner, chronicum_id, before=unknown)
+            with pytest.raises(ActumNotFound) as fork:
+                harness.fork_chronicum(owner, chronicum_id, at=unknown)
+            for refused in (page.value, fork.value):
+                assert (refused.chronicum_id, refused.actum_id) == (chronicum_id, unknown)
+        for bad in ("", 42):
+            with pytest.raises(InvalidQuery) as bad_page:
+                harness.get_acta(owner, chronicum_id, before=bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidQuery) as bad_fork:
+                harness.fork_chronicum(owner, chronicum_id, at=bad)  # type: ignore[arg-type]
+            assert (bad_page.value.field, bad_fork.value.field) == ("before", "at")
+        assert_same_acta(harness.get_acta(owner, chronicum_id), written, "the chronicum")
 
     @pytest.mark.parametrize("page", [1, 7])
     def test_history_page_walk_sees_every_actum_once(self, history_harness: Harness, page: int) -> None:

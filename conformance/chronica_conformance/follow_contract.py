@@ -14,7 +14,7 @@ import pytest
 
 from chronica_conformance.base import SuiteBase, ids, make_actum, new_id, new_owner, require_capability
 from chronica_conformance.harness import Harness, rules_call, store_call
-from chronica_core import ActorKind, ActumKind, ChronicumNotFound, InvalidQuery, StoreError
+from chronica_core import ActorKind, ActumKind, ActumNotFound, ChronicumNotFound, InvalidQuery, StoreError
 from chronica_core.capabilities import ERASURE, FOLLOW
 from chronica_core.follow import FOLLOW_PAGE
 
@@ -156,21 +156,25 @@ class FollowContract(SuiteBase):
         assert [actum.content for actum in run.acta] == ["mine"]
         assert {actum.chronicum_id for actum in run.acta} == {mine}
 
-    def test_follow_after_that_is_not_an_actum_of_the_chronicum_names_after(
+    def test_follow_after_that_is_not_an_actum_of_the_chronicum_is_actum_not_found(
         self, follow_harness: Harness
     ) -> None:
-        """An unknown ``after``, or one from another chronicum, is ``InvalidQuery(field="after")``."""
+        """An unknown ``after`` is ``ActumNotFound``, as ``before``; empty or not a str, ``InvalidQuery``.
+
+        Another chronicum's actum, and an id no actum can have, are unknown.
+        """
         harness = follow_harness
         owner, chronicum_id, elsewhere = new_owner(), new_id("follow-after"), new_id("follow-other")
         _write(harness, owner, chronicum_id, 2)
         foreign_actum = _write(harness, owner, elsewhere, 1)[0]
-        for after in ("0" * 32, foreign_actum):
-            with pytest.raises(InvalidQuery) as refused:
+        for after in ("0" * 32, foreign_actum, "a" * 300, "a\x00b", "\ud800"):
+            with pytest.raises(ActumNotFound) as refused:
                 harness.follow_during(owner, chronicum_id, 1, after=after)
-            assert refused.value.field == "after"
-        with pytest.raises(InvalidQuery) as not_text:
-            harness.follow_during(owner, chronicum_id, 1, after=42)  # type: ignore[arg-type]
-        assert not_text.value.field == "after"
+            assert (refused.value.chronicum_id, refused.value.actum_id) == (chronicum_id, after)
+        for bad in ("", 42):
+            with pytest.raises(InvalidQuery) as not_text:
+                harness.follow_during(owner, chronicum_id, 1, after=bad)  # type: ignore[arg-type]
+            assert not_text.value.field == "after"
 
     def test_follow_of_an_erased_chronicum_ends_not_found(self, follow_harness: Harness) -> None:
         """Erasing the chronicum while it is followed ends the follower with ``ChronicumNotFound``."""

@@ -260,3 +260,40 @@ def test_a_write_in_the_millisecond_a_chronicum_started_keeps_its_last_activity(
     later = moment + timedelta(microseconds=1)
     idle = store.idle_chronica(later, OWNER, None, 10)
     assert chronicum_id in [c.id for c in idle] and {last_activity(c) for c in idle} == {moment}
+
+
+def test_migrate_moves_a_fork_made_by_an_earlier_build_to_its_fork_time(
+    store: MongoStore, mongodb_server_url: str, database: str, admin_client: MongoClient[dict[str, Any]]
+) -> None:
+    """Earlier builds gave a fork the ``active_at`` of its shared actum, and its source that
+    ``family_active_at``: once migrated, both count from the fork time, and ``erase_idle`` keeps them."""
+    long_ago = datetime(2026, 8, 1, 9, 0, tzinfo=UTC)
+    forked_at = datetime(2026, 12, 1, 12, 0, 0, 123_456, tzinfo=UTC)
+    keeper = Chronicarius(store)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(clock, "now", lambda: long_ago)
+        keeper.record_actum(OWNER, Actum("old-source", ActumKind.MESSAGE, ActorKind.HUMAN, OWNER, "long ago"))
+        patch.setattr(clock, "now", lambda: forked_at)
+        fork = keeper.fork_chronicum(OWNER, "old-source", fork_id="old-fork")
+    assert fork.started_at == forked_at
+    chronica = admin_client[database]["chronica"]
+    chronica.update_one({"_id": "old-fork"}, {"$set": {"active_at": long_ago, "active_at_us": 0}})
+    chronica.update_one({"_id": "old-source"}, {"$set": {"family_active_at": long_ago}})
+    earlier = [c.id for c in store.idle_chronica(forked_at, OWNER, None, 10)]
+    assert earlier == ["old-fork", "old-source"]  # as earlier builds left it
+
+    for _ in range(2):  # a second migration finds nothing to move
+        with MongoStore(mongodb_server_url, database=database) as migrated:
+            assert [c.id for c in migrated.idle_chronica(forked_at, OWNER, None, 10)] == ["old-source"]
+            assert migrated.erase_idle("old-source", forked_at, owner_digest(OWNER)) == 0
+            assert Chronicarius(migrated).erase_idle(before=forked_at) == 0
+        fork_document = chronica.find_one({"_id": "old-fork"})
+        source_document = chronica.find_one({"_id": "old-source"})
+        assert fork_document is not None and source_document is not None
+        assert (fork_document["active_at"], fork_document["active_at_us"]) == (
+            forked_at.replace(microsecond=123_000, tzinfo=None),
+            456,
+        )
+        assert source_document["family_active_at"] == forked_at.replace(microsecond=124_000, tzinfo=None)
+        assert source_document["active_at"] == long_ago.replace(tzinfo=None)
+    assert [c.id for c in keeper.list_chronica(OWNER).chronica] == ["old-fork", "old-source"]

@@ -7,7 +7,7 @@ every index of ``acta`` does, the indexes that cannot (the listing, the marker s
 tails' deletion) are exactly the documented ones and none is unique, the server holds exactly
 these indexes after a migration, and every command a whole scenario sends names the shard key
 but the documented ones (opening's look at one document, the listing, ``erase_owner``'s sweeps,
-``erase``'s deletion of batch tails).
+``erase``'s deletion of batch tails, a migration's look for forks earlier builds left).
 """
 
 from __future__ import annotations
@@ -169,4 +169,5 @@ def test_every_command_of_a_whole_scenario_names_the_shard_key_but_the_documente
         (CHRONICA, "find", ("lineage.chronicum_id", "owner_id")),  # erase: the forks, along forks
         (ACTA, "distinct", ()),  # migrating a database made before positions: once
         (CHRONICA, "find", ("active_at", "owner_id")),  # the same, for last activity
+        (CHRONICA, "find", ("$expr", "active_at", "lineage")),  # migrate: old forks, along forks
     }
