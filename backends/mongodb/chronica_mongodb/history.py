@@ -73,7 +73,7 @@ from chronica_mongodb.core import (
 )
 from chronica_mongodb.documents import ACTUM_FIELDS, actum_of
 
-__all__ = ["fork", "layout", "locate", "record_summary", "window"]
+__all__ = ["fork", "layout", "locate", "millisecond_ceiling", "record_summary", "window"]
 
 _ROW_FIELDS: Final = {**ACTUM_FIELDS, "position": 1}
 
@@ -318,7 +318,7 @@ def locate(
     return found
 
 
-def _ceiling(moment: datetime) -> datetime:
+def millisecond_ceiling(moment: datetime) -> datetime:
     """``moment`` rounded up to the millisecond (a fork's activity, compared with writes' ``at``)."""
     below = moment.microsecond % 1000
     return moment if below == 0 else moment + timedelta(microseconds=1000 - below)
@@ -366,7 +366,7 @@ def fork(core: MongoCore, chronicum: Chronicum, lineage: tuple[Segment, ...]) ->
         )
         raise ChronicumNotFound(source)
     if ancestors:
-        active = _ceiling(last_activity(chronicum))
+        active = millisecond_ceiling(last_activity(chronicum))
         yield from core._run(
             Command(
                 CHRONICA,

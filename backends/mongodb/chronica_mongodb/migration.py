@@ -35,7 +35,7 @@ from chronica_mongodb.core import (
     Command,
     MongoCore,
 )
-from chronica_mongodb.history import _ceiling
+from chronica_mongodb.history import millisecond_ceiling
 
 __all__ = ["migrate"]
 
@@ -95,7 +95,7 @@ def _fork_times() -> Plan[Command, None]:
                 Command(
                     CHRONICA,
                     "update_many",
-                    ({"_id": {"$in": ancestors}}, {"$max": {"family_active_at": _ceiling(start)}}),
+                    ({"_id": {"$in": ancestors}}, {"$max": {"family_active_at": millisecond_ceiling(start)}}),
                 ),
                 _WHERE,
             )
